@@ -141,28 +141,11 @@ public final class GroupMerger {
             requireUniqueCompletionIds(taskId, results, usable);
         }
 
-        // 7. References, and the normaliser when rollout-time normalisation is on.
-        boolean normalise = opts.rewardNormalization() && g > 1;
+        // 7. One reference per slot; normalised when rollout-time normalisation is on.
         double[] references = new double[u];
         RewardNormalizer normalizer = null;
-        if (normalise) {
-            String missing = null;
-            for (int k = 0; k < u; k++) {
-                int s = usable[k];
-                if (results[s] instanceof EpisodeResult.Interactions r) {
-                    Interaction unrewarded = firstWithoutReward(r);
-                    if (unrewarded != null) {
-                        // Keep checking the other slots: a contract error must not hide behind a drop.
-                        if (missing == null) {
-                            missing = "slot " + s + " has a missing row reward (interaction '" + unrewarded.id()
-                                    + "') and reward_normalization needs one for every usable rollout";
-                        }
-                        explicitReference(taskId, s, r);
-                        continue;
-                    }
-                }
-                references[k] = normalizationReference(taskId, s, results[s]);
-            }
+        if (opts.rewardNormalization() && g > 1) {
+            String missing = normalizationReferences(taskId, results, usable, references);
             if (missing != null) {
                 return new GroupOutcome.Dropped(missing, GroupMetrics.dropped(g, u));
             }
@@ -180,11 +163,49 @@ public final class GroupMerger {
         }
 
         // 8. Rows of every usable slot, normalised when asked, concatenated once in slot order.
-        List<TensorDict> parts = new ArrayList<>(u);
-        IntList partSlots = new IntList(u);
-        List<String> partIds = new ArrayList<>(u);
         int[] rowCounts = new int[u];
-        for (int k = 0; k < u; k++) {
+        TensorDict rows = concatRows(taskId, results, usable, normalizer, rowCounts);
+
+        // 9. The rows travel with their slot boundaries.
+        return new GroupOutcome.Merged(rows, usable, rowCounts, references, GroupMetrics.merged(g, u));
+    }
+
+    /**
+     * Fills {@code references} with each usable slot's reference for normalisation. Returns the
+     * drop reason when a usable rollout has a missing row reward, else null; contract errors in any
+     * slot are thrown first, so they never hide behind a drop.
+     */
+    private static String normalizationReferences(
+            long taskId, EpisodeResult[] results, int[] usable, double[] references) {
+        String missing = null;
+        for (int k = 0; k < usable.length; k++) {
+            int s = usable[k];
+            if (results[s] instanceof EpisodeResult.Interactions r) {
+                Interaction unrewarded = firstWithoutReward(r);
+                if (unrewarded != null) {
+                    if (missing == null) {
+                        missing = "slot " + s + " has a missing row reward (interaction '" + unrewarded.id()
+                                + "') and reward_normalization needs one for every usable rollout";
+                    }
+                    explicitReference(taskId, s, r);
+                    continue;
+                }
+            }
+            references[k] = normalizationReference(taskId, s, results[s]);
+        }
+        return missing;
+    }
+
+    /**
+     * The usable slots' rows, without {@code rollout_reward}, normalised when {@code normalizer} is
+     * set, concatenated in slot order; {@code rowCounts[k]} receives the rows of usable slot k.
+     */
+    private static TensorDict concatRows(
+            long taskId, EpisodeResult[] results, int[] usable, RewardNormalizer normalizer, int[] rowCounts) {
+        List<TensorDict> parts = new ArrayList<>(usable.length);
+        IntList partSlots = new IntList(usable.length);
+        List<String> partIds = new ArrayList<>(usable.length);
+        for (int k = 0; k < usable.length; k++) {
             int s = usable[k];
             if (results[s] instanceof EpisodeResult.Trajectory t) {
                 TensorDict d = t.data().without(TensorDict.ROLLOUT_REWARD);
@@ -195,30 +216,27 @@ public final class GroupMerger {
                 partSlots.add(s);
                 partIds.add(null);
                 rowCounts[k] = d.batchSize();
-            } else {
-                EpisodeResult.Interactions r = (EpisodeResult.Interactions) results[s];
-                List<TensorDict> rows = InteractionTensors.rows(r, taskId, s);
-                int i = 0;
-                for (Interaction it : r.byId().values()) {
-                    TensorDict row = rows.get(i++);
-                    if (normalizer != null) {
-                        row = normalizeInteractionRow(row, it.reward(), normalizer);
-                    }
-                    parts.add(row);
-                    partSlots.add(s);
-                    partIds.add(it.id());
-                    rowCounts[k] += row.batchSize();
+                continue;
+            }
+            EpisodeResult.Interactions r = (EpisodeResult.Interactions) results[s];
+            List<TensorDict> rows = InteractionTensors.rows(r, taskId, s);
+            int i = 0;
+            for (Interaction it : r.byId().values()) {
+                TensorDict row = rows.get(i++);
+                if (normalizer != null) {
+                    row = normalizeInteractionRow(row, it.reward(), normalizer);
                 }
+                parts.add(row);
+                partSlots.add(s);
+                partIds.add(it.id());
+                rowCounts[k] += row.batchSize();
             }
         }
-        TensorDict rows = TensorDicts.concatPadded(
+        return TensorDicts.concatPadded(
                 parts,
                 i -> "task " + taskId + " slot " + partSlots.get(i)
                         + (partIds.get(i) == null ? "" : " interaction '" + partIds.get(i) + "'"),
                 WorkflowContractException::new);
-
-        // 9.
-        return new GroupOutcome.Merged(rows, usable, rowCounts, references, GroupMetrics.merged(g, u));
     }
 
     // ---- 1. structural validation ------------------------------------------------------------

@@ -145,9 +145,8 @@ public final class InteractionTensors {
         }
         while (!pending.isEmpty()) {
             Interaction c = pending.pop();
-            memo.put(
-                    c,
-                    buildRow(c, concatsParent(c) ? memo.get(c.parent()) : null, concatsParent(c) ? c.parent() : null));
+            Interaction parent = concatsParent(c) ? c.parent() : null;
+            memo.put(c, buildRow(c, parent == null ? null : memo.get(parent), parent));
         }
         return memo.get(it);
     }
