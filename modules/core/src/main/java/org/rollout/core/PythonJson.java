@@ -6,6 +6,9 @@ import com.fasterxml.jackson.core.PrettyPrinter;
 import java.io.IOException;
 import java.io.Writer;
 import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
+import java.util.function.Predicate;
 
 /**
  * JSON that reads like Python's {@code json.dumps} with default arguments, so our dump lines
@@ -43,7 +46,12 @@ final class PythonJson {
      * way because the float32 is what the trajectory holds; its widening is an artefact.
      */
     static double float32AsDecimal(float value) {
-        return Double.parseDouble(Float.toString(value));
+        if (!Float.isFinite(value) || value == 0f) {
+            return value;
+        }
+        BigDecimal shortest =
+                shortest(new BigDecimal(Float.toString(value)), new BigDecimal(value), d -> d.floatValue() == value);
+        return shortest.doubleValue();
     }
 
     /**
@@ -62,10 +70,11 @@ final class PythonJson {
             return Double.doubleToRawLongBits(value) == 0L ? "0.0" : "-0.0";
         }
         String sign = value < 0 ? "-" : "";
-        // Double.toString gives the shortest round-tripping decimal (JDK 19+); only its layout differs.
-        BigDecimal exact = new BigDecimal(Double.toString(Math.abs(value))).stripTrailingZeros();
-        String digits = exact.unscaledValue().toString();
-        int exponent = digits.length() - 1 - exact.scale(); // value = d.ddd × 10^exponent
+        double abs = Math.abs(value);
+        BigDecimal decimal =
+                shortest(new BigDecimal(Double.toString(abs)), new BigDecimal(abs), d -> d.doubleValue() == abs);
+        String digits = decimal.unscaledValue().toString();
+        int exponent = digits.length() - 1 - decimal.scale(); // value = d.ddd × 10^exponent
         if (exponent < -4 || exponent >= 16) {
             String mantissa = digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
             String exp = Integer.toString(Math.abs(exponent));
@@ -79,6 +88,34 @@ final class PythonJson {
             return sign + digits + "0".repeat(intDigits - digits.length()) + ".0";
         }
         return sign + digits.substring(0, intDigits) + "." + digits.substring(intDigits);
+    }
+
+    /**
+     * The shortest decimal that round-trips, starting from Java's {@code toString} digits (JDK 19+
+     * gives the shortest, except that it never gives a single digit: where one digit would do, it
+     * gives the two-digit decimal closest to the value, {@code 4.9E-324} for {@code 5e-324}). With
+     * two digits, a one-digit neighbour that also round-trips wins, the closer one if both do, as
+     * in Python.
+     */
+    private static BigDecimal shortest(BigDecimal javaDigits, BigDecimal exact, Predicate<BigDecimal> roundTrips) {
+        BigDecimal d = javaDigits.stripTrailingZeros();
+        if (d.precision() != 2) {
+            return d;
+        }
+        BigDecimal best = null;
+        for (RoundingMode mode : new RoundingMode[] {RoundingMode.FLOOR, RoundingMode.CEILING}) {
+            BigDecimal candidate = d.round(new MathContext(1, mode)).stripTrailingZeros();
+            if (roundTrips.test(candidate)
+                    && (best == null
+                            || candidate
+                                            .subtract(exact)
+                                            .abs()
+                                            .compareTo(best.subtract(exact).abs())
+                                    < 0)) {
+                best = candidate;
+            }
+        }
+        return best != null ? best : d;
     }
 
     /** Python's default separators, no indentation, no newline. */
