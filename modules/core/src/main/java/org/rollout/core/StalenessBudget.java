@@ -126,6 +126,7 @@ public final class StalenessBudget {
      * several threads.
      *
      * @return true when the task was admitted
+     * @throws IllegalStateException when no task is enqueued
      */
     public synchronized boolean tryAdmit() {
         requirePositive("enqueued", enqueued, "admit");

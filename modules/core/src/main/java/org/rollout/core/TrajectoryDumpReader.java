@@ -199,7 +199,7 @@ public final class TrajectoryDumpReader {
                         "prompt_len",
                         "must be below seqlen " + seqlen + " (the last valid token is generated), got " + promptLen);
             }
-            long generated = segments.isEmpty() ? seqlen - promptLen : checkSegments(segments, seqlen, promptLen);
+            long generated = root.has("segments") ? checkSegments(segments, seqlen, promptLen) : seqlen - promptLen;
             checkVersions(rle, generated, head, tail);
             return new DumpRecord(
                     taskId,

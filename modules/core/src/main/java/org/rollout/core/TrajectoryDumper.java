@@ -317,11 +317,15 @@ public final class TrajectoryDumper {
         ReentrantLock lock = PATH_LOCKS[Math.floorMod(key.hashCode(), LOCK_STRIPES)];
         lock.lock();
         try (FileChannel channel = FileChannel.open(
-                        file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-                FileLock ignored = channel.lock()) {
-            ByteBuffer buffer = ByteBuffer.wrap(bytes);
-            while (buffer.hasRemaining()) {
-                channel.write(buffer);
+                file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+            FileLock fileLock = channel.lock();
+            try {
+                ByteBuffer buffer = ByteBuffer.wrap(bytes);
+                while (buffer.hasRemaining()) {
+                    channel.write(buffer);
+                }
+            } finally {
+                fileLock.release();
             }
         } finally {
             lock.unlock();
