@@ -178,7 +178,7 @@ public final class TrajectoryDumper {
             return new DumpResult.Written(file, records.size());
         } catch (IllegalArgumentException e) {
             // Our own checks of the data (shapes, ids, lengths) and the tokenizer's: the message says it.
-            return new DumpResult.Skipped("dump failed: " + e.getMessage());
+            return new DumpResult.Skipped("dump failed: " + (e.getMessage() != null ? e.getMessage() : e.toString()));
         } catch (Exception e) {
             return new DumpResult.Skipped("dump failed: " + e);
         }
