@@ -1,0 +1,292 @@
+package org.rollout.cluster;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.rollout.api.TrainingBatch;
+import org.rollout.api.TrainingGroup;
+
+/**
+ * Where finished groups end: deduplicates by task id, tells the coordinator what was accepted or
+ * rejected, buffers accepted training groups, and hands them to trainers in batches of {@code
+ * consumer_batch_size} groups, by pull, keeping each batch until it is acknowledged. It also keeps
+ * the run's statistics per version and scope ({@link StatsBook}).
+ *
+ * <pre>
+ *   GroupActor ──GroupFinished──► Collector ──TaskFinished──► RolloutCoordinator
+ *                                   │  buffer (accepted, training)
+ *   trainer ──PullBatch──────────►  │  ──Batch (id n)──► trainer ──Ack(n)──► forgotten
+ *                                   └─ unacknowledged after batch_ack_timeout ──► delivered again
+ * </pre>
+ *
+ * <p>Exactly once: the first outcome for a task id wins; a later one (another attempt of a
+ * re-dispatched task) is dropped and counted as a duplicate. Every task the coordinator admitted
+ * therefore ends in one batch or one rejection (ARCHITECTURE §6.1).
+ *
+ * <p>Back-pressure: nothing here ever drops an accepted group. The buffer is bounded by the
+ * staleness budget at admission — with a trainer that stops pulling and publishing, the
+ * coordinator stops admitting once {@code (η + v + 1) · B} groups are accepted or running.
+ *
+ * <p>Pulls that cannot be served wait until enough groups arrive or their deadline passes (then
+ * they get an empty reply). Evaluation groups are not batched: they only feed statistics.
+ */
+final class Collector extends AbstractBehavior<Collector.Command> {
+
+    sealed interface Command {}
+
+    /** A group's outcome, from its GroupActor. */
+    record GroupFinished(
+            long taskId,
+            int attempt,
+            boolean isEval,
+            int dispatchVersion,
+            int completionVersion,
+            Outcome outcome,
+            Map<String, Double> groupMetrics,
+            ScalarStats.Totals workflowStats,
+            long generatedTokens)
+            implements Command {}
+
+    /** What a group became. */
+    sealed interface Outcome {}
+
+    /** Accepted for training (or, for evaluation, completed). */
+    record Accepted(TrainingGroup group) implements Outcome {}
+
+    /** Not used for training, and why. */
+    record Rejected(RejectReason reason, String detail) implements Outcome {}
+
+    /** Who to tell about finished tasks (the coordinator); sent once at start-up. */
+    record Attach(ActorRef<RolloutCoordinator.Command> coordinator) implements Command {}
+
+    /** A trainer asks for the next batch; answered now or when ready, at the latest after {@code maxWait}. */
+    record PullBatch(Duration maxWait, ActorRef<BatchReply> replyTo) implements Command {}
+
+    /** The reply to a pull: a batch, or none when the wait expired. */
+    record BatchReply(TrainingBatch batch) {}
+
+    /** A trainer consumed batch {@code batchId}. */
+    record Ack(long batchId, ActorRef<AckReply> replyTo) implements Command {}
+
+    /** {@code known} is false when the id was never handed out or was already acknowledged. */
+    record AckReply(long batchId, boolean known) {}
+
+    /** The weight version moved on: statistics of older versions are written out. */
+    record VersionChanged(int version) implements Command {}
+
+    /** Asks for the collector's part of the status. */
+    record GetStatus(ActorRef<Status> replyTo) implements Command {}
+
+    /** The collector's part of the status. */
+    record Status(
+            int bufferedGroups,
+            int unacknowledgedBatches,
+            long duplicates,
+            long tokensGenerated,
+            Map<String, Long> rejectedByReason,
+            Map<String, Map<String, Double>> lastStats) {}
+
+    /** Writes every statistic still held; replies when done (shutdown). */
+    record Flush(ActorRef<Boolean> replyTo) implements Command {}
+
+    private record Tick() implements Command {}
+
+    private record WaitingPull(PullBatch pull, long deadlineNanos) {}
+
+    private record Outstanding(TrainingBatch batch, long handedOutNanos) {}
+
+    private final int consumerBatchSize;
+    private final Duration ackTimeout;
+    private final StatsBook stats;
+    private ActorRef<RolloutCoordinator.Command> coordinator;
+    private final Set<Long> finished = new HashSet<>();
+    private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
+    private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
+    private final ArrayDeque<TrainingBatch> redeliveries = new ArrayDeque<>();
+    private final ArrayDeque<WaitingPull> waiting = new ArrayDeque<>();
+    private final Map<String, Long> rejectedByReason = new LinkedHashMap<>();
+    private long nextBatchId;
+    private long duplicates;
+    private long tokens;
+    private int version;
+
+    static Behavior<Command> create(
+            int consumerBatchSize,
+            Duration ackTimeout,
+            StatsBook stats,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            versionTopic.tell(Topic.subscribe(
+                    ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new VersionChanged(v.version()))));
+            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stats);
+        }));
+    }
+
+    private Collector(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            int consumerBatchSize,
+            Duration ackTimeout,
+            StatsBook stats) {
+        super(ctx);
+        this.consumerBatchSize = consumerBatchSize;
+        this.ackTimeout = ackTimeout;
+        this.stats = stats;
+        timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(Attach.class, a -> {
+                    coordinator = a.coordinator();
+                    return this;
+                })
+                .onMessage(GroupFinished.class, this::onGroupFinished)
+                .onMessage(PullBatch.class, this::onPull)
+                .onMessage(Ack.class, this::onAck)
+                .onMessage(VersionChanged.class, this::onVersionChanged)
+                .onMessage(Tick.class, t -> onTick())
+                .onMessage(GetStatus.class, this::onGetStatus)
+                .onMessage(Flush.class, f -> {
+                    stats.flushAll();
+                    f.replyTo().tell(true);
+                    return this;
+                })
+                .onSignal(PostStop.class, s -> {
+                    stats.flushAll();
+                    return this;
+                })
+                .build();
+    }
+
+    private Behavior<Command> onGroupFinished(GroupFinished g) {
+        if (!finished.add(g.taskId())) {
+            duplicates++;
+            getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
+            return this;
+        }
+        tokens += g.generatedTokens();
+        String scope = g.isEval() ? org.rollout.api.WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
+        int statsVersion = g.isEval() ? g.dispatchVersion() : g.completionVersion();
+        stats.record(statsVersion, scope, g);
+        boolean accepted = g.outcome() instanceof Accepted;
+        String reason = null;
+        if (g.outcome() instanceof Rejected r) {
+            reason = r.reason().wireName();
+            rejectedByReason.merge(reason, 1L, Long::sum);
+        }
+        if (accepted && !g.isEval()) {
+            buffer.addLast(((Accepted) g.outcome()).group());
+            serveWaiting();
+        }
+        if (coordinator != null) {
+            coordinator.tell(
+                    new RolloutCoordinator.TaskFinished(g.taskId(), g.attempt(), g.isEval(), accepted, reason));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onPull(PullBatch pull) {
+        waiting.addLast(new WaitingPull(pull, System.nanoTime() + pull.maxWait().toNanos()));
+        serveWaiting();
+        return this;
+    }
+
+    /** Serves waiting pulls in arrival order: redeliveries first, then new batches. */
+    private void serveWaiting() {
+        while (!waiting.isEmpty()) {
+            TrainingBatch batch = nextBatch();
+            if (batch == null) {
+                return;
+            }
+            WaitingPull w = waiting.pollFirst();
+            outstanding.put(batch.batchId(), new Outstanding(batch, System.nanoTime()));
+            w.pull().replyTo().tell(new BatchReply(batch));
+        }
+    }
+
+    private TrainingBatch nextBatch() {
+        if (!redeliveries.isEmpty()) {
+            return redeliveries.pollFirst();
+        }
+        if (buffer.size() < consumerBatchSize) {
+            return null;
+        }
+        List<TrainingGroup> groups = new ArrayList<>(consumerBatchSize);
+        for (int i = 0; i < consumerBatchSize; i++) {
+            groups.add(buffer.pollFirst());
+        }
+        return new TrainingBatch(nextBatchId++, groups, version);
+    }
+
+    private Behavior<Command> onAck(Ack ack) {
+        boolean known = outstanding.remove(ack.batchId()) != null;
+        if (!known) {
+            known = redeliveries.removeIf(b -> b.batchId() == ack.batchId());
+        }
+        ack.replyTo().tell(new AckReply(ack.batchId(), known));
+        return this;
+    }
+
+    private Behavior<Command> onVersionChanged(VersionChanged v) {
+        if (v.version() > version) {
+            version = v.version();
+            stats.flushBefore(version);
+        }
+        return this;
+    }
+
+    private Behavior<Command> onTick() {
+        long now = System.nanoTime();
+        for (Iterator<WaitingPull> it = waiting.iterator(); it.hasNext(); ) {
+            WaitingPull w = it.next();
+            if (now - w.deadlineNanos() >= 0) {
+                it.remove();
+                w.pull().replyTo().tell(new BatchReply(null));
+            }
+        }
+        for (Iterator<Outstanding> it = outstanding.values().iterator(); it.hasNext(); ) {
+            Outstanding o = it.next();
+            if (now - o.handedOutNanos() >= ackTimeout.toNanos()) {
+                it.remove();
+                getContext()
+                        .getLog()
+                        .warn(
+                                "batch {} not acknowledged within batch_ack_timeout={}; it will be delivered again",
+                                o.batch().batchId(),
+                                ackTimeout);
+                redeliveries.addLast(o.batch());
+            }
+        }
+        serveWaiting();
+        return this;
+    }
+
+    private Behavior<Command> onGetStatus(GetStatus get) {
+        get.replyTo()
+                .tell(new Status(
+                        buffer.size(),
+                        outstanding.size() + redeliveries.size(),
+                        duplicates,
+                        tokens,
+                        Map.copyOf(rejectedByReason),
+                        stats.latestMeans()));
+        return this;
+    }
+}

@@ -1,0 +1,29 @@
+package org.rollout.cluster;
+
+import org.rollout.api.InferenceEngine;
+
+/**
+ * A node's inference engine as the runtime drives it: the workflow-facing {@link InferenceEngine}
+ * plus the three controls a weight update needs (AReaL's executor {@code pause()}/{@code resume()}
+ * and {@code set_version}, §6.9).
+ *
+ * <p>{@link #pause()} closes the client-side gate: generations in flight finish their current
+ * segment (servers abort it during the update) and send no new segment until {@link #resume()}.
+ * {@link #setVersion(int)} must be called before {@code resume()} so that the next segments are
+ * pinned to the new version (§2.3). Thread-safe.
+ */
+public interface ControllableEngine extends InferenceEngine {
+
+    /** Stops sending new segments until {@link #resume()}. Idempotent. */
+    void pause();
+
+    /** Lets segments be sent again. Idempotent. */
+    void resume();
+
+    /**
+     * Sets the version that new segments are pinned to.
+     *
+     * @throws IllegalArgumentException when {@code version} is below the current one
+     */
+    void setVersion(int version);
+}

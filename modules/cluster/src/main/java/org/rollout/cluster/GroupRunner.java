@@ -1,0 +1,205 @@
+package org.rollout.cluster;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.actor.typed.receptionist.ServiceKey;
+
+/**
+ * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and runs each
+ * dispatched task as a {@link GroupActor}. Registered with the Receptionist under {@link
+ * #SERVICE_KEY}, where the coordinator and the weight version find it.
+ *
+ * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} stops one (its slots are
+ * aborted); {@link GetInfo} reports capacity and load. During a weight update the weight version
+ * sends {@link PrepareWeightUpdate} (the node's engine closes its gate: no new segment is sent)
+ * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
+ * {@link AbandonWeightUpdate}.
+ *
+ * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
+ * the outcome (the weight version's node died mid-update) resumes on its own with its current
+ * version and logs it, so a lost update never leaves generation stopped (LESSONS: a server stuck
+ * paused).
+ */
+public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
+
+    /** Where the coordinator and the weight version find runners. */
+    public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
+
+    public sealed interface Command {}
+
+    /** Run task {@code taskId} (attempt {@code attempt}) as a group; report it to {@code collector}. */
+    public record RunGroup(
+            long taskId,
+            int attempt,
+            Map<String, Object> data,
+            boolean isEval,
+            int dispatchVersion,
+            ActorRef<Collector.Command> collector)
+            implements Command {}
+
+    /** Stop the group of task {@code taskId}, attempt {@code attempt}, and report it rejected. */
+    public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail) implements Command {}
+
+    /** Asks for this runner's capacity and load. */
+    public record GetInfo(ActorRef<Info> replyTo) implements Command {}
+
+    /** A runner's capacity (groups it runs at once) and current load. */
+    public record Info(ActorRef<Command> runner, String node, int capacity, int running) {}
+
+    /** Close the engine's gate for weight update {@code updateId}, then confirm to {@code replyTo}. */
+    public record PrepareWeightUpdate(long updateId, ActorRef<WeightVersion.Command> replyTo) implements Command {}
+
+    /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
+    public record AbandonWeightUpdate(long updateId) implements Command {}
+
+    private record NewVersion(int version) implements Command {}
+
+    private record GroupEnded(String name) implements Command {}
+
+    private record PauseExpired(long updateId) implements Command {}
+
+    private final NodeServices svc;
+    private final String node;
+    private final int capacity;
+    private final Duration updateTimeout;
+    private final TimerScheduler<Command> timers;
+    private final Map<String, ActorRef<GroupActor.Command>> groups = new HashMap<>();
+    private long pausedFor = -1;
+
+    /**
+     * @param node a name for this node in status and logs
+     * @param capacity how many groups this node runs at once (the coordinator balances by it)
+     * @param versionTopic the weight version's broadcast topic
+     * @param updateTimeout how long the engine's gate may stay closed without news of the update
+     */
+    public static Behavior<Command> create(
+            NodeServices svc,
+            String node,
+            int capacity,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            Duration updateTimeout) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+            ActorRef<WeightVersion.VersionChanged> adapter =
+                    ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
+            versionTopic.tell(Topic.subscribe(adapter));
+            return new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout);
+        }));
+    }
+
+    private GroupRunner(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            NodeServices svc,
+            String node,
+            int capacity,
+            Duration updateTimeout) {
+        super(ctx);
+        this.timers = timers;
+        this.svc = svc;
+        this.node = node;
+        this.capacity = capacity;
+        this.updateTimeout = updateTimeout;
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(RunGroup.class, this::onRunGroup)
+                .onMessage(CancelGroup.class, this::onCancelGroup)
+                .onMessage(GetInfo.class, g -> {
+                    g.replyTo().tell(new Info(getContext().getSelf(), node, capacity, groups.size()));
+                    return this;
+                })
+                .onMessage(PrepareWeightUpdate.class, this::onPrepare)
+                .onMessage(AbandonWeightUpdate.class, a -> {
+                    if (pausedFor == a.updateId()) {
+                        openGate();
+                    }
+                    return this;
+                })
+                .onMessage(NewVersion.class, this::onNewVersion)
+                .onMessage(PauseExpired.class, this::onPauseExpired)
+                .onMessage(GroupEnded.class, e -> {
+                    groups.remove(e.name());
+                    return this;
+                })
+                .build();
+    }
+
+    private Behavior<Command> onRunGroup(RunGroup run) {
+        String name = groupName(run.taskId(), run.attempt());
+        if (groups.containsKey(name)) {
+            getContext()
+                    .getLog()
+                    .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
+            return this;
+        }
+        ActorRef<GroupActor.Command> group = getContext().spawn(GroupActor.create(run, svc), name);
+        getContext().watchWith(group, new GroupEnded(name));
+        groups.put(name, group);
+        return this;
+    }
+
+    private Behavior<Command> onCancelGroup(CancelGroup cancel) {
+        ActorRef<GroupActor.Command> group = groups.get(groupName(cancel.taskId(), cancel.attempt()));
+        if (group != null) {
+            group.tell(new GroupActor.Cancel(cancel.reason(), cancel.detail()));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onPrepare(PrepareWeightUpdate prepare) {
+        svc.engine().pause();
+        pausedFor = prepare.updateId();
+        timers.startSingleTimer("pause", new PauseExpired(prepare.updateId()), updateTimeout);
+        prepare.replyTo()
+                .tell(new WeightVersion.RunnerPrepared(
+                        prepare.updateId(), getContext().getSelf()));
+        return this;
+    }
+
+    private Behavior<Command> onNewVersion(NewVersion v) {
+        if (v.version() > svc.engine().version()) {
+            svc.engine().setVersion(v.version());
+        }
+        openGate();
+        GroupActor.VersionChanged changed = new GroupActor.VersionChanged(v.version());
+        groups.values().forEach(g -> g.tell(changed));
+        return this;
+    }
+
+    private Behavior<Command> onPauseExpired(PauseExpired expired) {
+        if (pausedFor == expired.updateId()) {
+            getContext()
+                    .getLog()
+                    .warn(
+                            "weight update {} sent no outcome within weight_update_timeout={}; resuming generation at version {}",
+                            expired.updateId(),
+                            updateTimeout,
+                            svc.engine().version());
+            openGate();
+        }
+        return this;
+    }
+
+    private void openGate() {
+        pausedFor = -1;
+        timers.cancel("pause");
+        svc.engine().resume();
+    }
+
+    private static String groupName(long taskId, int attempt) {
+        return "group-" + taskId + "-" + attempt;
+    }
+}

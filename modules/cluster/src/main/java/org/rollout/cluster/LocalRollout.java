@@ -1,0 +1,191 @@
+package org.rollout.cluster;
+
+import com.typesafe.config.Config;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.rollout.core.StalenessBudget;
+
+/**
+ * A whole rollout engine in one {@link ActorSystem}: the version topic, the collector, the
+ * coordinator, the weight version and one group runner, wired as they will be across a cluster.
+ * {@code rollout local} and the end-to-end tests run it; {@link #client()} is the trainer's handle.
+ *
+ * <pre>
+ *   try (LocalRollout rollout = LocalRollout.start(spec, pekkoConfig)) {
+ *       RolloutClient c = rollout.client();
+ *       …
+ *   }
+ * </pre>
+ *
+ * <p>{@link #close()} stops admission, writes the statistics still held, and terminates the
+ * system; groups still in flight are abandoned (their generations aborted).
+ */
+public final class LocalRollout implements AutoCloseable {
+
+    /**
+     * What a local engine is made of.
+     *
+     * @param services the node's engine, workflows and group options
+     * @param budget the staleness budget (C, B, η) at the initial version
+     * @param source training prompts
+     * @param evalItems one evaluation pass, or empty
+     * @param evalEvery versions between evaluation passes (0: only at start)
+     * @param evalMaxConcurrent eval groups in flight at most
+     * @param publisher how weights reach the servers
+     * @param initialVersion the weight version at start (0, or the recovered one)
+     * @param nodeCapacity groups this node runs at once
+     * @param batchAckTimeout a batch not acknowledged within this is delivered again
+     * @param prepareTimeout how long a weight update waits for runners to pause
+     * @param weightUpdateTimeout how long a runner stays paused without news of its update
+     * @param statsFile where per-version statistics are appended, or null
+     */
+    public record Spec(
+            NodeServices services,
+            StalenessBudget budget,
+            PromptSource source,
+            List<Map<String, Object>> evalItems,
+            int evalEvery,
+            int evalMaxConcurrent,
+            WeightPublisher publisher,
+            int initialVersion,
+            int nodeCapacity,
+            Duration batchAckTimeout,
+            Duration prepareTimeout,
+            Duration weightUpdateTimeout,
+            Path statsFile) {
+        public Spec {
+            Objects.requireNonNull(services, "services");
+            Objects.requireNonNull(budget, "budget");
+            Objects.requireNonNull(source, "source");
+            Objects.requireNonNull(publisher, "publisher");
+            evalItems = List.copyOf(evalItems);
+        }
+    }
+
+    /** The actors a client talks to. */
+    record Refs(
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            ActorRef<Collector.Command> collector,
+            ActorRef<WeightVersion.Command> weightVersion) {}
+
+    private final ActorSystem<Void> system;
+    private final Refs refs;
+    private final StatsBook stats;
+    private final LocalRolloutClient client;
+
+    private LocalRollout(ActorSystem<Void> system, Refs refs, StatsBook stats, Duration publishTimeout) {
+        this.system = system;
+        this.refs = refs;
+        this.stats = stats;
+        this.client = new LocalRolloutClient(system, refs, publishTimeout);
+    }
+
+    /**
+     * Starts the engine; returns once every actor is up.
+     *
+     * @param pekko the ActorSystem's configuration (dispatcher sizes, logging)
+     */
+    public static LocalRollout start(Spec spec, Config pekko) {
+        StatsBook stats = new StatsBook(spec.statsFile());
+        CompletableFuture<Refs> started = new CompletableFuture<>();
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                    Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ActorRef<Collector.Command> collector = ctx.spawn(
+                    Collector.create(spec.budget().consumerBatchSize(), spec.batchAckTimeout(), stats, topic),
+                    "collector");
+            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
+                    RolloutCoordinator.create(
+                            spec.budget(),
+                            spec.source(),
+                            spec.evalItems(),
+                            spec.evalEvery(),
+                            spec.evalMaxConcurrent(),
+                            collector),
+                    "coordinator");
+            collector.tell(new Collector.Attach(coordinator));
+            ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
+                    WeightVersion.create(
+                            spec.initialVersion(),
+                            spec.publisher(),
+                            coordinator,
+                            topic,
+                            spec.services().blocking(),
+                            spec.prepareTimeout()),
+                    "weight-version");
+            ctx.spawn(
+                    GroupRunner.create(
+                            spec.services(), "local", spec.nodeCapacity(), topic, spec.weightUpdateTimeout()),
+                    "runner");
+            started.complete(new Refs(coordinator, collector, weightVersion));
+            return Behaviors.empty();
+        });
+        ActorSystem<Void> system = ActorSystem.create(guardian, "rollout", pekko);
+        try {
+            Refs refs = started.get(30, TimeUnit.SECONDS);
+            return new LocalRollout(
+                    system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            system.terminate();
+            throw new IllegalStateException("interrupted while starting the rollout engine", e);
+        } catch (ExecutionException | TimeoutException e) {
+            system.terminate();
+            throw new IllegalStateException("the rollout engine did not start within 30 s", e);
+        }
+    }
+
+    /** The trainer's handle on this engine. */
+    public LocalRolloutClient client() {
+        return client;
+    }
+
+    /** The per-version statistics (live). */
+    public StatsBook stats() {
+        return stats;
+    }
+
+    ActorSystem<Void> system() {
+        return system;
+    }
+
+    Refs refs() {
+        return refs;
+    }
+
+    /** Writes the statistics still held, then stops every actor. Waits up to 30 s. */
+    @Override
+    public void close() {
+        try {
+            AskPattern.<Collector.Command, Boolean>ask(
+                            refs.collector(), Collector.Flush::new, Duration.ofSeconds(10), system.scheduler())
+                    .toCompletableFuture()
+                    .get(15, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            stats.flushAll();
+        }
+        system.terminate();
+        try {
+            system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The system is going down regardless; nothing more to do.
+        }
+    }
+}

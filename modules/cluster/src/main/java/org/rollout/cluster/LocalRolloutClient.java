@@ -1,0 +1,127 @@
+package org.rollout.cluster;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.RecipientRef;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.RolloutStatus;
+import org.rollout.trainer.WeightPublishException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link RolloutClient} for a trainer in the same JVM as a {@link LocalRollout}: every call is
+ * an ask to the collector, the weight version or the coordinator. Blocking calls honour
+ * interruption; a pull that is abandoned by interruption leaves its batch unacknowledged, so it is
+ * delivered again after {@code batch_ack_timeout} and nothing is lost.
+ */
+public final class LocalRolloutClient implements RolloutClient {
+    private static final Logger log = LoggerFactory.getLogger(LocalRolloutClient.class);
+    private static final Duration PULL_WAIT = Duration.ofSeconds(20);
+    private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
+
+    private final ActorSystem<Void> system;
+    private final LocalRollout.Refs refs;
+    private final Duration publishTimeout;
+
+    LocalRolloutClient(ActorSystem<Void> system, LocalRollout.Refs refs, Duration publishTimeout) {
+        this.system = system;
+        this.refs = refs;
+        this.publishTimeout = publishTimeout;
+    }
+
+    @Override
+    public TrainingBatch nextBatch() throws InterruptedException {
+        while (true) {
+            Optional<TrainingBatch> b = nextBatch(PULL_WAIT);
+            if (b.isPresent()) {
+                return b.get();
+            }
+        }
+    }
+
+    @Override
+    public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
+        Collector.BatchReply reply = ask(
+                refs.collector(),
+                r -> new Collector.PullBatch(timeout, r),
+                timeout.plus(CONTROL_TIMEOUT),
+                "pull a batch");
+        return Optional.ofNullable(reply.batch());
+    }
+
+    @Override
+    public void acknowledge(TrainingBatch batch) throws InterruptedException {
+        Collector.AckReply reply = ask(
+                refs.collector(), r -> new Collector.Ack(batch.batchId(), r), CONTROL_TIMEOUT, "acknowledge a batch");
+        if (!reply.known()) {
+            log.debug("batch {} was acknowledged already", batch.batchId());
+        }
+    }
+
+    @Override
+    public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
+        WeightVersion.PublishReply reply = ask(
+                refs.weightVersion(),
+                r -> new WeightVersion.Publish(version, weights.toString(), r),
+                publishTimeout,
+                "publish weights");
+        if (!reply.ok()) {
+            throw new WeightPublishException(reply.error());
+        }
+        WeightPublisher.Report report = reply.report();
+        return new PublishResult(reply.version(), report.elapsed(), report.serversUpdated(), report.failures());
+    }
+
+    @Override
+    public RolloutStatus status() throws InterruptedException {
+        RolloutCoordinator.Status c =
+                ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, CONTROL_TIMEOUT, "read status");
+        Collector.Status k = ask(refs.collector(), Collector.GetStatus::new, CONTROL_TIMEOUT, "read status");
+        return new RolloutStatus(
+                c.budget().version(),
+                c.budget().running(),
+                c.budget().accepted(),
+                c.budget().rejected(),
+                c.budget().capacity(),
+                k.bufferedGroups(),
+                k.unacknowledgedBatches(),
+                c.evalInFlight(),
+                k.tokensGenerated(),
+                k.rejectedByReason(),
+                k.lastStats());
+    }
+
+    /** The coordinator's full status (ledger, per-node load), for the status line. */
+    public RolloutCoordinator.Status coordinatorStatus() throws InterruptedException {
+        return ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, CONTROL_TIMEOUT, "read status");
+    }
+
+    @Override
+    public void close() {
+        // The engine belongs to its LocalRollout; closing the client releases nothing.
+    }
+
+    private <C, R> R ask(RecipientRef<C> target, Function<ActorRef<R>, C> message, Duration timeout, String what)
+            throws InterruptedException {
+        CompletionStage<R> stage = AskPattern.ask(target, message::apply, timeout, system.scheduler());
+        try {
+            return stage.toCompletableFuture().get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("could not " + what + ": " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("could not " + what + " within " + timeout, e);
+        }
+    }
+}

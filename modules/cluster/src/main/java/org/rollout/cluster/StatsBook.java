@@ -1,0 +1,163 @@
+package org.rollout.cluster;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.rollout.api.TrainingGroup;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The run's statistics, per weight version and scope ({@code rollout}, {@code eval-rollout}): what
+ * AReaL records — workflow scalars such as {@code reward}, the seven group metrics of §5.9,
+ * accepted and rejected counts with reasons — plus generated tokens and staleness.
+ *
+ * <p>Values are held per version until the version is left behind ({@link #flushBefore}), then
+ * each (version, scope) becomes one JSON line appended to {@code stats.jsonl} (when a file is
+ * configured) and to the in-process history read by the status line and the summary. A line:
+ *
+ * <pre>
+ * {"version": 3, "scope": "rollout", "groups": 16, "accepted": 14, "rejected": 2,
+ *  "rejected_reasons": {"returned_none": 2}, "tokens": 1820, "staleness_mean": 0.4,
+ *  "staleness_max": 1, "reward": 0.61, "reward__count": 56, "target_slot_count": 4.0, …}
+ * </pre>
+ *
+ * <p>Scalars are means with a {@code __count}. {@code staleness} of an accepted training group is
+ * its completion version minus the smallest version of its generated tokens. Thread-safe.
+ */
+public final class StatsBook {
+    private static final Logger log = LoggerFactory.getLogger(StatsBook.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Path file;
+    private final TreeMap<Integer, Map<String, Page>> open = new TreeMap<>();
+    private final List<Line> history = new ArrayList<>();
+
+    /** @param file where lines are appended, or null to keep them in memory only */
+    public StatsBook(Path file) {
+        this.file = file;
+    }
+
+    /** One written line: a version, a scope and its values in order. */
+    public record Line(int version, String scope, Map<String, Object> values) {}
+
+    private static final class Page {
+        long groups;
+        long accepted;
+        long rejected;
+        long tokens;
+        long stalenessSum;
+        long stalenessMax;
+        final Map<String, Long> reasons = new LinkedHashMap<>();
+        final ScalarStats scalars = new ScalarStats();
+    }
+
+    /** Records one finished group under {@code version} and {@code scope}. */
+    public synchronized void record(int version, String scope, Collector.GroupFinished g) {
+        Page p = open.computeIfAbsent(version, v -> new LinkedHashMap<>()).computeIfAbsent(scope, s -> new Page());
+        p.groups++;
+        p.tokens += g.generatedTokens();
+        switch (g.outcome()) {
+            case Collector.Accepted a -> {
+                p.accepted++;
+                TrainingGroup tg = a.group();
+                long staleness = Math.max(0, (long) tg.completionVersion() - tg.headVersion());
+                p.stalenessSum += staleness;
+                p.stalenessMax = Math.max(p.stalenessMax, staleness);
+            }
+            case Collector.Rejected r -> {
+                p.rejected++;
+                p.reasons.merge(r.reason().wireName(), 1L, Long::sum);
+            }
+        }
+        p.scalars.add(g.workflowStats());
+        g.groupMetrics().forEach(p.scalars::scalar);
+    }
+
+    /** Writes out every version below {@code version}. */
+    public synchronized void flushBefore(int version) {
+        while (!open.isEmpty() && open.firstKey() < version) {
+            var e = open.pollFirstEntry();
+            e.getValue().forEach((scope, page) -> write(e.getKey(), scope, page));
+        }
+    }
+
+    /** Writes out everything still held. */
+    public synchronized void flushAll() {
+        flushBefore(Integer.MAX_VALUE);
+    }
+
+    /** Every line written so far, oldest first. */
+    public synchronized List<Line> history() {
+        return List.copyOf(history);
+    }
+
+    /**
+     * For each scope, the values of its most recent version: the open version when it has data,
+     * else the last written line. Numbers only.
+     */
+    public synchronized Map<String, Map<String, Double>> latestMeans() {
+        Map<String, Map<String, Double>> out = new LinkedHashMap<>();
+        for (Line l : history) {
+            out.put(l.scope(), numbers(l.values()));
+        }
+        for (var e : open.entrySet()) {
+            e.getValue().forEach((scope, page) -> out.put(scope, numbers(values(e.getKey(), scope, page))));
+        }
+        return out;
+    }
+
+    private void write(int version, String scope, Page page) {
+        Map<String, Object> values = values(version, scope, page);
+        history.add(new Line(version, scope, values));
+        if (file == null) {
+            return;
+        }
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            byte[] line = (JSON.writeValueAsString(values) + "\n").getBytes(StandardCharsets.UTF_8);
+            Files.write(file, line, StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
+        } catch (IOException | UncheckedIOException e) {
+            log.warn("could not append statistics to {}: {}", file, e.toString());
+        }
+    }
+
+    private static Map<String, Object> values(int version, String scope, Page p) {
+        Map<String, Object> v = new LinkedHashMap<>();
+        v.put("version", version);
+        v.put("scope", scope);
+        v.put("groups", p.groups);
+        v.put("accepted", p.accepted);
+        v.put("rejected", p.rejected);
+        v.put("rejected_reasons", Map.copyOf(p.reasons));
+        v.put("tokens", p.tokens);
+        if (p.accepted > 0) {
+            v.put("staleness_mean", (double) p.stalenessSum / p.accepted);
+            v.put("staleness_max", p.stalenessMax);
+        }
+        v.putAll(p.scalars.totals().means());
+        return v;
+    }
+
+    private static Map<String, Double> numbers(Map<String, Object> values) {
+        Map<String, Double> m = new LinkedHashMap<>();
+        values.forEach((k, val) -> {
+            if (val instanceof Number n && !k.equals("version")) {
+                m.put(k, n.doubleValue());
+            }
+        });
+        if (values.get("version") instanceof Number n) {
+            m.put("version", n.doubleValue());
+        }
+        return m;
+    }
+}

@@ -1,0 +1,250 @@
+package org.rollout.cluster;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+
+/**
+ * The single source of the weight version. A trainer's publish moves it forward through the
+ * training-step order of §6.9:
+ *
+ * <pre>
+ *   Publish(v, path)
+ *     │ refuse unless v &gt; current (fencing: a stale trainer can never roll the version back)
+ *     ├─► coordinator: PauseAdmission                   no new groups
+ *     ├─► every runner: PrepareWeightUpdate ─► ack      engines send no new segment
+ *     ├─► [virtual thread] WeightPublisher.update       servers: pause → load → continue (finally)
+ *     ├─► topic: VersionChanged(v)                      engines take v, then resume
+ *     └─► coordinator: ResumeAdmission(v)               staleness budget grows by B
+ * </pre>
+ *
+ * <p>Publishes are handled one at a time, in arrival order. When no server could load the weights
+ * the version does not move: runners get {@code AbandonWeightUpdate}, admission resumes at the old
+ * version, and the publisher gets the reason. A runner that does not confirm the prepare within
+ * {@code prepare_timeout} is named in the log and the update goes on without it.
+ */
+public final class WeightVersion extends AbstractBehavior<WeightVersion.Command> {
+
+    public sealed interface Command {}
+
+    /** Broadcast on the version topic after every successful publish. */
+    public record VersionChanged(int version) {}
+
+    /** Load {@code path} everywhere as {@code version}. */
+    public record Publish(int version, String path, ActorRef<PublishReply> replyTo) implements Command {}
+
+    /** The outcome of a publish: {@code error} is null on success. */
+    public record PublishReply(int version, String error, WeightPublisher.Report report) {
+        public boolean ok() {
+            return error == null;
+        }
+    }
+
+    /** Asks for the current version. */
+    public record GetVersion(ActorRef<Integer> replyTo) implements Command {}
+
+    /** A runner closed its engine's gate for update {@code updateId}. */
+    public record RunnerPrepared(long updateId, ActorRef<GroupRunner.Command> runner) implements Command {}
+
+    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command {}
+
+    private record PrepareTimedOut(long updateId) implements Command {}
+
+    private record Updated(long updateId, WeightPublisher.Report report, Throwable error) implements Command {}
+
+    private final WeightPublisher publisher;
+    private final ActorRef<RolloutCoordinator.Command> coordinator;
+    private final ActorRef<Topic.Command<VersionChanged>> topic;
+    private final ExecutorService blocking;
+    private final Duration prepareTimeout;
+    private final TimerScheduler<Command> timers;
+    private final ArrayDeque<Publish> queue = new ArrayDeque<>();
+    private Set<ActorRef<GroupRunner.Command>> runners = Set.of();
+    private int version;
+    private long updateId;
+    private Publish current;
+    private Set<ActorRef<GroupRunner.Command>> awaiting = Set.of();
+
+    public static Behavior<Command> create(
+            int initialVersion,
+            WeightPublisher publisher,
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            ActorRef<Topic.Command<VersionChanged>> topic,
+            ExecutorService blocking,
+            Duration prepareTimeout) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
+                    Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
+            ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
+            return new WeightVersion(
+                    ctx, timers, initialVersion, publisher, coordinator, topic, blocking, prepareTimeout);
+        }));
+    }
+
+    private WeightVersion(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            int initialVersion,
+            WeightPublisher publisher,
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            ActorRef<Topic.Command<VersionChanged>> topic,
+            ExecutorService blocking,
+            Duration prepareTimeout) {
+        super(ctx);
+        this.timers = timers;
+        this.version = initialVersion;
+        this.publisher = publisher;
+        this.coordinator = coordinator;
+        this.topic = topic;
+        this.blocking = blocking;
+        this.prepareTimeout = prepareTimeout;
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(Publish.class, this::onPublish)
+                .onMessage(GetVersion.class, g -> {
+                    g.replyTo().tell(version);
+                    return this;
+                })
+                .onMessage(Runners.class, r -> {
+                    runners = r.runners();
+                    return this;
+                })
+                .onMessage(RunnerPrepared.class, this::onRunnerPrepared)
+                .onMessage(PrepareTimedOut.class, this::onPrepareTimedOut)
+                .onMessage(Updated.class, this::onUpdated)
+                .build();
+    }
+
+    private Behavior<Command> onPublish(Publish p) {
+        queue.addLast(p);
+        if (current == null) {
+            startNext();
+        }
+        return this;
+    }
+
+    private void startNext() {
+        while (current == null && !queue.isEmpty()) {
+            Publish p = queue.pollFirst();
+            if (p.version() <= version) {
+                p.replyTo()
+                        .tell(new PublishReply(
+                                p.version(),
+                                "version " + p.version() + " is not newer than the current version " + version
+                                        + "; a publish must increase the version",
+                                null));
+                continue;
+            }
+            current = p;
+            updateId++;
+            coordinator.tell(new RolloutCoordinator.PauseAdmission(updateId));
+            awaiting = new HashSet<>(runners);
+            for (ActorRef<GroupRunner.Command> r : runners) {
+                r.tell(new GroupRunner.PrepareWeightUpdate(
+                        updateId, getContext().getSelf()));
+            }
+            if (awaiting.isEmpty()) {
+                startUpdate();
+            } else {
+                timers.startSingleTimer("prepare", new PrepareTimedOut(updateId), prepareTimeout);
+            }
+        }
+    }
+
+    private Behavior<Command> onRunnerPrepared(RunnerPrepared p) {
+        if (current != null && p.updateId() == updateId && awaiting.remove(p.runner()) && awaiting.isEmpty()) {
+            timers.cancel("prepare");
+            startUpdate();
+        }
+        return this;
+    }
+
+    private Behavior<Command> onPrepareTimedOut(PrepareTimedOut t) {
+        if (current != null && t.updateId() == updateId && !awaiting.isEmpty()) {
+            getContext()
+                    .getLog()
+                    .warn(
+                            "weight update {}: {} runner(s) did not confirm the pause within {}: {}; updating anyway",
+                            updateId,
+                            awaiting.size(),
+                            prepareTimeout,
+                            awaiting);
+            awaiting = Set.of();
+            startUpdate();
+        }
+        return this;
+    }
+
+    private void startUpdate() {
+        Publish p = current;
+        long id = updateId;
+        CompletableFuture<WeightPublisher.Report> f = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return publisher.update(Path.of(p.path()), p.version());
+                    } catch (RuntimeException e) {
+                        throw e;
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                blocking);
+        getContext().pipeToSelf(f, (report, error) -> new Updated(id, report, error));
+    }
+
+    private Behavior<Command> onUpdated(Updated u) {
+        if (current == null || u.updateId() != updateId) {
+            return this;
+        }
+        Publish p = current;
+        current = null;
+        String error = null;
+        if (u.error() != null) {
+            Throwable e = u.error().getCause() != null ? u.error().getCause() : u.error();
+            error = "weight update to version " + p.version() + " failed: " + GroupActor.describe(e);
+        } else if (!u.report().applied()) {
+            error = "no server loaded " + p.path() + " as version " + p.version() + ": "
+                    + u.report().failures();
+        }
+        if (error != null) {
+            getContext().getLog().error(error);
+            for (ActorRef<GroupRunner.Command> r : runners) {
+                r.tell(new GroupRunner.AbandonWeightUpdate(u.updateId()));
+            }
+            coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
+            p.replyTo().tell(new PublishReply(p.version(), error, u.report()));
+        } else {
+            version = p.version();
+            if (!u.report().failures().isEmpty()) {
+                getContext()
+                        .getLog()
+                        .warn(
+                                "version {}: {} server(s) failed to load the weights and are out of rotation: {}",
+                                version,
+                                u.report().failures().size(),
+                                u.report().failures());
+            }
+            topic.tell(Topic.publish(new VersionChanged(version)));
+            coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
+            p.replyTo().tell(new PublishReply(version, null, u.report()));
+        }
+        startNext();
+        return this;
+    }
+}

@@ -1,0 +1,92 @@
+package org.rollout.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.rollout.api.BoolTensor;
+import org.rollout.api.Float32Tensor;
+import org.rollout.api.Int32Tensor;
+import org.rollout.api.TensorDict;
+import org.rollout.api.TrainingGroup;
+
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class CollectorTest {
+    private final ActorTestKit kit = ActorTestKit.create("collector-test", TestRollout.PEKKO);
+
+    @AfterAll
+    void shutdown() {
+        kit.shutdownTestKit();
+    }
+
+    private ActorRef<Collector.Command> collector(String name, TestProbe<RolloutCoordinator.Command> coordinator) {
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
+        ActorRef<Collector.Command> c =
+                kit.spawn(Collector.create(1, Duration.ofMinutes(5), new StatsBook(null), topic), name);
+        c.tell(new Collector.Attach(coordinator.getRef()));
+        return c;
+    }
+
+    private static Collector.GroupFinished accepted(long taskId, int attempt) {
+        TensorDict rows = TensorDict.builder()
+                .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
+                .put(TensorDict.ATTENTION_MASK, BoolTensor.filled(true, 1, 2))
+                .put(TensorDict.LOSS_MASK, Int32Tensor.matrix(new int[] {0, 1}))
+                .put(TensorDict.LOGPROBS, Float32Tensor.of(new float[] {0f, -1f}, 1, 2))
+                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, 0}))
+                .put(TensorDict.REWARDS, Float32Tensor.vector(1f))
+                .build();
+        TrainingGroup g = new TrainingGroup(taskId, attempt, rows, new int[] {0}, new int[] {1}, 0, 0, 0, 0);
+        return new Collector.GroupFinished(
+                taskId, attempt, false, 0, 0, new Collector.Accepted(g), Map.of(), ScalarStats.Totals.EMPTY, 1);
+    }
+
+    @Test
+    void aLateDuplicateOfAFinishedTaskIsDroppedAndReportedOnce() {
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        ActorRef<Collector.Command> c = collector("dedup", coordinator);
+        c.tell(accepted(7, 0));
+        c.tell(accepted(7, 1));
+        RolloutCoordinator.TaskFinished first = coordinator.expectMessageClass(RolloutCoordinator.TaskFinished.class);
+        assertThat(first.taskId()).isEqualTo(7);
+        assertThat(first.attempt()).isZero();
+        coordinator.expectNoMessage(Duration.ofMillis(300));
+
+        TestProbe<Collector.Status> status = kit.createTestProbe();
+        c.tell(new Collector.GetStatus(status.getRef()));
+        Collector.Status s = status.receiveMessage();
+        assertThat(s.duplicates()).isEqualTo(1);
+        assertThat(s.bufferedGroups()).isEqualTo(1);
+    }
+
+    @Test
+    void aPullWaitsForEnoughGroupsAndAnExpiredPullGetsAnEmptyReply() {
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        ActorRef<Collector.Command> c = collector("pull", coordinator);
+        TestProbe<Collector.BatchReply> trainer = kit.createTestProbe();
+        c.tell(new Collector.PullBatch(Duration.ofMillis(300), trainer.getRef()));
+        assertThat(trainer.receiveMessage(Duration.ofSeconds(5)).batch()).isNull();
+
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), trainer.getRef()));
+        c.tell(accepted(1, 0));
+        Collector.BatchReply reply = trainer.receiveMessage(Duration.ofSeconds(5));
+        assertThat(reply.batch().groups()).extracting(TrainingGroup::taskId).containsExactly(1L);
+    }
+
+    @Test
+    void acknowledgingAnUnknownBatchSaysSo() {
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        ActorRef<Collector.Command> c = collector("ack", coordinator);
+        TestProbe<Collector.AckReply> probe = kit.createTestProbe();
+        c.tell(new Collector.Ack(42, probe.getRef()));
+        assertThat(probe.receiveMessage().known()).isFalse();
+    }
+}

@@ -1,0 +1,36 @@
+package org.rollout.trainer;
+
+import java.util.Map;
+
+/**
+ * A snapshot of a running engine, for trainers, status lines and tests.
+ *
+ * @param version the current weight version
+ * @param running groups being generated (training)
+ * @param accepted groups accepted since start (AReaL's counter: never decremented)
+ * @param rejected groups rejected since start
+ * @param capacity the staleness budget's admission capacity now (may be ≤ 0)
+ * @param bufferedGroups accepted groups waiting to be batched
+ * @param unacknowledgedBatches batches handed out and not yet acknowledged
+ * @param evalRunning evaluation groups in flight
+ * @param tokensGenerated generated tokens in accepted and rejected groups since start
+ * @param rejectedByReason rejection counts by reason (e.g. {@code returned_none}, {@code stale})
+ * @param lastStats the most recent per-version statistics, by scope then key (means)
+ */
+public record RolloutStatus(
+        int version,
+        long running,
+        long accepted,
+        long rejected,
+        long capacity,
+        int bufferedGroups,
+        int unacknowledgedBatches,
+        long evalRunning,
+        long tokensGenerated,
+        Map<String, Long> rejectedByReason,
+        Map<String, Map<String, Double>> lastStats) {
+    public RolloutStatus {
+        rejectedByReason = Map.copyOf(rejectedByReason);
+        lastStats = Map.copyOf(lastStats);
+    }
+}
