@@ -54,15 +54,16 @@ import jinjava.javax.el.CompositeELResolver;
  *
  * <p>Jinjava binds {@code not} tighter than comparisons, Jinja looser; {@link JinjaSource} rewrites
  * the template so {@code not x|length == 1} means what it means in Python. Jinjava ignores an
- * unknown filter or test; {@link #compile} refuses a template that uses one, as Jinja would. Pitfalls left,
- * where Jinjava still differs from Python's Jinja: {@code {{ true }}} prints {@code true} (Python:
- * {@code True}) and {@code {{ none }}} prints nothing (Python: {@code None}); {@code 'a' + 1}
- * concatenates instead of failing. Templates in the form of Qwen2.5's (ChatML) and Llama 3.1's
- * render exactly as {@code transformers} renders them.
+ * unknown filter or test; {@link #compile} refuses a template that uses one, as Jinja would.
+ * Pitfalls left, where Jinjava still differs from Python's Jinja: {@code {{ true }}} prints {@code
+ * true} (Python: {@code True}) and {@code {{ none }}} prints nothing (Python: {@code None}); {@code
+ * 'a' + 1} concatenates instead of failing; the {@code min}/{@code max} filters are missing (so
+ * refused). Templates in the form of Qwen2.5's (ChatML) and Llama 3.1's render exactly as {@code
+ * transformers} renders them.
  *
  * <p>A template that does not parse is rejected by {@link #compile}. Rendering errors (a {@code
- * raise_exception}, an unknown filter, a failing method) throw; nothing renders half-way silently.
- * Immutable and thread-safe: renders may run concurrently.
+ * raise_exception}, an unknown function, a failing method) throw; nothing renders half-way
+ * silently. Immutable and thread-safe: renders may run concurrently.
  */
 public final class ChatTemplate {
     private static final Jinjava ENGINE = createEngine();

@@ -120,6 +120,13 @@ class ChatTemplateTest {
     }
 
     @Test
+    void aFailingPythonStringMethodFailsTheRender() {
+        assertThatThrownBy(() -> render("{{ 'a,b'.split('') }}"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("rendering test template failed: ");
+    }
+
+    @Test
     void unknownFiltersAndTestsAreRejectedAtCompileAsJinjaWould() {
         assertThatThrownBy(() -> ChatTemplate.compile("my template", "{{ x|no_such_filter }}{{ x is odd_ish }}"))
                 .isInstanceOf(IllegalArgumentException.class)
