@@ -2,7 +2,6 @@ package org.rollout.api;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * Sampling parameters for one generation, AReaL's {@code GenerationHyperparameters} (§1.3): every
@@ -81,14 +80,16 @@ public record GenerationConfig(
                 frequencyPenalty,
                 "a number in [-2, 2]");
         require(stopTokenIds != null, "stop_token_ids", null, "a list of token ids");
-        stopTokenIds = List.copyOf(stopTokenIds);
+        // Checked before copying: List.copyOf would reject a null element without naming the key.
         for (Integer id : stopTokenIds) {
             require(id != null && id >= 0, "stop_token_ids", stopTokenIds, "token ids >= 0");
         }
-        stop = stop == null ? List.of() : List.copyOf(stop);
+        stopTokenIds = List.copyOf(stopTokenIds);
+        stop = stop == null ? List.of() : stop;
         for (String s : stop) {
-            require(!s.isEmpty(), "stop", stop, "non-empty strings");
+            require(s != null && !s.isEmpty(), "stop", stop, "non-empty strings");
         }
+        stop = List.copyOf(stop);
         require(loraName != null, "lora_name", null, "a string");
     }
 
@@ -226,8 +227,9 @@ public record GenerationConfig(
             return this;
         }
 
+        /** A null list is refused by {@link #build()} as an {@link InvalidConfigException}. */
         public Builder stopTokenIds(List<Integer> v) {
-            stopTokenIds = Objects.requireNonNull(v, "stop_token_ids");
+            stopTokenIds = v;
             return this;
         }
 

@@ -14,7 +14,9 @@ import java.util.function.Supplier;
  * <p>Values are created at most once per key, even when several slots ask at the same moment.
  * When the group ends the engine {@linkplain #close() closes} the cache: values that are
  * {@link AutoCloseable} are closed (failures are collected and reported, not thrown at a slot) and
- * later calls fail. Thread-safe.
+ * later calls fail. A value stored while the cache is being released (a slot still in its factory
+ * when the group ends) is closed too, exactly once, and the call that stored it fails instead of
+ * handing it out. Thread-safe.
  */
 public final class GroupCache implements AutoCloseable {
     private final Map<String, Object> values = new ConcurrentHashMap<>();
@@ -38,8 +40,10 @@ public final class GroupCache implements AutoCloseable {
     public <T> T computeIfAbsent(String key, Supplier<? extends T> factory) {
         checkOpen(key);
         Objects.requireNonNull(factory, "factory");
-        return (T) values.computeIfAbsent(
+        Object value = values.computeIfAbsent(
                 key, k -> Objects.requireNonNull(factory.get(), () -> "group cache value for '" + k + "'"));
+        refuseIfReleased(key, value);
+        return (T) value;
     }
 
     /** The value under {@code key}, or null. */
@@ -49,10 +53,16 @@ public final class GroupCache implements AutoCloseable {
         return (T) values.get(key);
     }
 
-    /** Sets {@code key}; a replaced value is not closed. */
+    /**
+     * Sets {@code key}; a replaced value is not closed.
+     *
+     * @throws IllegalStateException after the group has ended (the value is then not stored, or,
+     *     when the group ended during this call, stored and closed)
+     */
     public void put(String key, Object value) {
         checkOpen(key);
         values.put(key, Objects.requireNonNull(value, "value"));
+        refuseIfReleased(key, value);
     }
 
     public int size() {
@@ -71,16 +81,17 @@ public final class GroupCache implements AutoCloseable {
     public List<Exception> release() {
         closed = true;
         List<Exception> failures = new ArrayList<>();
-        values.forEach((k, v) -> {
+        for (String key : values.keySet()) {
+            // Whoever removes a value closes it: this loop, or a store racing with it.
+            Object v = values.remove(key);
             if (v instanceof AutoCloseable c) {
                 try {
                     c.close();
                 } catch (Exception e) {
-                    failures.add(new IllegalStateException("closing group cache value '" + k + "' failed: " + e, e));
+                    failures.add(new IllegalStateException("closing group cache value '" + key + "' failed: " + e, e));
                 }
             }
-        });
-        values.clear();
+        }
         return failures;
     }
 
@@ -92,7 +103,30 @@ public final class GroupCache implements AutoCloseable {
 
     private void checkOpen(String key) {
         if (closed) {
-            throw new IllegalStateException("group cache is released (the group has ended); key '" + key + "'");
+            throw released(key);
         }
+    }
+
+    /**
+     * After a store: when the cache was released meanwhile, release() may have passed this key
+     * before the value arrived, so the value is taken back and closed here, and the call fails.
+     */
+    private void refuseIfReleased(String key, Object value) {
+        if (!closed) {
+            return;
+        }
+        IllegalStateException failure = released(key);
+        if (values.remove(key, value) && value instanceof AutoCloseable c) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                failure.addSuppressed(e);
+            }
+        }
+        throw failure;
+    }
+
+    private static IllegalStateException released(String key) {
+        return new IllegalStateException("group cache is released (the group has ended); key '" + key + "'");
     }
 }

@@ -1,5 +1,8 @@
 package org.rollout.api;
 
+import java.util.Collection;
+import java.util.stream.Collectors;
+
 /**
  * A configuration value that is not allowed. The message names the key (in AReaL's spelling, e.g.
  * {@code gconfig.top_p}), the value given and what is allowed, so a user can fix it without
@@ -39,7 +42,14 @@ public final class InvalidConfigException extends IllegalArgumentException {
         return e;
     }
 
+    /** Strings quoted, also inside lists, so that an empty or blank string is visible. */
     private static String render(Object value) {
-        return value instanceof String s ? "\"" + s + "\"" : String.valueOf(value);
+        if (value instanceof String s) {
+            return "\"" + s + "\"";
+        }
+        if (value instanceof Collection<?> c) {
+            return c.stream().map(InvalidConfigException::render).collect(Collectors.joining(", ", "[", "]"));
+        }
+        return String.valueOf(value);
     }
 }
