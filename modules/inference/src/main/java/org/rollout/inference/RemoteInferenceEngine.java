@@ -109,6 +109,11 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         this(config, client, false, random);
     }
 
+    /** An engine with its own HTTP client and the given randomness (tests: deterministic routing). */
+    RemoteInferenceEngine(InferenceConfig config, RandomGenerator random) {
+        this(config, newHttpClient(config), true, random);
+    }
+
     private RemoteInferenceEngine(
             InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
         this.config = Objects.requireNonNull(config, "config");

@@ -247,12 +247,18 @@ public final class ServerPool {
         }
     }
 
-    /** Takes {@code server} out of rotation with {@code reason} (e.g. a failed health probe at start). */
+    /**
+     * Takes {@code server} out of rotation with {@code reason} (a failed health probe). The reason
+     * becomes the last error only when the server was in rotation: for a server already out, the
+     * failure that took it out says more than a probe confirming it is still down.
+     */
     public void eject(ServerAddress server, String reason) {
         int i = index(server);
         lock.lock();
         try {
-            lastError[i] = reason;
+            if (inRotation(i)) {
+                lastError[i] = reason;
+            }
             if (!ejected[i]) {
                 ejected[i] = true;
                 log.warn("ejected inference server {}: {}", server, reason);
@@ -334,12 +340,19 @@ public final class ServerPool {
         }
     }
 
-    /** The server {@code rid}'s last segment went to, if the LRU still remembers it. */
+    /**
+     * The server {@code rid}'s last segment went to, if the LRU still remembers it. A query: it does
+     * not count as a use of the rid (the LRU order is unchanged).
+     */
     public Optional<ServerAddress> stickyServer(String rid) {
         lock.lock();
         try {
-            Integer i = stickyServer.get(rid);
-            return i == null ? Optional.empty() : Optional.of(servers.get(i));
+            for (Map.Entry<String, Integer> e : stickyServer.entrySet()) {
+                if (e.getKey().equals(rid)) {
+                    return Optional.of(servers.get(e.getValue()));
+                }
+            }
+            return Optional.empty();
         } finally {
             lock.unlock();
         }
