@@ -465,7 +465,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         if (System.nanoTime() < rb.notBefore) {
             return;
         }
-        updateLock.lockInterruptibly();
+        if (!updateLock.tryLock()) {
+            // A fan-out is running; it includes this server. Probing the others matters more than waiting.
+            return;
+        }
         try {
             if (!pool.isResyncPending(server)) {
                 pool.readmit(server);
