@@ -515,7 +515,15 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         pool.close();
         healthChecker.close();
         if (ownsClient) {
-            http.client().shutdownNow();
+            HttpClient client = http.client();
+            client.shutdownNow();
+            try {
+                if (!client.awaitTermination(Duration.ofSeconds(5))) {
+                    log.warn("the HTTP client did not terminate within 5 s of shutdownNow");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
