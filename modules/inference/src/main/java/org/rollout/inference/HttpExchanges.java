@@ -8,6 +8,7 @@ import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -53,7 +54,7 @@ final class HttpExchanges {
                     HttpRequest.newBuilder(uri).timeout(timeout).GET().build();
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
         }
-        return post(uri, call.body().getBytes(java.nio.charset.StandardCharsets.UTF_8), timeout);
+        return post(uri, call.body().getBytes(StandardCharsets.UTF_8), timeout);
     }
 
     /** Sends {@code call} and waits for its response. */

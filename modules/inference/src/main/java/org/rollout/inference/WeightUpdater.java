@@ -4,11 +4,13 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -218,7 +220,7 @@ public final class WeightUpdater {
             // A 2xx with a body that is not JSON (e.g. "OK") is still the server saying yes.
             return null;
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException("reading from memory cannot fail", e);
+            throw new UncheckedIOException("reading from memory cannot fail", e);
         }
     }
 
@@ -294,7 +296,7 @@ public final class WeightUpdater {
 
     private static Step[] filled(int n, Step s) {
         Step[] a = new Step[n];
-        java.util.Arrays.fill(a, s);
+        Arrays.fill(a, s);
         return a;
     }
 

@@ -17,7 +17,9 @@ import static org.rollout.inference.TestSupport.repeat;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
@@ -168,7 +170,14 @@ class EngineWeightUpdateTest {
         CountDownLatch releaseLoad = new CountDownLatch(1);
         a.on("/update_weights_from_disk", when(releaseLoad, json(200, OK)));
         a.otherwise("/generate", sglang(1, 2, "stop"));
-        BackgroundGenerate update = BackgroundGenerate.start(new UpdateAsGenerate(engine, V4, 4), request(1));
+        CompletableFuture<WeightUpdateReport> update = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try {
+                update.complete(engine.updateWeights(V4, 4));
+            } catch (Throwable t) {
+                update.completeExceptionally(t);
+            }
+        });
         a.awaitRequests("/update_weights_from_disk", 1, WAIT);
         assertThat(engine.isPaused()).isTrue();
         BackgroundGenerate held = BackgroundGenerate.start(engine, request(5));
@@ -176,7 +185,7 @@ class EngineWeightUpdateTest {
         engine.pause();
 
         releaseLoad.countDown();
-        update.get();
+        assertThat(update.get(30, TimeUnit.SECONDS).allSucceeded()).isTrue();
 
         assertThat(engine.version()).isEqualTo(4);
         assertThat(engine.isPaused()).isTrue();
@@ -210,21 +219,5 @@ class EngineWeightUpdateTest {
                 () -> engine.serverStats().get(0).inRotation());
         assertThat(a.requests("/continue_generation")).hasSize(2);
         assertThat(a.requests("/update_weights_from_disk")).hasSize(2);
-    }
-
-    /** Runs updateWeights through {@link BackgroundGenerate}'s thread, returning an empty response. */
-    private record UpdateAsGenerate(RemoteInferenceEngine engine, Path path, int version)
-            implements org.rollout.api.InferenceEngine {
-        @Override
-        public ModelResponse generate(ModelRequest request) throws InterruptedException {
-            engine.updateWeights(path, version);
-            return ModelResponse.of(
-                    new int[0], new int[0], new float[0], new int[0], org.rollout.api.StopReason.STOP, Duration.ZERO);
-        }
-
-        @Override
-        public int version() {
-            return engine.version();
-        }
     }
 }

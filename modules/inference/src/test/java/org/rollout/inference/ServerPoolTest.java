@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -13,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.random.RandomGenerator;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationException;
+import org.rollout.api.ModelRequest;
 
 class ServerPoolTest {
     private static final ServerAddress A = new ServerAddress("127.0.0.1", 1001);
@@ -39,7 +41,7 @@ class ServerPoolTest {
             ServerPool pool = pool(RoutingStrategy.ROUND_ROBIN, false, 8, new SplittableRandom(seed));
             List<ServerAddress> order = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
-                order.add(pick(pool, ModelRequestIds.fresh()));
+                order.add(pick(pool, ModelRequest.newRid()));
             }
             int start = ABC.indexOf(order.get(0));
             for (int i = 0; i < 6; i++) {
@@ -50,7 +52,7 @@ class ServerPoolTest {
 
     @Test
     void roundRobinStartIndexIsRandom() throws Exception {
-        java.util.Set<ServerAddress> firsts = new java.util.HashSet<>();
+        Set<ServerAddress> firsts = new HashSet<>();
         for (long seed = 0; seed < 32; seed++) {
             firsts.add(pick(pool(RoutingStrategy.ROUND_ROBIN, false, 8, new SplittableRandom(seed)), null));
         }
@@ -226,12 +228,5 @@ class ServerPoolTest {
         assertThatThrownBy(() -> pool.acquire("r", Set.of(), Duration.ZERO))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("closed");
-    }
-
-    /** Fresh rids for tests that must not be sticky. */
-    private static final class ModelRequestIds {
-        static String fresh() {
-            return org.rollout.api.ModelRequest.newRid();
-        }
     }
 }

@@ -7,6 +7,7 @@ import static org.rollout.inference.Bodies.utf8;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
@@ -134,7 +135,7 @@ class SglangProtocolTest {
     @Test
     void rejectsATruncatedBody() {
         byte[] full = load("sglang/stop.json");
-        byte[] cut = java.util.Arrays.copyOf(full, full.length / 2);
+        byte[] cut = Arrays.copyOf(full, full.length / 2);
         assertThatThrownBy(() -> parse(cut, 100))
                 .isInstanceOf(MalformedResponseException.class)
                 .hasMessageContaining("body is not valid JSON");

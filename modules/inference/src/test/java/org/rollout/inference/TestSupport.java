@@ -1,6 +1,7 @@
 package org.rollout.inference;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
@@ -55,14 +56,14 @@ final class TestSupport {
     }
 
     static int[] concat(int[] a, int[] b) {
-        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        int[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
 
     static int[] repeat(int value, int count) {
         int[] out = new int[count];
-        java.util.Arrays.fill(out, value);
+        Arrays.fill(out, value);
         return out;
     }
 
@@ -76,7 +77,7 @@ final class TestSupport {
     }
 
     static float[] concat(float[] a, float[] b) {
-        float[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        float[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
