@@ -14,6 +14,7 @@ import static org.rollout.inference.TestSupport.engine;
 import static org.rollout.inference.TestSupport.range;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -193,5 +194,27 @@ class FailoverTest {
         a.setHealthy(true);
 
         assertThat(call.get().outputTokens()).containsExactly(range(1, 3));
+    }
+
+    @Test
+    void concurrentGenerationsShareTheServersAndReleaseEveryLease() throws Exception {
+        engine = engine(config(a.address(), b.address()).build());
+        a.otherwise("/generate", sglang(1, 3, "stop"));
+        b.otherwise("/generate", sglang(1, 3, "stop"));
+        List<BackgroundGenerate> calls = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            calls.add(BackgroundGenerate.start(engine, request(10)));
+        }
+
+        for (BackgroundGenerate call : calls) {
+            assertThat(call.get().outputTokens()).containsExactly(1, 2, 3);
+        }
+
+        assertThat(a.requests("/generate").size() + b.requests("/generate").size())
+                .isEqualTo(32);
+        assertThat(a.requests("/generate")).isNotEmpty();
+        assertThat(b.requests("/generate")).isNotEmpty();
+        assertThat(engine.serverStats())
+                .allSatisfy(s -> assertThat(s.outstanding()).isZero());
     }
 }
