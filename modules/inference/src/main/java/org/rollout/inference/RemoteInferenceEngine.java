@@ -1,0 +1,588 @@
+package org.rollout.inference;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.random.RandomGenerator;
+import org.rollout.api.GenerationConfig;
+import org.rollout.api.GenerationException;
+import org.rollout.api.InferenceEngine;
+import org.rollout.api.ModelRequest;
+import org.rollout.api.ModelResponse;
+import org.rollout.api.StopReason;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Interruptible generation against SGLang or vLLM servers over HTTP: AReaL's
+ * {@code RemoteInfEngine.agenerate} (§2.1), with failover, load-aware routing and cancellation.
+ *
+ * <pre>
+ *   generate(request)
+ *     check n_samples == 1, the backend's support, the budget B = min(max_tokens − prompt, max_new_tokens) &gt; 0
+ *     loop while stop reason ∉ {stop, length, tool_calls} and tokens &lt; B:
+ *       ┌ pause gate (pause() / a weight update): wait, interruptibly
+ *       │ ServerPool.acquire(rid, servers that failed this segment)
+ *       │ pin the version                                  ◄── §2.3, AReaL PR #1569
+ *       │ POST prompt + tokens so far, max_new_tokens = B − tokens, same rid
+ *       │ 2xx: parse → append tokens, logprobs, one pinned version per token
+ *       └ failure: eject (5xx, timeout, connection error, malformed) and retry the SAME segment on
+ *         another server, up to request_retries attempts in total; back-off only on a server
+ *         that already failed this segment
+ *     abort → next segment; a leftover abort when B is spent → length
+ * </pre>
+ *
+ * <p><b>Threading.</b> Thread-safe; meant to be shared by every workflow of a node, each calling
+ * {@link #generate} from its own (virtual) thread. One {@link HttpClient} (HTTP/1.1, pooled
+ * connections) serves all calls. A background virtual thread probes servers out of rotation.
+ *
+ * <p><b>Cancellation.</b> Interrupting a thread inside {@link #generate} makes it throw
+ * {@link InterruptedException} promptly: at the gate, while waiting for a server, during a back-off,
+ * or during the HTTP exchange. In the last case the exchange is cancelled (its connection closed,
+ * which is vLLM's abort) and, for SGLang, {@code POST /abort_request {"rid"}} is sent to that server
+ * without waiting for the answer (best effort, 2 s timeout; a failure is logged).
+ *
+ * <p><b>Versions.</b> {@link #version()} starts at 0; {@link #setVersion} never goes backwards.
+ * {@link #updateWeights} runs the training-step order of §6.9: gate closed → {@link WeightUpdater}
+ * → {@code setVersion} → gate reopened (in a finally).
+ *
+ * <p><b>Pitfalls.</b> Tokens are labelled with the version read just before their segment was
+ * sent, so a label is never newer than the weights that produced the tokens. {@link #close()} fails
+ * generations in progress with {@link IllegalStateException}. See docs/inference.md for every
+ * difference from AReaL.
+ */
+public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(RemoteInferenceEngine.class);
+    private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(2);
+    private static final Duration MAX_CONNECT_TIMEOUT = Duration.ofSeconds(30);
+    private static final int INITIAL_OUTPUT_CAPACITY = 256;
+
+    private final InferenceConfig config;
+    private final ServerProtocol protocol;
+    private final HttpExchanges http;
+    private final boolean ownsClient;
+    private final ServerPool pool;
+    private final WeightUpdater updater;
+    private final Backoff backoff;
+    private final HealthChecker healthChecker;
+    private final PauseGate gate = new PauseGate();
+    private final Map<ServerAddress, URI> generateUris;
+    private final AtomicInteger version = new AtomicInteger();
+    private final ReentrantLock updateLock = new ReentrantLock();
+    private final Map<ServerAddress, ResyncBackoff> resyncBackoff = new ConcurrentHashMap<>();
+    private volatile LoadedWeights lastLoaded;
+    private volatile boolean closed;
+
+    /** An engine with its own HTTP client, closed by {@link #close()}. */
+    public RemoteInferenceEngine(InferenceConfig config) {
+        this(config, newHttpClient(config), true, new SplittableRandom());
+    }
+
+    /**
+     * An engine over an existing client (e.g. one shared with a benchmark's raw calls). The client
+     * stays the caller's: {@link #close()} does not close it.
+     */
+    public RemoteInferenceEngine(InferenceConfig config, HttpClient client) {
+        this(config, client, false, new SplittableRandom());
+    }
+
+    /**
+     * As {@link #RemoteInferenceEngine(InferenceConfig, HttpClient)}, with the round-robin start
+     * index and the back-off jitter drawn from {@code random} (for reproducible routing).
+     */
+    public RemoteInferenceEngine(InferenceConfig config, HttpClient client, RandomGenerator random) {
+        this(config, client, false, random);
+    }
+
+    /** An engine with its own HTTP client and the given randomness (tests: deterministic routing). */
+    RemoteInferenceEngine(InferenceConfig config, RandomGenerator random) {
+        this(config, newHttpClient(config), true, random);
+    }
+
+    private RemoteInferenceEngine(
+            InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.protocol = config.protocol();
+        this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
+        this.ownsClient = ownsClient;
+        this.pool = ServerPool.of(config, random);
+        this.updater = new WeightUpdater(config, client, random);
+        this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
+        Map<ServerAddress, URI> uris = new HashMap<>();
+        for (ServerAddress s : config.addresses()) {
+            uris.put(s, s.uri(protocol.generatePath()));
+        }
+        this.generateUris = Map.copyOf(uris);
+        this.healthChecker = new HealthChecker(
+                pool, protocol, http, config.healthCheckInterval(), config.healthCheckTimeout(), this::onHealthy);
+        healthChecker.start();
+    }
+
+    /**
+     * The HTTP client an engine creates for itself: HTTP/1.1 with pooled keep-alive connections and
+     * a connect timeout of {@code min(request_timeout, 30 s)}.
+     */
+    public static HttpClient newHttpClient(InferenceConfig config) {
+        Duration connect = config.requestTimeout().compareTo(MAX_CONNECT_TIMEOUT) < 0
+                ? config.requestTimeout()
+                : MAX_CONNECT_TIMEOUT;
+        return HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(connect)
+                .build();
+    }
+
+    /**
+     * Waits until every server answers {@code GET /health} with 2xx, polling every
+     * {@code min(1 s, health_check_interval)} for up to {@code setup_timeout}.
+     *
+     * @throws GenerationException naming each server that never came up and its last error
+     * @throws InterruptedException when interrupted while waiting
+     */
+    public void initialize() throws InterruptedException {
+        ensureOpen();
+        long deadline = System.nanoTime() + config.setupTimeout().toNanos();
+        Duration poll = config.healthCheckInterval().compareTo(Duration.ofSeconds(1)) < 0
+                ? config.healthCheckInterval()
+                : Duration.ofSeconds(1);
+        Map<ServerAddress, String> notReady = new LinkedHashMap<>();
+        for (ServerAddress s : pool.servers()) {
+            notReady.put(s, "not probed");
+        }
+        while (true) {
+            for (Map.Entry<ServerAddress, String> e :
+                    healthChecker.probe(List.copyOf(notReady.keySet())).entrySet()) {
+                if (e.getValue() == null) {
+                    notReady.remove(e.getKey());
+                } else {
+                    notReady.put(e.getKey(), e.getValue());
+                }
+            }
+            if (notReady.isEmpty()) {
+                log.info("{} inference server(s) ready: {}", pool.servers().size(), pool.servers());
+                return;
+            }
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                List<String> parts = new ArrayList<>();
+                notReady.forEach((s, err) -> parts.add(s + " (" + err + ")"));
+                throw new GenerationException("inference servers not ready after "
+                        + HttpExchanges.seconds(config.setupTimeout()) + " s (setup_timeout): "
+                        + String.join("; ", parts));
+            }
+            Thread.sleep(Duration.ofNanos(Math.min(remaining, poll.toNanos())));
+        }
+    }
+
+    @Override
+    public ModelResponse generate(ModelRequest request) throws InterruptedException {
+        long start = System.nanoTime();
+        ensureOpen();
+        GenerationConfig g = request.gconfig();
+        String rid = request.rid();
+        if (g.nSamples() != 1) {
+            throw new IllegalArgumentException("n_samples is " + g.nSamples() + " for rid " + rid
+                    + ", but inference engines do not support n_samples > 1: the caller must issue "
+                    + g.nSamples() + " generate calls, one per sample");
+        }
+        protocol.checkSupported(g);
+        int promptLength = request.inputLength();
+        int budget = (int) Math.min((long) g.maxTokens() - promptLength, g.maxNewTokens());
+        if (budget <= 0) {
+            throw new IllegalArgumentException("no token budget for rid " + rid + ": min(max_tokens " + g.maxTokens()
+                    + " - prompt length " + promptLength + ", max_new_tokens " + g.maxNewTokens() + ") = " + budget
+                    + " <= 0");
+        }
+        int[] prompt = request.inputIds();
+        Output out = new Output(Math.min(budget, INITIAL_OUTPUT_CAPACITY));
+        StopReason reason = null;
+        int emptyAborts = 0;
+        while ((reason == null || !reason.isFinal()) && out.size < budget) {
+            if (emptyAborts >= 2) {
+                // Repeated aborts with no tokens: the server is pausing without our gate being
+                // closed (another client's update). Back off rather than spin; never fail for it.
+                backoff.sleep(emptyAborts - 1);
+            }
+            int maxNewTokens = budget - out.size;
+            Segment segment = runSegment(rid, prompt, out, g, maxNewTokens);
+            out.append(segment.generated(), segment.version());
+            reason = segment.generated().stopReason();
+            emptyAborts = reason == StopReason.ABORT && segment.generated().length() == 0 ? emptyAborts + 1 : 0;
+        }
+        if (reason == StopReason.ABORT) {
+            reason = StopReason.LENGTH;
+        }
+        return ModelResponse.of(
+                prompt,
+                out.tokens(),
+                out.logprobs(),
+                out.versions(),
+                reason,
+                Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /** One segment, with failover: returns the first successful response and its pinned version. */
+    private Segment runSegment(String rid, int[] prompt, Output out, GenerationConfig g, int maxNewTokens)
+            throws InterruptedException {
+        List<String> failures = null;
+        Map<ServerAddress, Integer> failuresByServer = Map.of();
+        for (int attempt = 1; ; attempt++) {
+            gate.awaitOpen();
+            ServerPool.Lease lease;
+            try {
+                lease = pool.acquire(rid, failuresByServer.keySet(), config.requestTimeout());
+            } catch (GenerationException e) {
+                throw failures == null
+                        ? e
+                        : new GenerationException(
+                                e.getMessage() + "; earlier attempts: " + String.join("; ", failures), e);
+            }
+            ServerAddress server = lease.address();
+            String failure;
+            boolean eject;
+            Exception cause;
+            try {
+                int earlierFailures = failuresByServer.getOrDefault(server, 0);
+                if (earlierFailures > 0) {
+                    backoff.sleep(earlierFailures);
+                    gate.awaitOpen();
+                }
+                int pinned = version.get();
+                byte[] body = protocol.generateBody(rid, prompt, out.tokens, out.size, g, maxNewTokens);
+                try {
+                    HttpResponse<byte[]> response = exchange(server, rid, body);
+                    int status = response.statusCode();
+                    if (HttpExchanges.isSuccess(status)) {
+                        GeneratedSegment generated = protocol.parseGenerate(response.body(), server, rid, maxNewTokens);
+                        return new Segment(generated, pinned);
+                    }
+                    failure = "HTTP " + status + ": " + MalformedResponseException.excerpt(response.body());
+                    // 4xx is the server judging the request, not the server being broken: retry
+                    // (elsewhere if possible) as AReaL does, but keep the server in rotation.
+                    eject = status < 400 || status >= 500;
+                    cause = null;
+                } catch (MalformedResponseException e) {
+                    failure = e.getMessage();
+                    eject = true;
+                    cause = e;
+                } catch (IOException e) {
+                    ensureOpen();
+                    failure = HttpExchanges.describe(e, config.requestTimeout());
+                    eject = true;
+                    cause = e;
+                }
+            } finally {
+                lease.close();
+            }
+            pool.recordFailure(server, failure, eject);
+            if (failures == null) {
+                failures = new ArrayList<>(config.requestRetries());
+                failuresByServer = new HashMap<>();
+            }
+            failures.add("attempt " + attempt + " on " + server + ": " + failure);
+            failuresByServer.merge(server, 1, Integer::sum);
+            if (attempt >= config.requestRetries()) {
+                throw new GenerationException(
+                        "generation of rid " + rid + " failed: " + attempt + " attempt" + (attempt == 1 ? "" : "s")
+                                + " of POST " + protocol.generatePath() + " (request_retries=" + config.requestRetries()
+                                + "): " + String.join("; ", failures),
+                        cause);
+            }
+            log.info(
+                    "rid {}: attempt {} on {} failed ({}); retrying with {} tokens kept",
+                    rid,
+                    attempt,
+                    server,
+                    failure,
+                    out.size);
+        }
+    }
+
+    /** Sends one segment and waits for its response; on interruption or timeout, aborts it on the server. */
+    private HttpResponse<byte[]> exchange(ServerAddress server, String rid, byte[] body)
+            throws IOException, InterruptedException {
+        Duration timeout = config.requestTimeout();
+        try {
+            return HttpExchanges.await(http.post(generateUris.get(server), body, timeout), timeout);
+        } catch (InterruptedException e) {
+            abortOnServer(server, rid, "the caller was interrupted");
+            throw e;
+        } catch (HttpTimeoutException e) {
+            abortOnServer(server, rid, "the request timed out");
+            throw e;
+        }
+    }
+
+    /** Best effort, never blocking: asks {@code server} to drop {@code rid} (SGLang); logs a failure. */
+    private void abortOnServer(ServerAddress server, String rid, String why) {
+        protocol.abortCall(rid).ifPresent(call -> {
+            try {
+                http.start(server, call, ABORT_TIMEOUT).whenComplete((r, err) -> {
+                    if (err != null) {
+                        log.warn("could not abort rid {} on {} ({}): {}", rid, server, why, err.toString());
+                    } else if (!HttpExchanges.isSuccess(r.statusCode())) {
+                        log.warn("abort of rid {} on {} ({}) answered HTTP {}", rid, server, why, r.statusCode());
+                    }
+                });
+            } catch (RuntimeException e) {
+                log.warn("could not send the abort of rid {} to {} ({}): {}", rid, server, why, e.toString());
+            }
+        });
+    }
+
+    @Override
+    public int version() {
+        return version.get();
+    }
+
+    /**
+     * Sets the weight version that tokens generated from now on carry (AReaL's {@code set_version}).
+     * Setting the current version again is allowed.
+     *
+     * @throws IllegalArgumentException when {@code newVersion} is below the current version, naming both
+     */
+    public void setVersion(int newVersion) {
+        while (true) {
+            int current = version.get();
+            if (newVersion < current) {
+                throw new IllegalArgumentException("weight version must not go backwards: the engine is at version "
+                        + current + ", asked to set " + newVersion);
+            }
+            if (version.compareAndSet(current, newVersion)) {
+                return;
+            }
+        }
+    }
+
+    /** Closes the gate: no generation sends a new segment until {@link #resume()}. In-flight segments run on. */
+    public void pause() {
+        gate.pause();
+    }
+
+    /** Reopens the gate closed by {@link #pause()} (a weight update in progress still holds it). */
+    public void resume() {
+        gate.resume();
+    }
+
+    /** True while segments are held: after {@link #pause()}, or during {@link #updateWeights}. */
+    public boolean isPaused() {
+        return gate.isClosed();
+    }
+
+    /** How many generations are waiting at the gate now. */
+    public int waitingAtGate() {
+        return gate.waiting();
+    }
+
+    /**
+     * Loads the weights at {@code modelPath} as version {@code newVersion} on every server, in the
+     * training-step order of §6.9: close the gate (no new segments), {@link WeightUpdater#update}
+     * (pause, load, continue — continue always), {@link #setVersion}, reopen the gate (in a finally).
+     * In-flight segments are aborted by the servers and resume afterwards with the new version.
+     *
+     * <p>A server where any step failed serves stale weights (or is still paused): it leaves
+     * rotation and returns only after the health checker has re-sent this update to it
+     * successfully. When no server loaded the weights, the version is left unchanged and
+     * {@link WeightUpdateException} is thrown. When interrupted, continue has still been sent; the
+     * engine then rolls forward: it takes the new version and re-sends the update to every server
+     * before it serves again.
+     *
+     * @throws IllegalArgumentException when {@code newVersion} is not above the current version
+     * @throws WeightUpdateException when no server loaded the new weights
+     */
+    public WeightUpdateReport updateWeights(Path modelPath, int newVersion) throws InterruptedException {
+        Objects.requireNonNull(modelPath, "modelPath");
+        ensureOpen();
+        updateLock.lockInterruptibly();
+        try {
+            int current = version.get();
+            if (newVersion <= current) {
+                throw new IllegalArgumentException("weight update to version " + newVersion
+                        + " refused: the engine is at version " + current + " and versions must increase");
+            }
+            gate.hold();
+            try {
+                WeightUpdateReport report;
+                try {
+                    report = updater.update(pool.servers(), modelPath, newVersion);
+                } catch (InterruptedException e) {
+                    lastLoaded = new LoadedWeights(modelPath, newVersion);
+                    setVersion(newVersion);
+                    for (ServerAddress s : pool.servers()) {
+                        pool.markResyncPending(s, "weight update to version " + newVersion + " was interrupted");
+                    }
+                    throw e;
+                }
+                if (!report.anyLoaded()) {
+                    for (WeightUpdateReport.ServerOutcome o : report.servers()) {
+                        if (!o.continued()) {
+                            pool.markResyncPending(o.server(), String.join(", ", o.errors()));
+                        }
+                    }
+                    throw new WeightUpdateException(report, current);
+                }
+                lastLoaded = new LoadedWeights(modelPath, newVersion);
+                for (WeightUpdateReport.ServerOutcome o : report.servers()) {
+                    if (o.ok()) {
+                        resyncBackoff.remove(o.server());
+                        pool.clearResyncPending(o.server());
+                    } else {
+                        pool.markResyncPending(o.server(), String.join(", ", o.errors()));
+                    }
+                }
+                setVersion(newVersion);
+                return report;
+            } finally {
+                gate.release();
+            }
+        } finally {
+            updateLock.unlock();
+        }
+    }
+
+    /** The health checker's verdict on a server out of rotation: re-sync its weights if owed, then re-admit. */
+    private void onHealthy(ServerAddress server) throws InterruptedException {
+        if (!pool.isResyncPending(server)) {
+            pool.readmit(server);
+            return;
+        }
+        ResyncBackoff rb = resyncBackoff.computeIfAbsent(server, s -> new ResyncBackoff());
+        if (System.nanoTime() < rb.notBefore) {
+            return;
+        }
+        if (!updateLock.tryLock()) {
+            // A fan-out is running; it includes this server. Probing the others matters more than waiting.
+            return;
+        }
+        try {
+            if (!pool.isResyncPending(server)) {
+                pool.readmit(server);
+                return;
+            }
+            LoadedWeights w = lastLoaded;
+            WeightUpdateReport.ServerOutcome o =
+                    updater.resync(server, w == null ? null : w.path(), w == null ? version.get() : w.version());
+            if (o.ok()) {
+                resyncBackoff.remove(server);
+                pool.clearResyncPending(server);
+                pool.readmit(server);
+            } else {
+                rb.failures++;
+                rb.notBefore = System.nanoTime() + backoff.delay(rb.failures).toNanos();
+                pool.markResyncPending(server, "weight re-sync failed: " + String.join(", ", o.errors()));
+            }
+        } finally {
+            updateLock.unlock();
+        }
+    }
+
+    /** A snapshot of every server: outstanding requests, rotation, last error, counts. */
+    public List<ServerStats> serverStats() {
+        return pool.stats();
+    }
+
+    public InferenceConfig config() {
+        return config;
+    }
+
+    /**
+     * Stops the health checker, fails generations waiting at the gate or for a server with
+     * {@link IllegalStateException}, and, when the engine created its HTTP client, shuts it down
+     * (aborting exchanges in flight). Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        gate.close();
+        pool.close();
+        healthChecker.close();
+        if (ownsClient) {
+            HttpClient client = http.client();
+            client.shutdownNow();
+            try {
+                if (!client.awaitTermination(Duration.ofSeconds(5))) {
+                    log.warn("the HTTP client did not terminate within 5 s of shutdownNow");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("the inference engine is closed");
+        }
+    }
+
+    /** A segment's parsed response and the version pinned before it was sent. */
+    private record Segment(GeneratedSegment generated, int version) {}
+
+    /** The weights of the last update that loaded on at least one server. */
+    private record LoadedWeights(Path path, int version) {}
+
+    /** When the next weight re-sync of a server may be tried. */
+    private static final class ResyncBackoff {
+        volatile int failures;
+        volatile long notBefore = Long.MIN_VALUE;
+    }
+
+    /** The tokens, logprobs and versions accumulated across segments; owned by one generate call. */
+    private static final class Output {
+        int[] tokens;
+        float[] logprobs;
+        int[] versions;
+        int size;
+
+        Output(int capacity) {
+            tokens = new int[capacity];
+            logprobs = new float[capacity];
+            versions = new int[capacity];
+        }
+
+        void append(GeneratedSegment s, int version) {
+            int n = s.length();
+            int needed = size + n;
+            if (needed > tokens.length) {
+                int capacity = Math.max(needed, tokens.length * 2);
+                tokens = Arrays.copyOf(tokens, capacity);
+                logprobs = Arrays.copyOf(logprobs, capacity);
+                versions = Arrays.copyOf(versions, capacity);
+            }
+            s.copyTokensTo(tokens, size);
+            s.copyLogprobsTo(logprobs, size);
+            Arrays.fill(versions, size, needed, version);
+            size = needed;
+        }
+
+        int[] tokens() {
+            return Arrays.copyOf(tokens, size);
+        }
+
+        float[] logprobs() {
+            return Arrays.copyOf(logprobs, size);
+        }
+
+        int[] versions() {
+            return Arrays.copyOf(versions, size);
+        }
+    }
+}

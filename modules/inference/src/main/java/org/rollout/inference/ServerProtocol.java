@@ -1,0 +1,69 @@
+package org.rollout.inference;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.rollout.api.GenerationConfig;
+
+/**
+ * Builds and parses the bodies one backend's servers speak (docs/protocol.md, §9.1 and §9.2). One
+ * stateless, thread-safe instance per backend: {@link SglangProtocol#INSTANCE} and
+ * {@link VllmProtocol#INSTANCE}.
+ *
+ * <pre>
+ *   engine ──generateBody──► POST {@link #generatePath()} ──► server
+ *   engine ◄─parseGenerate── 2xx body                    ◄──
+ *   WeightUpdater: {@link #pauseCalls()} → {@link #updateWeightsCall} → {@link #continueCall()} (always)
+ * </pre>
+ *
+ * <p>Parsing is strict: anything but a valid response is a {@link MalformedResponseException}
+ * naming the server, the rid and the field; a response is never half-accepted.
+ */
+public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
+
+    /** The backend whose protocol this is. */
+    Backend backend();
+
+    /** The generate endpoint: {@code /generate} (SGLang) or {@code /v1/completions} (vLLM). */
+    String generatePath();
+
+    /**
+     * Rejects sampling parameters this backend cannot honour, before anything is sent.
+     *
+     * @throws IllegalArgumentException naming the parameter (SGLang: {@code use_beam_search})
+     */
+    void checkSupported(GenerationConfig gconfig);
+
+    /**
+     * The JSON body of one segment: the prompt is {@code prompt} followed by the first
+     * {@code generatedCount} entries of {@code generated} (the tokens of earlier segments), and the
+     * budget is {@code maxNewTokens}. Neither array is modified or retained.
+     */
+    byte[] generateBody(
+            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig gconfig, int maxNewTokens);
+
+    /**
+     * Parses a 2xx generate response.
+     *
+     * @param maxNewTokens the budget the request asked for; more tokens than this is malformed
+     * @throws MalformedResponseException naming {@code server}, {@code rid} and the field
+     */
+    GeneratedSegment parseGenerate(byte[] body, ServerAddress server, String rid, int maxNewTokens);
+
+    /** The pause calls of a weight update, in order (SGLang: abort mode then in place). */
+    List<ControlCall> pauseCalls();
+
+    /** The resume call; always sent after a pause, also when the update failed. */
+    ControlCall continueCall();
+
+    /** The call that aborts one request, or empty when cancelling means closing the connection (vLLM). */
+    Optional<ControlCall> abortCall(String rid);
+
+    /** The call that loads the weights at {@code modelPath} as weight version {@code version}. */
+    ControlCall updateWeightsCall(Path modelPath, int version);
+
+    /** {@code GET /health}: 200 when the server is serving. */
+    default ControlCall healthCall() {
+        return ControlCall.get("/health");
+    }
+}
