@@ -289,16 +289,17 @@ public final class TinyLmWeights {
         } catch (IOException e) {
             throw new WeightFileException(absolute, "cannot read: " + e, e);
         }
-        if (bytes.length < HEADER_BYTES) {
-            throw new WeightFileException(
-                    absolute,
-                    "truncated: " + bytes.length + " bytes, shorter than the " + HEADER_BYTES + "-byte header");
-        }
-        if (!Arrays.equals(bytes, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
+        // The magic first: a file of the wrong kind should say so, whatever its length.
+        if (bytes.length >= MAGIC.length && !Arrays.equals(bytes, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
             throw new WeightFileException(
                     absolute,
                     "wrong magic " + printable(bytes, MAGIC.length)
                             + ", expected \"RLTINYLM\" (not a tiny-LM weight file)");
+        }
+        if (bytes.length < HEADER_BYTES) {
+            throw new WeightFileException(
+                    absolute,
+                    "truncated: " + bytes.length + " bytes, shorter than the " + HEADER_BYTES + "-byte header");
         }
         ByteBuffer buf = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         buf.position(MAGIC.length);

@@ -137,7 +137,7 @@ class TinyLmWeightsTest {
     @Test
     void rejectsFileShorterThanItsHeader() throws IOException {
         Path file = dir.resolve("tiny.rlm");
-        Files.write(file, new byte[] {'R', 'L'});
+        Files.write(file, new byte[] {'R', 'L', 'T', 'I', 'N', 'Y', 'L', 'M', 1, 0});
         assertThatThrownBy(() -> TinyLmWeights.read(file))
                 .hasMessageContaining(file.toString())
                 .hasMessageContaining("shorter than the 24-byte header");
