@@ -7,7 +7,9 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * The model server as a process: {@code java … org.rollout.modelserver.ModelServerMain --port 30000}.
@@ -22,6 +24,9 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         description = "The built-in tiny language model behind the SGLang HTTP protocol (no GPU, no download).")
 public final class ModelServerMain implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--host", description = "Address to bind (default: ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
     String host;
 
@@ -143,16 +148,17 @@ public final class ModelServerMain implements Callable<Integer> {
         try {
             config = config();
         } catch (IllegalArgumentException e) {
-            System.err.println("model server: " + e.getMessage());
+            spec.commandLine().getErr().println("model server: " + e.getMessage());
             return 2;
         }
         ModelServer server;
         try {
             server = ModelServer.start(config);
         } catch (java.io.IOException e) {
-            System.err.println("model server: " + e.getMessage());
+            spec.commandLine().getErr().println("model server: " + e.getMessage());
             return 1;
         }
+        PrintWriter out = spec.commandLine().getOut();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
@@ -163,14 +169,15 @@ public final class ModelServerMain implements Callable<Integer> {
                             stopped.countDown();
                         },
                         "model-server-shutdown"));
-        System.out.println("model server listening on " + server.baseUrl());
-        System.out.flush();
+        out.println("model server listening on " + server.baseUrl());
+        out.flush();
         stopped.await();
         return 0;
     }
 
     public static void main(String[] args) {
         CommandLine cli = new CommandLine(new ModelServerMain());
+        cli.setOut(new PrintWriter(System.out, true));
         cli.setErr(new PrintWriter(System.err, true));
         System.exit(cli.execute(args));
     }
