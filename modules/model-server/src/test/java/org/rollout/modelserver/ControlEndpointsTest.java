@@ -78,7 +78,9 @@ class ControlEndpointsTest {
         ServerClient.Reply pause = client.post("/pause_generation", "{}");
         assertThat(pause.status()).isEqualTo(200);
         assertThat(pause.json().get("success").asBoolean()).isTrue();
-        assertThat(server.stats().running()).as("abort mode has ended in-flight requests when it returns").isZero();
+        assertThat(server.stats().running())
+                .as("abort mode has ended in-flight requests when it returns")
+                .isZero();
         assertPartialAbort(ServerClient.join(running), "long");
 
         CompletableFuture<ServerClient.Reply> held =
@@ -401,6 +403,28 @@ class ControlEndpointsTest {
             sb.append((char) b);
         }
         return sb.toString();
+    }
+
+    @Test
+    void clientsOfferingAnHttp2UpgradeOrExpectingContinueAreServedOverHttp11() throws Exception {
+        java.net.http.HttpClient defaultClient = java.net.http.HttpClient.newHttpClient();
+        java.net.http.HttpResponse<String> health = defaultClient.send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(server.baseUrl() + "/health"))
+                        .timeout(ServerClient.TIMEOUT)
+                        .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(health.version()).isEqualTo(java.net.http.HttpClient.Version.HTTP_1_1);
+        java.net.http.HttpResponse<String> generated = defaultClient.send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(server.baseUrl() + "/generate"))
+                        .timeout(ServerClient.TIMEOUT)
+                        .expectContinue(true)
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
+                                generate("continue", PROMPT, "\"max_new_tokens\":2,\"ignore_eos\":true")))
+                        .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(generated.statusCode()).isEqualTo(200);
+        assertThat(generated.body()).contains("\"completion_tokens\":2");
     }
 
     @Test
