@@ -95,26 +95,32 @@ public record FaultPlan(
         }
     }
 
+    /** This plan with HTTP 500 at probability {@code rate}. */
     public FaultPlan withErrorRate(double rate) {
         return new FaultPlan(rate, hang, crashAfter, slow, malformedRate, malformedKind, seed);
     }
 
+    /** This plan holding every generation request unanswered while {@code on}. */
     public FaultPlan withHang(boolean on) {
         return new FaultPlan(errorRate, on, crashAfter, slow, malformedRate, malformedKind, seed);
     }
 
+    /** This plan crashing the server when a request arrives after {@code requests} (−1: never). */
     public FaultPlan withCrashAfter(int requests) {
         return new FaultPlan(errorRate, hang, requests, slow, malformedRate, malformedKind, seed);
     }
 
+    /** This plan delaying every generation response by {@code delay}. */
     public FaultPlan withSlow(Duration delay) {
         return new FaultPlan(errorRate, hang, crashAfter, delay, malformedRate, malformedKind, seed);
     }
 
+    /** This plan breaking responses the {@code kind} way at probability {@code rate}. */
     public FaultPlan withMalformed(double rate, MalformedKind kind) {
         return new FaultPlan(errorRate, hang, crashAfter, slow, rate, kind, seed);
     }
 
+    /** This plan with another seed for its random draws. */
     public FaultPlan withSeed(long newSeed) {
         return new FaultPlan(errorRate, hang, crashAfter, slow, malformedRate, malformedKind, newSeed);
     }

@@ -53,34 +53,42 @@ public record ModelServerConfig(
         return new ModelServerConfig("127.0.0.1", 0, 0, null, null, 256, LatencyModel.NONE, FaultPlan.NONE);
     }
 
+    /** This config binding {@code h}. */
     public ModelServerConfig withHost(String h) {
         return new ModelServerConfig(h, port, seed, weightsPath, weights, maxRunningRequests, latency, faults);
     }
 
+    /** This config listening on port {@code p} (0: a free one). */
     public ModelServerConfig withPort(int p) {
         return new ModelServerConfig(host, p, seed, weightsPath, weights, maxRunningRequests, latency, faults);
     }
 
+    /** This config seeding the weights with {@code s} (used without weights or a weights path). */
     public ModelServerConfig withSeed(long s) {
         return new ModelServerConfig(host, port, s, weightsPath, weights, maxRunningRequests, latency, faults);
     }
 
+    /** This config serving the weight file {@code p}. */
     public ModelServerConfig withWeightsPath(Path p) {
         return new ModelServerConfig(host, port, seed, p, weights, maxRunningRequests, latency, faults);
     }
 
+    /** This config serving the in-memory weights {@code w}. */
     public ModelServerConfig withWeights(TinyLmWeights w) {
         return new ModelServerConfig(host, port, seed, weightsPath, w, maxRunningRequests, latency, faults);
     }
 
+    /** This config decoding at most {@code n} sequences at once. */
     public ModelServerConfig withMaxRunningRequests(int n) {
         return new ModelServerConfig(host, port, seed, weightsPath, weights, n, latency, faults);
     }
 
+    /** This config with the latency model {@code l}. */
     public ModelServerConfig withLatency(LatencyModel l) {
         return new ModelServerConfig(host, port, seed, weightsPath, weights, maxRunningRequests, l, faults);
     }
 
+    /** This config injecting the faults {@code f} from the start. */
     public ModelServerConfig withFaults(FaultPlan f) {
         return new ModelServerConfig(host, port, seed, weightsPath, weights, maxRunningRequests, latency, f);
     }
