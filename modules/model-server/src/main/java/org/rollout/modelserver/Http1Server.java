@@ -62,10 +62,17 @@ final class Http1Server {
     /**
      * One request.
      *
+     * @param version {@code HTTP/1.1} or {@code HTTP/1.0}
      * @param headers lower-cased names; repeated headers joined with ", "
      */
     record Request(
-            String method, String path, String query, Map<String, String> headers, byte[] body, InetAddress remote) {
+            String method,
+            String path,
+            String query,
+            String version,
+            Map<String, String> headers,
+            byte[] body,
+            InetAddress remote) {
         String header(String name) {
             return headers.get(name.toLowerCase(Locale.ROOT));
         }
@@ -324,7 +331,7 @@ final class Http1Server {
         String connection = r.header("connection");
         boolean close =
                 connection != null && connection.toLowerCase(Locale.ROOT).contains("close");
-        if (r.headers().containsKey(":http/1.0")) {
+        if (r.version().equals("HTTP/1.0")) {
             return connection != null && connection.toLowerCase(Locale.ROOT).contains("keep-alive");
         }
         return !close;
@@ -402,9 +409,6 @@ final class Http1Server {
             String value = h.substring(colon + 1).trim();
             headers.merge(key, value, (a, b) -> a + ", " + b);
         }
-        if (parts[2].equals("HTTP/1.0")) {
-            headers.put(":http/1.0", "true"); // a pseudo-header no client can send (names cannot contain ':')
-        }
         String expect = headers.get("expect");
         if (expect != null && expect.equalsIgnoreCase("100-continue")) {
             out.write("HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -435,7 +439,7 @@ final class Http1Server {
         int q = target.indexOf('?');
         String path = q < 0 ? target : target.substring(0, q);
         String query = q < 0 ? "" : target.substring(q + 1);
-        return new Request(parts[0].toUpperCase(Locale.ROOT), path, query, headers, body, remote);
+        return new Request(parts[0].toUpperCase(Locale.ROOT), path, query, parts[2], headers, body, remote);
     }
 
     private static byte[] readChunked(InputStream in) throws IOException, BadHttpException {

@@ -393,6 +393,29 @@ class ControlEndpointsTest {
         }
     }
 
+    @Test
+    void http10ClientsGetTheirAnswerAndTheConnectionCloses() throws IOException {
+        try (Socket s = new Socket("127.0.0.1", server.port())) {
+            s.getOutputStream().write("GET /health HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            String all = new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+            assertThat(all)
+                    .startsWith("HTTP/1.1 200 OK")
+                    .contains("Connection: close")
+                    .endsWith("\r\n\r\n");
+        }
+    }
+
+    @Test
+    void aMalformedRequestLineIsA400AndTheConnectionCloses() throws IOException {
+        try (Socket s = new Socket("127.0.0.1", server.port())) {
+            s.getOutputStream().write("NONSENSE\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            String all = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(all).startsWith("HTTP/1.1 400 Bad Request").contains("malformed request line: NONSENSE");
+        }
+    }
+
     private static String readHead(InputStream in) throws IOException {
         StringBuilder sb = new StringBuilder();
         while (!sb.toString().endsWith("\r\n\r\n")) {
