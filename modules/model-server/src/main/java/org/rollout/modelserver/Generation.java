@@ -1,0 +1,73 @@
+package org.rollout.modelserver;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One request's generation state. Created by a handler thread, then owned by the scheduler thread
+ * (every mutable field below is touched only there); the handler only waits on {@link #result}.
+ */
+final class Generation {
+    final String rid;
+    final int[] prompt;
+    final SamplingParams params;
+    final SplittableRandom random;
+    final long submittedNanos = System.nanoTime();
+    final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
+
+    // Scheduler-thread confined from submission on.
+    DecayedContext context;
+    int[] output = new int[16];
+    double[] logprobs = new double[16];
+    int length;
+    int[] counts;
+    FinishReason finish;
+
+    Generation(String rid, int[] prompt, SamplingParams params, long seed) {
+        this.rid = rid;
+        this.prompt = prompt.clone();
+        this.params = params;
+        this.random = new SplittableRandom(seed);
+    }
+
+    boolean prefilled() {
+        return context != null;
+    }
+
+    /** Builds the context from the prompt (the prefill). */
+    void prefill(double decay) {
+        context = new DecayedContext(decay);
+        for (int token : prompt) {
+            context.push(token);
+        }
+        if (params.frequencyPenalty() != 0) {
+            counts = new int[TinyLmWeights.VOCAB_SIZE];
+        }
+    }
+
+    void append(int token, double logprob) {
+        if (length == output.length) {
+            output = Arrays.copyOf(output, length * 2);
+            logprobs = Arrays.copyOf(logprobs, length * 2);
+        }
+        output[length] = token;
+        logprobs[length] = logprob;
+        length++;
+        context.push(token);
+        if (counts != null) {
+            counts[token]++;
+        }
+    }
+
+    GenerationResult toResult(int weightVersion, long nowNanos) {
+        return new GenerationResult(
+                rid,
+                prompt.length,
+                Arrays.copyOf(output, length),
+                Arrays.copyOf(logprobs, length),
+                finish,
+                weightVersion,
+                nowNanos - submittedNanos);
+    }
+}

@@ -1,0 +1,22 @@
+package org.rollout.modelserver;
+
+/**
+ * What one finished generation produced; immutable once built by the scheduler.
+ *
+ * @param rid the request id
+ * @param promptTokens the prompt length
+ * @param outputIds every generated token, including a matched stop token
+ * @param logprobs one logprob per output token
+ * @param finishReason why it ended
+ * @param weightVersion the served weight version when it finished (the version of the weights that
+ *     produced its last token)
+ * @param e2eNanos from submission to completion
+ */
+record GenerationResult(
+        String rid,
+        int promptTokens,
+        int[] outputIds,
+        double[] logprobs,
+        FinishReason finishReason,
+        int weightVersion,
+        long e2eNanos) {}

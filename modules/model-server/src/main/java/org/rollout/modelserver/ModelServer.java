@@ -1,0 +1,523 @@
+package org.rollout.modelserver;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The built-in model server: a real tiny language model ({@link TinyLm}) behind the SGLang HTTP
+ * protocol of {@code docs/protocol.md}, plus AReaL's vLLM-extension routes over the same engine.
+ * It needs no GPU and no download, so the whole product runs on a laptop and in CI.
+ *
+ * <pre>
+ *   HTTP/1.1 (virtual threads) ──► routes ──► GenerationScheduler (one thread, continuous batching)
+ *     /generate, /v1/completions       │            └─ TinyLm + TokenSampler, weights swapped between steps
+ *     pause / continue / abort         │
+ *     update_weights_from_disk, …      └─ FaultInjector (error, hang, crash, slow, malformed)
+ * </pre>
+ *
+ * <p>Use: {@code try (ModelServer s = ModelServer.start(ModelServerConfig.defaults())) { …
+ * s.baseUrl() … }}. Endpoints, the latency model and faults are described in {@code
+ * docs/model-server.md}.
+ *
+ * <p>Lifecycle: {@link #close()} is graceful: it stops accepting, answers every request in flight
+ * with {@code abort} and its partial output, then closes the connections. {@link #crash()} is
+ * abrupt: the listening socket closes and every connection is reset; nothing in flight is ever
+ * answered. Both are idempotent; after either, the handle still reports its last state.
+ *
+ * <p>Thread-safe.
+ */
+public final class ModelServer implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(ModelServer.class);
+    private static final long CLOSE_TIMEOUT_MILLIS = 10_000;
+
+    private final ModelServerConfig config;
+    private final GenerationScheduler scheduler;
+    private final FaultInjector faults;
+    private final Http1Server http;
+    private final CompletableFuture<Void> stopped = new CompletableFuture<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean crashed;
+    private volatile String modelPath;
+
+    private ModelServer(ModelServerConfig config, TinyLmWeights weights, String modelPath) throws IOException {
+        this.config = config;
+        this.modelPath = modelPath;
+        this.faults = new FaultInjector(config.faults());
+        this.scheduler = new GenerationScheduler(
+                weights, config.latency(), config.maxRunningRequests(), "model-server-scheduler");
+        this.scheduler.start();
+        try {
+            this.http = Http1Server.start(config.host(), config.port(), this::route, "model-server");
+        } catch (IOException e) {
+            try {
+                scheduler.crash(new GenerationScheduler.StoppedException("the model server failed to start"));
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+            throw new IOException(
+                    "model server: cannot listen on " + config.host() + ":" + config.port() + ": " + e, e);
+        }
+    }
+
+    /**
+     * Starts a server and returns once it accepts connections.
+     *
+     * @throws WeightFileException when {@code config.weightsPath()} is not a usable weight file
+     * @throws IOException when the address cannot be bound
+     */
+    public static ModelServer start(ModelServerConfig config) throws IOException {
+        TinyLmWeights weights;
+        String path;
+        if (config.weights() != null) {
+            weights = config.weights();
+            path = "builtin:tiny-lm (in-memory weights)";
+        } else if (config.weightsPath() != null) {
+            weights = TinyLmWeights.read(config.weightsPath());
+            path = config.weightsPath().toAbsolutePath().toString();
+        } else {
+            weights = TinyLmWeights.seeded(config.seed());
+            path = "builtin:tiny-lm?seed=" + config.seed();
+        }
+        ModelServer server = new ModelServer(config, weights, path);
+        log.info("model server listening on {} (weights {}, version {})", server.baseUrl(), path, weights.version());
+        return server;
+    }
+
+    /** The bound port (the real one when the config asked for 0). */
+    public int port() {
+        return http.port();
+    }
+
+    /** {@code http://host:port}, IPv6 hosts bracketed. */
+    public String baseUrl() {
+        String host = config.host().contains(":") ? "[" + config.host() + "]" : config.host();
+        return "http://" + host + ":" + port();
+    }
+
+    /** The weights served now (and their version). */
+    public TinyLmWeights weights() {
+        return scheduler.weights();
+    }
+
+    /** The served weight version. */
+    public int weightVersion() {
+        return scheduler.weights().version();
+    }
+
+    /** The model path reported by {@code /get_model_info}: the last loaded file, or a builtin: name. */
+    public String modelPath() {
+        return modelPath;
+    }
+
+    /** The live counters, as {@code /get_server_info} serves them. */
+    public ModelServerStats stats() {
+        return scheduler.stats(faults.hungRequests());
+    }
+
+    /** The fault plan in force. */
+    public FaultPlan faults() {
+        return faults.plan();
+    }
+
+    /** Replaces the fault plan (restarting its random stream and request count). */
+    public void setFaults(FaultPlan plan) {
+        faults.set(plan);
+        log.info("model server {}: faults set to {}", baseUrl(), plan);
+    }
+
+    /** {@code setFaults(FaultPlan.NONE)}: also releases requests held by hang. */
+    public void clearFaults() {
+        setFaults(FaultPlan.NONE);
+    }
+
+    /**
+     * Loads a weight file and serves it from the next scheduler step, as {@code
+     * /update_weights_from_disk} does.
+     *
+     * @param version the version to serve; empty means the file's own
+     * @param abortAll abort every request in flight first (they return partial output with abort)
+     * @return the weights now served
+     * @throws WeightFileException naming the path and the defect; the served weights are unchanged
+     */
+    public TinyLmWeights updateWeightsFromDisk(Path path, OptionalInt version, boolean abortAll) throws IOException {
+        TinyLmWeights loaded = TinyLmWeights.read(path);
+        TinyLmWeights served = version.isPresent() ? loaded.withVersion(version.getAsInt()) : loaded;
+        try {
+            scheduler.swapWeights(served, abortAll).get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while swapping in " + path, e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IOException("the model server could not swap in " + path + ": " + e, e);
+        }
+        modelPath = path.toAbsolutePath().toString();
+        log.info("model server {}: serving {} as weight version {}", baseUrl(), modelPath, served.version());
+        return served;
+    }
+
+    /** Graceful stop: in-flight requests are answered with abort, then connections close. Idempotent. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        http.stopAccepting();
+        stopped.complete(null);
+        faults.set(FaultPlan.NONE); // releases held requests; they see the server stopped and get no answer
+        try {
+            scheduler.close(CLOSE_TIMEOUT_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        http.close(CLOSE_TIMEOUT_MILLIS);
+        log.info("model server {} closed", baseUrl());
+    }
+
+    /** Abrupt stop: stops listening and resets every connection; in-flight requests are never answered. */
+    public void crash() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        crashed = true;
+        http.reset();
+        stopped.complete(null);
+        faults.set(FaultPlan.NONE);
+        try {
+            scheduler.crash(new GenerationScheduler.StoppedException("the model server crashed"));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        log.warn("model server {} crashed on purpose", baseUrl());
+    }
+
+    /** True until {@link #close()} or {@link #crash()}. */
+    public boolean isRunning() {
+        return !closed.get();
+    }
+
+    // ---------------------------------------------------------------- routing
+
+    private Http1Server.Response route(Http1Server.Request req, Http1Server.Exchange exchange) {
+        String path = req.path();
+        try {
+            return switch (path) {
+                case "/generate" -> post(req, () -> generate(req, exchange, true));
+                case "/v1/completions" -> post(req, () -> generate(req, exchange, false));
+                case "/pause_generation" -> post(req, () -> pause(req, false));
+                case "/areal_pause_generation" -> post(req, () -> pause(req, true));
+                case "/continue_generation", "/areal_continue_generation" -> post(req, () -> resume(req));
+                case "/abort_request" -> post(req, () -> abortRequest(req));
+                case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
+                case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
+                case "/health" -> get(req, () -> new Http1Server.Response(200, null, new byte[0]));
+                case "/get_model_info" -> get(req, this::modelInfo);
+                case "/get_server_info" -> get(req, this::serverInfo);
+                case "/_admin/faults" -> adminFaults(req);
+                default ->
+                    Http1Server.Response.json(
+                            404,
+                            Json.errorBody(404, "no route for " + req.method() + " " + path + " on the model server"));
+            };
+        } catch (BadRequestException e) {
+            boolean generation = path.equals("/generate") || path.equals("/v1/completions");
+            return Http1Server.Response.json(
+                    400, generation ? Json.errorBody(400, e.getMessage()) : Json.failureBody(e.getMessage()));
+        } catch (GenerationScheduler.StoppedException e) {
+            return Http1Server.Response.json(503, Json.errorBody(503, e.getMessage()));
+        }
+    }
+
+    private interface Route {
+        Http1Server.Response run();
+    }
+
+    private static Http1Server.Response post(Http1Server.Request req, Route route) {
+        if (!req.method().equals("POST")) {
+            return Http1Server.Response.json(
+                    405, Json.errorBody(405, req.method() + " " + req.path() + " is not allowed: use POST"));
+        }
+        return route.run();
+    }
+
+    private static Http1Server.Response get(Http1Server.Request req, Route route) {
+        if (!req.method().equals("GET")) {
+            return Http1Server.Response.json(
+                    405, Json.errorBody(405, req.method() + " " + req.path() + " is not allowed: use GET"));
+        }
+        return route.run();
+    }
+
+    private static Http1Server.Response ok(ObjectNode body) {
+        return Http1Server.Response.json(200, Json.bytes(body));
+    }
+
+    private static Http1Server.Response success(String message) {
+        ObjectNode o = Json.object();
+        o.put("success", true);
+        o.put("message", message);
+        return ok(o);
+    }
+
+    // ---------------------------------------------------------------- generation
+
+    private Http1Server.Response generate(Http1Server.Request req, Http1Server.Exchange exchange, boolean sglang) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        GenerateRequests.Parsed parsed = sglang ? GenerateRequests.sglang(body) : GenerateRequests.vllm(body);
+        FaultInjector.Decision fault = faults.onGenerate();
+        if (fault.crash()) {
+            log.warn("model server {}: crash_after fault strikes at rid '{}'", baseUrl(), parsed.rid());
+            crash();
+            return null;
+        }
+        if (fault.error()) {
+            return Http1Server.Response.json(
+                    500, Json.errorBody(500, "injected fault: internal server error for rid '" + parsed.rid() + "'"));
+        }
+        if (fault.hangUntil() != null) {
+            faults.holding(() -> CompletableFuture.anyOf(fault.hangUntil(), exchange.disconnected, stopped)
+                    .join());
+            if (stopped.isDone() || !exchange.isOpen()) {
+                return null;
+            }
+        }
+        Generation g = new Generation(
+                parsed.rid(), parsed.prompt(), parsed.params(), GenerateRequests.seedOf(parsed.params()));
+        CompletableFuture<GenerationResult> result;
+        try {
+            result = scheduler.submit(g);
+        } catch (GenerationScheduler.DuplicateRidException e) {
+            throw new BadRequestException(sglang ? "rid" : "request_id", e.getMessage());
+        }
+        exchange.onDisconnect(() -> scheduler.abort(g, "Aborted: the client disconnected"));
+        GenerationResult r;
+        try {
+            r = result.join();
+        } catch (CompletionException e) {
+            if (crashed) {
+                return null;
+            }
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof GenerationScheduler.StoppedException stoppedCause) {
+                return Http1Server.Response.json(503, Json.errorBody(503, stoppedCause.getMessage()));
+            }
+            return Http1Server.Response.json(
+                    500, Json.errorBody(500, "generation of rid '" + parsed.rid() + "' failed: " + cause));
+        }
+        ObjectNode json = sglang ? ResponseBodies.sglang(r, parsed) : ResponseBodies.vllm(r, parsed, modelPath);
+        byte[] bytes = fault.malformed() == null
+                ? Json.bytes(json)
+                : ResponseBodies.malformed(json, fault.malformed(), sglang);
+        if (!fault.slow().isZero()) {
+            try {
+                CompletableFuture.anyOf(exchange.disconnected, stopped)
+                        .get(fault.slow().toNanos(), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                // The injected delay has passed: answer now.
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("a completion signal cannot fail", e);
+            }
+            if (crashed) {
+                return null;
+            }
+        }
+        return Http1Server.Response.json(200, bytes);
+    }
+
+    // ---------------------------------------------------------------- control
+
+    private Http1Server.Response pause(Http1Server.Request req, boolean vllm) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        boolean abortMode = true;
+        if (!vllm) {
+            JsonNode mode = body.get("mode");
+            String m = mode == null || mode.isNull() ? "abort" : mode.asText();
+            if (mode != null && !mode.isNull() && !mode.isTextual()) {
+                throw new BadRequestException("mode", "mode must be a string: abort, in_place or retract");
+            }
+            abortMode = switch (m) {
+                case "abort" -> true;
+                case "in_place", "retract" -> false;
+                default ->
+                    throw new BadRequestException("mode", "mode '" + m + "' is not one of abort, in_place, retract");
+            };
+        }
+        int aborted = await(scheduler.pause(abortMode), "pause");
+        return success("Generation paused (" + (abortMode ? "abort" : "in_place") + " mode); " + aborted
+                + " requests aborted.");
+    }
+
+    private Http1Server.Response resume(Http1Server.Request req) {
+        Json.parseObject(req.body(), req.path());
+        await(scheduler.resume(), "continue");
+        return success("Generation continued.");
+    }
+
+    private Http1Server.Response abortRequest(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        JsonNode all = body.get("abort_all");
+        if (all != null && !all.isNull() && !all.isBoolean()) {
+            throw new BadRequestException("abort_all", "abort_all must be true or false, got " + all);
+        }
+        if (all != null && all.asBoolean()) {
+            int n = await(scheduler.abortAllRequests("Aborted by abort_request (abort_all)"), "abort_all");
+            return success("Aborted " + n + " requests.");
+        }
+        JsonNode rid = body.get("rid");
+        if (rid == null || rid.isNull() || !rid.isTextual() || rid.asText().isEmpty()) {
+            throw new BadRequestException("rid", "abort_request needs a non-empty string rid or abort_all: true");
+        }
+        boolean found = await(scheduler.abort(rid.asText()), "abort");
+        return success(found ? "Aborted rid '" + rid.asText() + "'." : "rid '" + rid.asText() + "' is not in flight.");
+    }
+
+    private Http1Server.Response updateWeights(Http1Server.Request req, boolean vllm) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        JsonNode pathNode = body.get("model_path");
+        if (pathNode == null || !pathNode.isTextual() || pathNode.asText().isEmpty()) {
+            throw new BadRequestException("model_path", "model_path must be a non-empty string (a weight file)");
+        }
+        boolean abortAll = vllm;
+        JsonNode abortNode = body.get("abort_all_requests");
+        if (abortNode != null && !abortNode.isNull()) {
+            if (!abortNode.isBoolean()) {
+                throw new BadRequestException("abort_all_requests", "abort_all_requests must be true or false");
+            }
+            abortAll = abortNode.asBoolean();
+        }
+        OptionalInt version = OptionalInt.empty();
+        JsonNode v = body.get("weight_version");
+        if (v != null && !v.isNull()) {
+            version = OptionalInt.of(parseVersion(v));
+        }
+        Path path = Path.of(pathNode.asText());
+        TinyLmWeights served;
+        try {
+            served = updateWeightsFromDisk(path, version, abortAll);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: weight update refused: {}", baseUrl(), e.getMessage());
+            return Http1Server.Response.json(400, Json.failureBody(e.getMessage()));
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
+        }
+        ObjectNode o = Json.object();
+        o.put("success", true);
+        o.put(
+                "message",
+                "Succeeded to update model weights from " + path.toAbsolutePath() + " (weight version "
+                        + served.version() + ").");
+        o.put("num_paused_requests", 0);
+        return ok(o);
+    }
+
+    private static int parseVersion(JsonNode v) {
+        String text = v.isTextual() ? v.asText().trim() : v.isIntegralNumber() ? v.asText() : null;
+        try {
+            if (text != null) {
+                int parsed = Integer.parseInt(text);
+                if (parsed >= 0) {
+                    return parsed;
+                }
+            }
+        } catch (NumberFormatException e) {
+            // reported below with the value
+        }
+        throw new BadRequestException(
+                "weight_version", "weight_version must be a non-negative integer (string or number), got " + v);
+    }
+
+    private static <T> T await(CompletableFuture<T> f, String what) {
+        try {
+            return f.get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new GenerationScheduler.StoppedException("interrupted while waiting for " + what);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof GenerationScheduler.StoppedException s) {
+                throw s;
+            }
+            throw new IllegalStateException(what + " failed on the scheduler: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException(
+                    "the scheduler did not run " + what + " within " + CLOSE_TIMEOUT_MILLIS + " ms");
+        }
+    }
+
+    // ---------------------------------------------------------------- info
+
+    private Http1Server.Response modelInfo() {
+        TinyLmWeights w = scheduler.weights();
+        ObjectNode o = Json.object();
+        o.put("model_path", modelPath);
+        o.put("tokenizer_path", "builtin:byte-level");
+        o.put("is_generation", true);
+        o.putNull("preferred_sampling_params");
+        o.put("weight_version", Integer.toString(w.version()));
+        o.put("architecture", "TinyLm");
+        o.put("vocab_size", w.vocabSize());
+        o.put("decay", w.decay());
+        return ok(o);
+    }
+
+    private Http1Server.Response serverInfo() {
+        ModelServerStats s = stats();
+        ObjectNode o = Json.object();
+        o.put("model_path", modelPath);
+        o.put("host", config.host());
+        o.put("port", port());
+        o.put("weight_version", Integer.toString(s.weightVersion()));
+        o.put("running_requests", s.running());
+        o.put("queued_requests", s.queued());
+        o.put("paused", s.paused());
+        o.put("pause_mode", s.pauseMode());
+        o.put("requests_total", s.requestsTotal());
+        o.put("requests_finished", s.requestsFinished());
+        o.put("requests_aborted", s.requestsAborted());
+        o.put("tokens_generated", s.tokensGenerated());
+        o.put("hung_requests", s.hungRequests());
+        o.put("busy_fraction", s.busyFraction());
+        o.put("uptime_s", s.uptimeSeconds());
+        o.put("max_running_requests", config.maxRunningRequests());
+        ObjectNode latency = o.putObject("latency_model");
+        latency.put("prefill_us_per_token", config.latency().prefillPerToken().toNanos() / 1000.0);
+        latency.put("decode_base_us", config.latency().decodeBase().toNanos() / 1000.0);
+        latency.put(
+                "decode_us_per_sequence", config.latency().decodePerSequence().toNanos() / 1000.0);
+        o.set("faults", faults.plan().toJson());
+        return ok(o);
+    }
+
+    private Http1Server.Response adminFaults(Http1Server.Request req) {
+        if (!req.remote().isLoopbackAddress()) {
+            return Http1Server.Response.json(
+                    403, Json.errorBody(403, "/_admin/faults is served to loopback clients only, not " + req.remote()));
+        }
+        if (req.method().equals("POST")) {
+            ObjectNode body = Json.parseObject(req.body(), req.path());
+            setFaults(FaultPlan.fromJson(body));
+        } else if (!req.method().equals("GET")) {
+            return Http1Server.Response.json(
+                    405, Json.errorBody(405, req.method() + " /_admin/faults is not allowed: use GET or POST"));
+        }
+        ObjectNode o = faults.plan().toJson();
+        o.put("hung_requests", faults.hungRequests());
+        return ok(o);
+    }
+
+    @Override
+    public String toString() {
+        return "ModelServer{" + baseUrl() + ", weight_version=" + weightVersion() + ", running=" + isRunning() + "}";
+    }
+}

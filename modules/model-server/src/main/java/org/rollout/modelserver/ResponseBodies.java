@@ -1,0 +1,153 @@
+package org.rollout.modelserver;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import org.rollout.core.ByteLevelTokenizer;
+
+/** Builds the JSON bodies of generation responses, and breaks them on purpose for fault injection. */
+final class ResponseBodies {
+    private ResponseBodies() {}
+
+    /** SGLang's {@code /generate} response. */
+    static ObjectNode sglang(GenerationResult r, GenerateRequests.Parsed request) {
+        ObjectNode root = Json.object();
+        root.put("text", StopStrings.responseText(r.outputIds(), r.finishReason(), request.params()));
+        ArrayNode ids = root.putArray("output_ids");
+        for (int id : r.outputIds()) {
+            ids.add(id);
+        }
+        ObjectNode meta = root.putObject("meta_info");
+        meta.put("id", r.rid());
+        meta.set("finish_reason", finishReason(r.finishReason()));
+        meta.put("prompt_tokens", r.promptTokens());
+        meta.put("completion_tokens", r.outputIds().length);
+        meta.put("cached_tokens", 0);
+        meta.put("weight_version", Integer.toString(r.weightVersion()));
+        meta.put("e2e_latency", r.e2eNanos() / 1e9);
+        if (request.returnLogprob()) {
+            ArrayNode lps = meta.putArray("output_token_logprobs");
+            for (int i = 0; i < r.outputIds().length; i++) {
+                ArrayNode entry = lps.addArray();
+                entry.add(r.logprobs()[i]);
+                entry.add(r.outputIds()[i]);
+                if (request.textInLogprobs()) {
+                    entry.add(tokenText(r.outputIds()[i]));
+                } else {
+                    entry.addNull();
+                }
+            }
+        }
+        return root;
+    }
+
+    static ObjectNode finishReason(FinishReason f) {
+        ObjectNode o = Json.object();
+        o.put("type", f.type());
+        switch (f) {
+            case FinishReason.MatchedToken m -> o.put("matched", m.token());
+            case FinishReason.MatchedString m -> o.put("matched", m.matched());
+            case FinishReason.Length l -> o.put("length", l.length());
+            case FinishReason.Abort a -> o.put("message", a.message());
+        }
+        return o;
+    }
+
+    /** vLLM's {@code /v1/completions} response (OpenAI completion shape). */
+    static ObjectNode vllm(GenerationResult r, GenerateRequests.Parsed request, String model) {
+        ObjectNode root = Json.object();
+        root.put("id", "cmpl-" + r.rid());
+        root.put("object", "text_completion");
+        root.put("created", System.currentTimeMillis() / 1000);
+        root.put("model", model);
+        ObjectNode choice = root.putArray("choices").addObject();
+        choice.put("index", 0);
+        choice.put("text", StopStrings.responseText(r.outputIds(), r.finishReason(), request.params()));
+        if (request.returnLogprob()) {
+            ObjectNode logprobs = choice.putObject("logprobs");
+            ArrayNode tokens = logprobs.putArray("tokens");
+            ArrayNode values = logprobs.putArray("token_logprobs");
+            for (int i = 0; i < r.outputIds().length; i++) {
+                int id = r.outputIds()[i];
+                tokens.add(request.textInLogprobs() ? tokenText(id) : "token_id:" + id);
+                values.add(r.logprobs()[i]);
+            }
+            logprobs.putNull("top_logprobs");
+        } else {
+            choice.putNull("logprobs");
+        }
+        choice.put("finish_reason", r.finishReason().type());
+        switch (r.finishReason()) {
+            case FinishReason.MatchedToken m
+            when m.token() != SamplingParams.EOS -> choice.put("stop_reason", m.token());
+            case FinishReason.MatchedString m -> choice.put("stop_reason", m.matched());
+            default -> choice.putNull("stop_reason");
+        }
+        ObjectNode usage = root.putObject("usage");
+        usage.put("prompt_tokens", r.promptTokens());
+        usage.put("completion_tokens", r.outputIds().length);
+        usage.put("total_tokens", r.promptTokens() + r.outputIds().length);
+        return root;
+    }
+
+    private static String tokenText(int id) {
+        return ByteLevelTokenizer.INSTANCE.decode(new int[] {id}, false);
+    }
+
+    /** The body broken the {@code kind} way; {@code sglang} selects which shape to break. */
+    static byte[] malformed(ObjectNode body, FaultPlan.MalformedKind kind, boolean sglang) {
+        switch (kind) {
+            case NOT_JSON -> {
+                return "<html><body>upstream hiccup: this is not JSON</body></html>".getBytes(StandardCharsets.UTF_8);
+            }
+            case TRUNCATED_JSON -> {
+                byte[] whole = Json.bytes(body);
+                return Arrays.copyOf(whole, whole.length / 2);
+            }
+            case COUNT_MISMATCH -> {
+                ArrayNode list = sglang
+                        ? (ArrayNode) body.path("meta_info").get("output_token_logprobs")
+                        : (ArrayNode)
+                                body.path("choices").path(0).path("logprobs").get("token_logprobs");
+                if (list == null) {
+                    // The client asked for no logprobs: the counts that can disagree are the ids and completion_tokens.
+                    if (sglang) {
+                        ObjectNode meta = (ObjectNode) body.get("meta_info");
+                        meta.put(
+                                "completion_tokens",
+                                meta.get("completion_tokens").asInt() + 1);
+                    } else {
+                        ObjectNode usage = (ObjectNode) body.get("usage");
+                        usage.put(
+                                "completion_tokens",
+                                usage.get("completion_tokens").asInt() + 1);
+                    }
+                } else if (list.isEmpty()) {
+                    if (sglang) {
+                        list.addArray().add(-0.5).add(0).addNull();
+                    } else {
+                        list.add(-0.5);
+                    }
+                } else {
+                    list.remove(list.size() - 1);
+                }
+            }
+            case UNKNOWN_FINISH_REASON -> {
+                if (sglang) {
+                    ((ObjectNode) body.path("meta_info").get("finish_reason")).put("type", "cancelled");
+                } else {
+                    ((ObjectNode) body.path("choices").get(0)).put("finish_reason", "cancelled");
+                }
+            }
+            case MISSING_META_INFO -> {
+                if (sglang) {
+                    body.remove("meta_info");
+                } else {
+                    ((ObjectNode) body.path("choices").get(0)).remove("logprobs");
+                }
+            }
+        }
+        return Json.bytes(body);
+    }
+}
