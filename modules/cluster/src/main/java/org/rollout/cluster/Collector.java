@@ -196,8 +196,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             serveWaiting();
         }
         if (coordinator != null) {
-            coordinator.tell(
-                    new RolloutCoordinator.TaskFinished(g.taskId(), g.attempt(), g.isEval(), accepted, reason));
+            coordinator.tell(new RolloutCoordinator.TaskFinished(
+                    g.taskId(), g.attempt(), g.isEval(), accepted, reason, buffer.size()));
         }
         return this;
     }
@@ -231,6 +231,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         List<TrainingGroup> groups = new ArrayList<>(consumerBatchSize);
         for (int i = 0; i < consumerBatchSize; i++) {
             groups.add(buffer.pollFirst());
+        }
+        if (coordinator != null) {
+            coordinator.tell(new RolloutCoordinator.Backlog(buffer.size()));
         }
         return new TrainingBatch(nextBatchId++, groups, version);
     }

@@ -44,6 +44,7 @@ public final class LocalRollout implements AutoCloseable {
      * @param evalItems one evaluation pass, or empty
      * @param evalEvery versions between evaluation passes (0: only at start)
      * @param evalMaxConcurrent eval groups in flight at most
+     * @param queueSize accepted groups held unbatched (plus those running) before admission waits
      * @param publisher how weights reach the servers
      * @param initialVersion the weight version at start (0, or the recovered one)
      * @param nodeCapacity groups this node runs at once
@@ -59,6 +60,7 @@ public final class LocalRollout implements AutoCloseable {
             List<Map<String, Object>> evalItems,
             int evalEvery,
             int evalMaxConcurrent,
+            int queueSize,
             WeightPublisher publisher,
             int initialVersion,
             int nodeCapacity,
@@ -114,6 +116,7 @@ public final class LocalRollout implements AutoCloseable {
                             spec.evalItems(),
                             spec.evalEvery(),
                             spec.evalMaxConcurrent(),
+                            spec.queueSize(),
                             collector),
                     "coordinator");
             collector.tell(new Collector.Attach(coordinator));

@@ -29,7 +29,9 @@ import org.rollout.core.StalenessBudget;
  * </pre>
  *
  * <p>Admission: a training group is admitted only while the staleness budget's capacity is
- * positive, admission is not paused by a weight update, and some runner has room. One task is one
+ * positive, admission is not paused by a weight update, some runner has room, and the groups
+ * running plus those the collector holds unbatched stay below {@code queue_size} (so memory stays
+ * bounded even with a large η). One task is one
  * prompt, i.e. one whole group of {@code n_samples}: capacity, {@code consumer_batch_size} and
  * {@code max_concurrent_rollouts} all count groups (§6.8).
  *
@@ -46,9 +48,15 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     public sealed interface Command {}
 
-    /** A task ended (from the collector, once per task id). */
-    public record TaskFinished(long taskId, int attempt, boolean isEval, boolean accepted, String reason)
+    /**
+     * A task ended (from the collector, once per task id); {@code buffered} is the number of
+     * accepted groups the collector holds unbatched after it.
+     */
+    public record TaskFinished(long taskId, int attempt, boolean isEval, boolean accepted, String reason, int buffered)
             implements Command {}
+
+    /** The collector's buffer changed size (a batch was formed): {@code buffered} groups wait. */
+    public record Backlog(int buffered) implements Command {}
 
     /** A weight update began: admit nothing until the matching {@link ResumeAdmission}. */
     public record PauseAdmission(long updateId) implements Command {}
@@ -70,6 +78,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             int evalInFlight,
             boolean paused,
             boolean trainingExhausted,
+            int buffered,
             Map<String, Integer> inFlightByNode,
             Duration oldestInFlight,
             long redispatched) {}
@@ -104,6 +113,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final int evalEvery;
     private final int evalMaxConcurrent;
     private final ActorRef<Collector.Command> collector;
+    private final int queueSize;
     private final Map<ActorRef<GroupRunner.Command>, RunnerState> runners = new LinkedHashMap<>();
     private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
     private final Map<Long, InFlight> ledger = new HashMap<>();
@@ -114,6 +124,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private int evalInFlight;
     private boolean exhausted;
     private long redispatched;
+    private int buffered;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -121,6 +132,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * @param evalItems one evaluation pass (empty for none)
      * @param evalEvery start a pass when the version is a multiple of this (0: only at start)
      * @param evalMaxConcurrent eval groups in flight at most
+     * @param queueSize accepted groups the collector may hold unbatched before admission waits
      */
     public static Behavior<Command> create(
             StalenessBudget budget,
@@ -128,12 +140,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             List<Map<String, Object>> evalItems,
             int evalEvery,
             int evalMaxConcurrent,
+            int queueSize,
             ActorRef<Collector.Command> collector) {
         return Behaviors.setup(ctx -> {
             ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
                     Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
             ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
-            return new RolloutCoordinator(ctx, budget, source, evalItems, evalEvery, evalMaxConcurrent, collector);
+            return new RolloutCoordinator(
+                    ctx, budget, source, evalItems, evalEvery, evalMaxConcurrent, queueSize, collector);
         });
     }
 
@@ -144,8 +158,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             List<Map<String, Object>> evalItems,
             int evalEvery,
             int evalMaxConcurrent,
+            int queueSize,
             ActorRef<Collector.Command> collector) {
         super(ctx);
+        this.queueSize = Math.max(1, queueSize);
         this.budget = budget;
         this.source = source;
         this.evalItems = List.copyOf(evalItems);
@@ -162,6 +178,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .onMessage(RunnerJoined.class, this::onRunnerJoined)
                 .onMessage(RunnerGone.class, g -> onRunnerGone(g.runner()))
                 .onMessage(TaskFinished.class, this::onTaskFinished)
+                .onMessage(Backlog.class, b -> {
+                    buffered = b.buffered();
+                    admit();
+                    return this;
+                })
                 .onMessage(PauseAdmission.class, p -> {
                     pausedBy.add(p.updateId());
                     return this;
@@ -234,6 +255,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onTaskFinished(TaskFinished done) {
+        buffered = done.buffered();
         InFlight f = ledger.remove(done.taskId());
         if (f == null) {
             getContext().getLog().warn("finished task {} is not in the ledger; ignoring", done.taskId());
@@ -312,7 +334,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             evalInFlight++;
             dispatch(nextTaskId++, 0, evalPending.pollFirst(), true, r, budget.version());
         }
-        while (!exhausted && budget.canAdmit()) {
+        while (!exhausted && budget.canAdmit() && buffered + budget.running() < queueSize) {
             ActorRef<GroupRunner.Command> r = leastLoaded(false);
             if (r == null) {
                 return;
@@ -389,6 +411,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         evalInFlight,
                         !pausedBy.isEmpty(),
                         exhausted,
+                        buffered,
                         byNode,
                         Duration.ofNanos(oldest),
                         redispatched));

@@ -88,6 +88,32 @@ class LocalRolloutTest {
     }
 
     @Test
+    void queueSizeBoundsBufferedGroupsEvenWhenTheStalenessBudgetIsLarge() throws Exception {
+        TestRollout t = new TestRollout();
+        t.consumerBatchSize = 2;
+        t.maxConcurrent = 8;
+        t.eta = 100;
+        t.queueSize = 4;
+        try (LocalRollout rollout = t.start()) {
+            var client = rollout.client();
+            await(
+                    "four buffered groups",
+                    DEADLINE,
+                    () -> status(client).accepted() == 4 && status(client).running() == 0);
+            for (int i = 0; i < 50; i++) {
+                RolloutStatus s = status(client);
+                assertThat(s.bufferedGroups() + s.running()).isLessThanOrEqualTo(4);
+                assertThat(s.capacity()).isPositive();
+            }
+            client.acknowledge(client.nextBatch(DEADLINE).orElseThrow());
+            await(
+                    "admission to refill the queue",
+                    DEADLINE,
+                    () -> status(client).accepted() == 6);
+        }
+    }
+
+    @Test
     void aFailingSlotCancelsItsSiblingsAtOnceAndTheGroupIsRejectedAsFailed() throws Exception {
         TestRollout t = new TestRollout();
         t.source = new GeneratedPromptSource(i -> Map.of("prompt", "p"), 1);

@@ -55,6 +55,7 @@ final class TestRollout {
     AcceptFilter accept = AcceptFilter.all();
     List<Map<String, Object>> evalItems = List.of();
     int evalEvery = 0;
+    int queueSize = 64;
     Path dumpRoot;
     Path statsFile;
     PromptSource source = new GeneratedPromptSource(i -> Map.of("prompt", "p" + i), -1);
@@ -104,6 +105,7 @@ final class TestRollout {
                 evalItems,
                 evalEvery,
                 2,
+                queueSize,
                 publisher,
                 0,
                 maxConcurrent,
