@@ -224,8 +224,9 @@ final class ConfigReader {
             return null;
         }
         if (v.valueType() == ConfigValueType.NUMBER || v.valueType() == ConfigValueType.BOOLEAN) {
-            // As HOCON's getString does: a trial named 1 is written trial_name=1 on a command line.
-            return String.valueOf(v.unwrapped());
+            // As HOCON's getString does, with the number as written (007 stays 007): a trial named 1
+            // is written trial_name=1 on a command line.
+            return ConfigFactory.empty().withValue("v", v).getString("v");
         }
         if (v.valueType() != ConfigValueType.STRING) {
             error(path, shown(v), allowed);

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigObject;
+import com.typesafe.config.ConfigOriginFactory;
 import com.typesafe.config.ConfigParseOptions;
 import com.typesafe.config.ConfigUtil;
 import com.typesafe.config.ConfigValue;
@@ -54,8 +55,8 @@ import org.slf4j.LoggerFactory;
  * ({@code rollout.consumer_batch_size}). The value is read as a HOCON value ({@code 8}, {@code
  * 0.7}, {@code true}, {@code null}, {@code ["a", "b"]}, {@code {k = 1}}, {@code "quoted"}); when
  * that fails, or when HOCON would read an unquoted string otherwise than written ({@code //} and
- * {@code #} start comments, {@code :} ends a key), the text is taken as written, as a plain string
- * — or, when it is bracketed ({@code [127.0.0.1:30000,127.0.0.1:30001]}, the shell having eaten
+ * {@code #} start comments, {@code :} ends a key), the text is taken as written: as a number when
+ * it spells one ({@code .95}, {@code +3}), else as a plain string — or, when it is bracketed ({@code [127.0.0.1:30000,127.0.0.1:30001]}, the shell having eaten
  * the quotes), as a list of its comma-separated elements, each read the same way. An empty value
  * is the empty string. An override without {@code =} or with an empty key is an error naming it.
  *
@@ -77,6 +78,9 @@ public final class RolloutConfig {
     private static final String DIRECTORY_NAME = "a single directory name (no '/', '\\', '.' or '..')";
     private static final Pattern CLASS_NAME =
             Pattern.compile("[\\p{L}_$][\\p{L}\\p{N}_$]*([.#$][\\p{L}_$][\\p{L}\\p{N}_$]*)*");
+    // Numbers in an override that HOCON does not read as numbers (.95, +3, 1.).
+    private static final Pattern LOOSE_INTEGER = Pattern.compile("[+-]?\\d{1,18}");
+    private static final Pattern LOOSE_DECIMAL = Pattern.compile("[+-]?(\\d+\\.\\d*|\\.\\d+)([eE][+-]?\\d+)?");
     private static final Set<String> ACCEPT_KEYWORDS = Set.of("all", "drop_equal_rewards");
     private static final String NORM_LEVEL = "\"batch\", \"group\" or null";
     private static final Map<String, NormLevel> NORM_LEVELS =
@@ -202,12 +206,19 @@ public final class RolloutConfig {
         } catch (ConfigException e) {
             throw new InvalidConfigException("override", override, example + " (the key is not a HOCON path)");
         }
+        String origin = "override " + override;
         Object value = overrideValue(override.substring(eq + 1));
-        return ConfigFactory.empty()
-                .withValue(ConfigUtil.joinPath(path), ConfigValueFactory.fromAnyRef(value, "override " + override));
+        ConfigValue v = value instanceof ConfigValue parsed
+                ? parsed.withOrigin(ConfigOriginFactory.newSimple(origin))
+                : ConfigValueFactory.fromAnyRef(value, origin);
+        return ConfigFactory.empty().withValue(ConfigUtil.joinPath(path), v);
     }
 
-    /** The value of an override as a plain Java value (see the class comment). */
+    /**
+     * The value of an override (see the class comment): the parsed HOCON value, which keeps a
+     * number as written (for a string key, 007 stays 007), or a plain Java value when read as
+     * written.
+     */
     static Object overrideValue(String raw) {
         String text = raw.strip();
         if (text.isEmpty()) {
@@ -224,14 +235,15 @@ public final class RolloutConfig {
                 // at a comment or re-spaced: read as written.
                 return looseNumber(text);
             }
-            return v.unwrapped();
+            return v;
         } catch (ConfigException e) {
             if (text.length() >= 2 && text.startsWith("[") && text.endsWith("]")) {
                 String inner = text.substring(1, text.length() - 1).strip();
                 List<Object> elements = new ArrayList<>();
                 if (!inner.isEmpty()) {
                     for (String element : inner.split(",", -1)) {
-                        elements.add(overrideValue(element));
+                        Object e2 = overrideValue(element);
+                        elements.add(e2 instanceof ConfigValue cv ? cv.unwrapped() : e2);
                     }
                 }
                 return elements;
@@ -239,9 +251,6 @@ public final class RolloutConfig {
             return looseNumber(text);
         }
     }
-
-    private static final Pattern LOOSE_INTEGER = Pattern.compile("[+-]?\\d{1,18}");
-    private static final Pattern LOOSE_DECIMAL = Pattern.compile("[+-]?(\\d+\\.\\d*|\\.\\d+)([eE][+-]?\\d+)?");
 
     /** {@code text} as a number when it spells one the way Java does, else as itself. */
     private static Object looseNumber(String text) {
@@ -489,7 +498,10 @@ public final class RolloutConfig {
                 requireNonBlankForDump("rollout.experiment_name", experiment);
                 requireNonBlankForDump("rollout.trial_name", trial);
                 if (fileroot != null && fileroot.toString().isBlank()) {
-                    r.error("rollout.fileroot", "", "a non-blank path while rollout.dump_to_file is true");
+                    r.error(
+                            "rollout.fileroot",
+                            fileroot.toString(),
+                            "a non-blank path while rollout.dump_to_file is true");
                 }
             }
             Integer minUsable = minUsableGroupSize(gconfig, actor);

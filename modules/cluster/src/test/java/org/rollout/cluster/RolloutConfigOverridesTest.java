@@ -65,8 +65,8 @@ class RolloutConfigOverridesTest {
     }
 
     @Test
-    void aNumberWhereAStringIsExpectedIsItsText() {
-        assertThat(load("rollout.trial_name=7").rollout().trialName()).isEqualTo("7");
+    void aNumberWhereAStringIsExpectedIsItsTextAsWritten() {
+        assertThat(load("rollout.trial_name=007").rollout().trialName()).isEqualTo("007");
     }
 
     @Test

@@ -111,6 +111,22 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void aNormGivenAsAWordIsRefusedSayingItIsASection() {
+        refused(
+                () -> load("actor.reward_norm=group"),
+                "invalid value for 'actor.reward_norm': \"group\""
+                        + " (allowed: an object (the section actor.reward_norm), or null)");
+    }
+
+    @Test
+    void severalUnknownKeysAreReportedInAlphabeticalOrder() {
+        assertThatThrownBy(() -> load("rollout.zebra=1", "rollout.aardvark=2"))
+                .isInstanceOfSatisfying(
+                        ConfigErrors.class,
+                        e -> assertThat(e.keys()).containsExactly("rollout.aardvark", "rollout.zebra"));
+    }
+
+    @Test
     void aSectionGivenAsAValueIsRefused() {
         refused(
                 () -> load("rollout.dataset=5"),
@@ -309,6 +325,14 @@ class RolloutConfigValidationTest {
                 () -> load("rollout.dump_to_file=true", "rollout.trial_name=\"\""),
                 "invalid value for 'rollout.trial_name': \"\" (allowed: a non-blank single directory name (no '/',"
                         + " '\\', '.' or '..') while rollout.dump_to_file is true)");
+    }
+
+    @Test
+    void dumpingWithABlankFilerootIsRefused() {
+        refused(
+                () -> load("rollout.dump_to_file=true", "rollout.fileroot=\" \""),
+                "invalid value for 'rollout.fileroot': \" \" (allowed: a non-blank path while rollout.dump_to_file is"
+                        + " true)");
     }
 
     @Test
