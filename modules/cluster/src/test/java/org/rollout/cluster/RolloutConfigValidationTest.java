@@ -102,6 +102,15 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void anArealSectionThisEngineDoesNotHaveIsRefusedSayingSo() {
+        refused(
+                () -> load("rollout.agent.mode=inline"),
+                "invalid value for 'rollout.agent': {\"mode\":\"inline\"}"
+                        + " (allowed: no such key: AReaL's rollout.agent is not supported here (there is no agent"
+                        + " proxy to configure))");
+    }
+
+    @Test
     void aTrainerSettingUnderActorIsRefusedSayingWhatTheEngineReads() {
         refused(
                 () -> load("actor.reward_scaling=2.0"),
@@ -347,6 +356,13 @@ class RolloutConfigValidationTest {
         refused(
                 () -> load("rollout.request_retries=0"),
                 "invalid value for 'rollout.request_retries': 0 (allowed: an integer >= 1 (total attempts))");
+    }
+
+    @Test
+    void aNegativeInferenceDurationIsRefusedWithInferenceConfigsRule() {
+        refused(
+                () -> load("rollout.pause_grace_period=-1"),
+                "invalid value for 'rollout.pause_grace_period': -1.0 (allowed: a number of seconds >= 0)");
     }
 
     @Test
