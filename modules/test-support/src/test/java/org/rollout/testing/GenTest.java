@@ -126,6 +126,9 @@ class GenTest {
         assertThat(sample(Gen.oneOf(Gen.ints(0, 0), Gen.ints(10, 10))))
                 .containsOnly(0, 10)
                 .contains(0, 10);
+        assertThatThrownBy(() -> Gen.<Integer>oneOf())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("oneOf needs at least one generator");
     }
 
     @Test
