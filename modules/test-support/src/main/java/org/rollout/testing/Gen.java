@@ -143,7 +143,12 @@ public interface Gen<T> {
     /** One of {@code values}, evenly; shrinks toward the first. */
     @SafeVarargs
     static <T> Gen<T> elementOf(T... values) {
-        return elementOf(Arrays.asList(values));
+        // Copied element by element: letting the varargs array escape is what javac's lint flags.
+        List<T> copy = new ArrayList<>(values.length);
+        for (T value : values) {
+            copy.add(value);
+        }
+        return elementOf(copy);
     }
 
     /** One of {@code values}, evenly; shrinks toward the first. */
@@ -172,7 +177,10 @@ public interface Gen<T> {
         if (generators.length == 0) {
             throw new IllegalArgumentException("oneOf needs at least one generator");
         }
-        List<Gen<? extends T>> copy = List.of(generators);
+        List<Gen<? extends T>> copy = new ArrayList<>(generators.length);
+        for (Gen<? extends T> generator : generators) {
+            copy.add(Objects.requireNonNull(generator, "generator"));
+        }
         return random -> copy.get(random.nextInt(copy.size())).generate(random);
     }
 
