@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
 import java.util.Map;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
 import org.junit.jupiter.api.Test;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class ByteLevelTokenizerTest {
     private final ByteLevelTokenizer tok = ByteLevelTokenizer.INSTANCE;
@@ -68,8 +68,13 @@ class ByteLevelTokenizerTest {
                 .hasMessage("messages[0] has no string 'role'");
     }
 
-    @Property
-    void encodeThenDecodeIsIdentityForAnyString(@ForAll String text) {
-        assertThat(tok.decode(tok.encode(text), false)).isEqualTo(text);
+    @Test
+    void encodeThenDecodeIsIdentityForAnyString() {
+        // Any well-formed string: an unpaired surrogate has no UTF-8 encoding, so no byte-level round trip.
+        Property.forAll(
+                "encodeThenDecodeIsIdentityForAnyString",
+                1_000,
+                Gen.unicodeStrings(0, 255),
+                text -> assertThat(tok.decode(tok.encode(text), false)).isEqualTo(text));
     }
 }

@@ -6,11 +6,11 @@ import static org.assertj.core.api.Assertions.within;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.TensorDict;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 /** The decision procedure against an independent model, over random groups of tensor results. */
 class GroupMergerPropertiesTest {
@@ -47,14 +47,31 @@ class GroupMergerPropertiesTest {
         return new Group(slots, usable, raw);
     }
 
-    @Property
-    void decidesAsTheProcedureSaysAndKeepsGroupBoundaries(
-            @ForAll @IntRange(min = 1, max = 8) int g,
-            @ForAll @IntRange(min = 1, max = 8) int m,
-            @ForAll boolean dropIncomplete,
-            @ForAll boolean normalise,
-            @ForAll @IntRange(min = 0, max = 60) int rejectPercent,
-            @ForAll long seed) {
+    /**
+     * Group size {@code g}, requested minimum {@code m}, the two options, how often a slot is
+     * rejected, and the seed of the group's content.
+     */
+    private record Case(int g, int m, boolean dropIncomplete, boolean normalise, int rejectPercent, long seed) {}
+
+    @Test
+    void decidesAsTheProcedureSaysAndKeepsGroupBoundaries() {
+        Gen<Case> cases = random -> new Case(
+                Gen.ints(1, 8).generate(random),
+                Gen.ints(1, 8).generate(random),
+                Gen.booleans().generate(random),
+                Gen.booleans().generate(random),
+                Gen.ints(0, 60).generate(random),
+                Gen.longs().generate(random));
+        Property.forAll(
+                "decidesAsTheProcedureSaysAndKeepsGroupBoundaries",
+                1_000,
+                cases,
+                c -> decidesAsTheProcedureSays(
+                        c.g(), c.m(), c.dropIncomplete(), c.normalise(), c.rejectPercent(), c.seed()));
+    }
+
+    private static void decidesAsTheProcedureSays(
+            int g, int m, boolean dropIncomplete, boolean normalise, int rejectPercent, long seed) {
         int minimum = Math.min(m, g);
         Group group = randomGroup(g, seed, rejectPercent);
         int u = group.usable().size();

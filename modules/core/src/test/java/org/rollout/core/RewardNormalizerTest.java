@@ -6,12 +6,9 @@ import static org.assertj.core.api.Assertions.within;
 
 import java.util.Arrays;
 import java.util.List;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.DoubleRange;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.Size;
 import org.junit.jupiter.api.Test;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class RewardNormalizerTest {
 
@@ -93,29 +90,37 @@ class RewardNormalizerTest {
                 .hasMessage("divisor must be finite and > 0, got 0.0");
     }
 
-    @Property
-    void normalisedReferencesHaveMeanZeroAndUnitStdWhenSpread(
-            @ForAll @Size(min = 2, max = 32) List<@DoubleRange(min = -100, max = 100) Double> values) {
-        double[] refs = values.stream().mapToDouble(Double::doubleValue).toArray();
-        RewardNormalizer n = RewardNormalizer.fromReferences(refs, true);
-        double[] out = Arrays.stream(refs).map(n::normalize).toArray();
+    @Test
+    void normalisedReferencesHaveMeanZeroAndUnitStdWhenSpread() {
+        Gen<List<Double>> references = Gen.doubles(-100, 100).list(2, 32);
+        Property.forAll("normalisedReferencesHaveMeanZeroAndUnitStdWhenSpread", 1_000, references, values -> {
+            double[] refs = values.stream().mapToDouble(Double::doubleValue).toArray();
+            RewardNormalizer n = RewardNormalizer.fromReferences(refs, true);
+            double[] out = Arrays.stream(refs).map(n::normalize).toArray();
 
-        double mean = Arrays.stream(out).average().orElseThrow();
-        assertThat(mean).isCloseTo(0.0, within(1e-9));
-        if (n.scale() > 1e-3) {
-            double var = Arrays.stream(out).map(x -> (x - mean) * (x - mean)).sum() / out.length;
-            assertThat(Math.sqrt(var)).isCloseTo(1.0, within(1e-6));
-        }
+            double mean = Arrays.stream(out).average().orElseThrow();
+            assertThat(mean).isCloseTo(0.0, within(1e-9));
+            if (n.scale() > 1e-3) {
+                double var =
+                        Arrays.stream(out).map(x -> (x - mean) * (x - mean)).sum() / out.length;
+                assertThat(Math.sqrt(var)).isCloseTo(1.0, within(1e-6));
+            }
+        });
     }
 
-    @Property
-    void tiedReferencesAlwaysNormaliseToExactlyZero(
-            @ForAll @DoubleRange(min = -1e6, max = 1e6) double value, @ForAll @IntRange(min = 1, max = 64) int n) {
-        double[] refs = new double[n];
-        Arrays.fill(refs, value);
-        RewardNormalizer normalizer = RewardNormalizer.fromReferences(refs, true);
+    /** {@code count} references all equal to {@code value}. */
+    private record TiedReferences(double value, int count) {}
 
-        assertThat(normalizer.divisor()).isEqualTo(1.0);
-        assertThat(normalizer.normalize(value)).isEqualTo(0.0);
+    @Test
+    void tiedReferencesAlwaysNormaliseToExactlyZero() {
+        Gen<TiedReferences> ties = Gen.zip(Gen.doubles(-1e6, 1e6), Gen.ints(1, 64), TiedReferences::new);
+        Property.forAll("tiedReferencesAlwaysNormaliseToExactlyZero", 1_000, ties, tie -> {
+            double[] refs = new double[tie.count()];
+            Arrays.fill(refs, tie.value());
+            RewardNormalizer normalizer = RewardNormalizer.fromReferences(refs, true);
+
+            assertThat(normalizer.divisor()).isEqualTo(1.0);
+            assertThat(normalizer.normalize(tie.value())).isEqualTo(0.0);
+        });
     }
 }

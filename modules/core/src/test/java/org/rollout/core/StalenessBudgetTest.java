@@ -10,12 +10,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.LongRange;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class StalenessBudgetTest {
 
@@ -357,14 +355,27 @@ class StalenessBudgetTest {
         assertThat(b.capacity()).isEqualTo(6);
     }
 
-    @Property
-    void capacityNeverExceedsEitherCap(
-            @ForAll @IntRange(min = 1, max = 1_000) int c,
-            @ForAll @IntRange(min = 1, max = 1_000) int bc,
-            @ForAll @LongRange(min = 0, max = 1_000_000_000_000L) long eta,
-            @ForAll @IntRange(min = 0, max = 100_000) int v,
-            @ForAll @IntRange(min = 0, max = 50) int admitted,
-            @ForAll @IntRange(min = 0, max = 50) int accepted) {
+    /** Concurrency {@code c}, batch size {@code bc}, offpolicyness {@code eta}, version {@code v}, counts. */
+    private record BudgetState(int c, int bc, long eta, int v, int admitted, int accepted) {}
+
+    @Test
+    void capacityNeverExceedsEitherCap() {
+        Gen<BudgetState> states = random -> new BudgetState(
+                Gen.ints(1, 1_000).generate(random),
+                Gen.ints(1, 1_000).generate(random),
+                Gen.longs(0, 1_000_000_000_000L).generate(random),
+                Gen.ints(0, 100_000).generate(random),
+                Gen.ints(0, 50).generate(random),
+                Gen.ints(0, 50).generate(random));
+        Property.forAll(
+                "capacityNeverExceedsEitherCap",
+                1_000,
+                states,
+                state -> capacityIsTheSmallerCap(
+                        state.c(), state.bc(), state.eta(), state.v(), state.admitted(), state.accepted()));
+    }
+
+    private static void capacityIsTheSmallerCap(int c, int bc, long eta, int v, int admitted, int accepted) {
         StalenessBudget b = new StalenessBudget(c, bc, eta);
         b.onVersion(v);
         enqueueAndAdmit(b, admitted + accepted);

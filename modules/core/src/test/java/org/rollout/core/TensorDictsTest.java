@@ -6,18 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.BoolTensor;
 import org.rollout.api.Float32Tensor;
 import org.rollout.api.Int32Tensor;
 import org.rollout.api.Int64Tensor;
 import org.rollout.api.TensorDict;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class TensorDictsTest {
 
@@ -230,14 +226,21 @@ class TensorDictsTest {
 
     // ---- properties ------------------------------------------------------------------------
 
-    /** A list of dicts, each with 1–3 rows of random lengths 0–12 and random content. */
-    @Provide
-    Arbitrary<List<TensorDict>> dicts() {
-        Arbitrary<List<Integer>> rowLengths =
-                Arbitraries.integers().between(0, 12).list().ofMinSize(1).ofMaxSize(3);
-        return Combinators.combine(rowLengths.list().ofMinSize(1).ofMaxSize(6), Arbitraries.longs())
-                .as(TensorDictsTest::randomDicts);
+    /**
+     * A list of dicts: one list of row lengths per dict, and the seed of their random content (see
+     * {@link #randomDicts}).
+     */
+    private record DictsShape(List<List<Integer>> rowLengths, long seed) {
+        List<TensorDict> build() {
+            return randomDicts(rowLengths, seed);
+        }
     }
+
+    /** 1–6 dicts, each with 1–3 rows of random lengths 0–12 and random content. */
+    private static final Gen<DictsShape> DICTS =
+            Gen.zip(Gen.ints(0, 12).list(1, 3).list(1, 6), Gen.longs(), DictsShape::new);
+
+    private static final int TRIALS = 1_000;
 
     private static List<TensorDict> randomDicts(List<List<Integer>> shapes, long seed) {
         Random random = new Random(seed);
@@ -273,8 +276,16 @@ class TensorDictsTest {
         return out;
     }
 
-    @Property
-    void outputIsTotalRowsByMaxWidthAndEveryRowIsItsInputFollowedByPadding(@ForAll("dicts") List<TensorDict> dicts) {
+    @Test
+    void outputIsTotalRowsByMaxWidthAndEveryRowIsItsInputFollowedByPadding() {
+        Property.forAll(
+                "outputIsTotalRowsByMaxWidthAndEveryRowIsItsInputFollowedByPadding",
+                TRIALS,
+                DICTS,
+                shape -> concatIsTotalRowsByMaxWidthWithPadding(shape.build()));
+    }
+
+    private static void concatIsTotalRowsByMaxWidthWithPadding(List<TensorDict> dicts) {
         TensorDict c = TensorDicts.concatPadded(dicts);
 
         int totalRows =
@@ -311,8 +322,16 @@ class TensorDictsTest {
         }
     }
 
-    @Property
-    void keepsTheFirstDictsKeyOrderWhateverTheOthersOrder(@ForAll("dicts") List<TensorDict> dicts) {
+    @Test
+    void keepsTheFirstDictsKeyOrderWhateverTheOthersOrder() {
+        Property.forAll(
+                "keepsTheFirstDictsKeyOrderWhateverTheOthersOrder",
+                TRIALS,
+                DICTS,
+                shape -> keepsTheFirstDictsKeyOrder(shape.build()));
+    }
+
+    private static void keepsTheFirstDictsKeyOrder(List<TensorDict> dicts) {
         List<TensorDict> shuffled = new ArrayList<>(dicts);
         // Rebuild every dict but the first with its keys in reverse order.
         for (int k = 1; k < shuffled.size(); k++) {
@@ -328,16 +347,28 @@ class TensorDictsTest {
                 .containsExactlyElementsOf(dicts.get(0).keys());
     }
 
-    @Property
-    void concatOfASingleDictIsTheIdentity(@ForAll("dicts") List<TensorDict> dicts) {
-        assertThat(TensorDicts.concatPadded(List.of(dicts.get(0)))).isEqualTo(dicts.get(0));
+    @Test
+    void concatOfASingleDictIsTheIdentity() {
+        Property.forAll("concatOfASingleDictIsTheIdentity", TRIALS, DICTS, shape -> {
+            TensorDict first = shape.build().get(0);
+            assertThat(TensorDicts.concatPadded(List.of(first))).isEqualTo(first);
+        });
     }
 
-    @Property
-    void concatIsAssociativeInRowContent(
-            @ForAll("dicts") List<TensorDict> a,
-            @ForAll("dicts") List<TensorDict> b,
-            @ForAll("dicts") List<TensorDict> c) {
+    /** Three independent lists of dicts. */
+    private record ThreeShapes(DictsShape a, DictsShape b, DictsShape c) {}
+
+    @Test
+    void concatIsAssociativeInRowContent() {
+        Gen<ThreeShapes> triples = Gen.zip(DICTS, DICTS, DICTS, ThreeShapes::new);
+        Property.forAll(
+                "concatIsAssociativeInRowContent",
+                TRIALS,
+                triples,
+                t -> concatIsAssociative(t.a().build(), t.b().build(), t.c().build()));
+    }
+
+    private static void concatIsAssociative(List<TensorDict> a, List<TensorDict> b, List<TensorDict> c) {
         TensorDict da = TensorDicts.concatPadded(a);
         TensorDict db = TensorDicts.concatPadded(b);
         TensorDict dc = TensorDicts.concatPadded(c);

@@ -10,12 +10,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.BoolTensor;
@@ -25,6 +19,8 @@ import org.rollout.api.TensorDict;
 import org.rollout.core.DumpRecord.Role;
 import org.rollout.core.DumpRecord.Segment;
 import org.rollout.core.VersionRle.Run;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class TrajectoryDumpReaderTest {
 
@@ -409,32 +405,58 @@ class TrajectoryDumpReaderTest {
 
     // ---- properties ----
 
-    @Property(tries = 300)
-    void everyDumpedRowReadsBackAsTheSameRecord(@ForAll("trajectories") TensorDict trajectory) {
-        List<DumpRecord> records = TrajectoryDumper.records(11, trajectory, 4, ByteLevelTokenizer.INSTANCE);
-        for (DumpRecord r : records) {
-            assertThat(TrajectoryDumpReader.readLine(r.toJson(), "prop", 1)).isEqualTo(r);
+    /** A random right-padded trajectory over the byte-level vocabulary: see {@link #randomTrajectory}. */
+    private record TrajectoryShape(int rows, int width, long seed, boolean withOriginal) {
+        TensorDict build() {
+            return randomTrajectory(rows, width, new Random(seed), withOriginal);
         }
     }
 
-    @Property(tries = 500)
-    void anyStringFailsOnlyWithDumpFormatException(@ForAll String line) {
-        Throwable t = catchThrowable(() -> TrajectoryDumpReader.readLine(line, "fuzz", 1));
-        assertThat(t).isInstanceOf(DumpFormatException.class);
+    /** 1–4 rows of width 1–12. */
+    private static final Gen<TrajectoryShape> TRAJECTORIES = random -> new TrajectoryShape(
+            Gen.ints(1, 4).generate(random),
+            Gen.ints(1, 12).generate(random),
+            Gen.longs().generate(random),
+            Gen.booleans().generate(random));
+
+    @Test
+    void everyDumpedRowReadsBackAsTheSameRecord() {
+        Property.forAll("everyDumpedRowReadsBackAsTheSameRecord", 300, TRAJECTORIES, shape -> {
+            List<DumpRecord> records = TrajectoryDumper.records(11, shape.build(), 4, ByteLevelTokenizer.INSTANCE);
+            for (DumpRecord r : records) {
+                assertThat(TrajectoryDumpReader.readLine(r.toJson(), "prop", 1)).isEqualTo(r);
+            }
+        });
     }
 
-    @Property(tries = 1000)
-    void mutatedLinesFailOnlyWithDumpFormatException(@ForAll("validLines") String line, @ForAll("seeds") long seed) {
-        String mutated = mutate(line, new Random(seed));
-        DumpRecord accepted;
-        try {
-            accepted = TrajectoryDumpReader.readLine(mutated, "fuzz", 1);
-        } catch (DumpFormatException expected) {
-            return;
-        }
-        // An accepted line is canonical up to number spelling: the record writes the same keys back.
-        assertThat(keys(mutated)).isEqualTo(keys(accepted.toJson()));
-        assertThat(TrajectoryDumpReader.readLine(accepted.toJson(), "fuzz", 1)).isEqualTo(accepted);
+    @Test
+    void anyStringFailsOnlyWithDumpFormatException() {
+        // Any chars at all, unpaired surrogates included: a line read from a broken file can hold them.
+        Property.forAll("anyStringFailsOnlyWithDumpFormatException", 500, Gen.anyCharStrings(0, 255), line -> {
+            Throwable t = catchThrowable(() -> TrajectoryDumpReader.readLine(line, "fuzz", 1));
+            assertThat(t).isInstanceOf(DumpFormatException.class);
+        });
+    }
+
+    /** A valid line and the seed of the random edits {@link #mutate} applies to it. */
+    private record Mutation(String line, long seed) {}
+
+    @Test
+    void mutatedLinesFailOnlyWithDumpFormatException() {
+        Gen<Mutation> mutations = Gen.zip(Gen.elementOf(SINGLE, MULTI), Gen.longs(), Mutation::new);
+        Property.forAll("mutatedLinesFailOnlyWithDumpFormatException", 1_000, mutations, m -> {
+            String mutated = mutate(m.line(), new Random(m.seed()));
+            DumpRecord accepted;
+            try {
+                accepted = TrajectoryDumpReader.readLine(mutated, "fuzz", 1);
+            } catch (DumpFormatException expected) {
+                return;
+            }
+            // An accepted line is canonical up to number spelling: the record writes the same keys back.
+            assertThat(keys(mutated)).isEqualTo(keys(accepted.toJson()));
+            assertThat(TrajectoryDumpReader.readLine(accepted.toJson(), "fuzz", 1))
+                    .isEqualTo(accepted);
+        });
     }
 
     private static List<String> keys(String json) {
@@ -479,26 +501,6 @@ class TrajectoryDumpReaderTest {
             }
         }
         return sb.toString();
-    }
-
-    @Provide
-    Arbitrary<String> validLines() {
-        return Arbitraries.of(SINGLE, MULTI);
-    }
-
-    @Provide
-    Arbitrary<Long> seeds() {
-        return Arbitraries.longs();
-    }
-
-    /** Random right-padded trajectories over the byte-level vocabulary, 1–4 rows of width 1–12. */
-    @Provide
-    Arbitrary<TensorDict> trajectories() {
-        Arbitrary<Integer> rows = Arbitraries.integers().between(1, 4);
-        Arbitrary<Integer> width = Arbitraries.integers().between(1, 12);
-        Arbitrary<Boolean> withOriginal = Arbitraries.of(true, false);
-        return Combinators.combine(rows, width, Arbitraries.longs(), withOriginal)
-                .as((b, l, seed, orig) -> randomTrajectory(b, l, new Random(seed), orig));
     }
 
     private static TensorDict randomTrajectory(int b, int l, Random rnd, boolean withOriginal) {

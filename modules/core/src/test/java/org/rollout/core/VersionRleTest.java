@@ -4,13 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 import org.rollout.core.VersionRle.Run;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 class VersionRleTest {
 
@@ -101,44 +98,55 @@ class VersionRleTest {
         assertThat(new Run(5, 2)).hasToString("[5, 2]");
     }
 
-    @Property
-    void decodeInvertsEncode(@ForAll("versions") int[] versions) {
-        assertThat(VersionRle.decode(VersionRle.encode(versions))).containsExactly(versions);
+    /** Few distinct values, so that runs longer than 1 are common. */
+    private static final Gen<int[]> VERSIONS = Gen.intArrays(Gen.ints(-1, 3), 0, 40);
+
+    private static final int TRIALS = 1_000;
+
+    @Test
+    void decodeInvertsEncode() {
+        Property.forAll(
+                "decodeInvertsEncode",
+                TRIALS,
+                VERSIONS,
+                versions -> assertThat(VersionRle.decode(VersionRle.encode(versions)))
+                        .containsExactly(versions));
     }
 
-    @Property
-    void encodedRunsAreCanonical(@ForAll("versions") int[] versions) {
-        List<Run> runs = VersionRle.encode(versions);
-        assertThat(VersionRle.isCanonical(runs)).isTrue();
-        assertThat(runs).allSatisfy(r -> assertThat(r.count()).isPositive());
-        assertThat(VersionRle.totalCount(runs)).isEqualTo(versions.length);
+    @Test
+    void encodedRunsAreCanonical() {
+        Property.forAll("encodedRunsAreCanonical", TRIALS, VERSIONS, versions -> {
+            List<Run> runs = VersionRle.encode(versions);
+            assertThat(VersionRle.isCanonical(runs)).isTrue();
+            assertThat(runs).allSatisfy(r -> assertThat(r.count()).isPositive());
+            assertThat(VersionRle.totalCount(runs)).isEqualTo(versions.length);
+        });
     }
 
-    @Property
-    void maskedEncodingEqualsEncodingOfTheMaskedPositions(
-            @ForAll("versions") int[] versions, @ForAll("seeds") long seed) {
-        int[] mask = new java.util.Random(seed).ints(versions.length, 0, 2).toArray();
-        int[] kept = java.util.stream.IntStream.range(0, versions.length)
-                .filter(k -> mask[k] == 1)
-                .map(k -> versions[k])
-                .toArray();
-        assertThat(VersionRle.encode(versions, mask, versions.length)).isEqualTo(VersionRle.encode(kept));
+    /** Versions and the seed of a random 0/1 loss mask over them. */
+    private record MaskedVersions(int[] versions, long maskSeed) {}
+
+    @Test
+    void maskedEncodingEqualsEncodingOfTheMaskedPositions() {
+        Gen<MaskedVersions> cases = Gen.zip(VERSIONS, Gen.longs(), MaskedVersions::new);
+        Property.forAll("maskedEncodingEqualsEncodingOfTheMaskedPositions", TRIALS, cases, c -> {
+            int[] versions = c.versions();
+            int[] mask = new java.util.Random(c.maskSeed())
+                    .ints(versions.length, 0, 2)
+                    .toArray();
+            int[] kept = java.util.stream.IntStream.range(0, versions.length)
+                    .filter(k -> mask[k] == 1)
+                    .map(k -> versions[k])
+                    .toArray();
+            assertThat(VersionRle.encode(versions, mask, versions.length)).isEqualTo(VersionRle.encode(kept));
+        });
     }
 
-    @Property
-    void pairsRoundTrip(@ForAll("versions") int[] versions) {
-        List<Run> runs = VersionRle.encode(versions);
-        assertThat(VersionRle.fromPairs(VersionRle.toPairs(runs))).isEqualTo(runs);
-    }
-
-    @Provide
-    Arbitrary<int[]> versions() {
-        // Few distinct values so that runs longer than 1 are common.
-        return Arbitraries.integers().between(-1, 3).array(int[].class).ofMaxSize(40);
-    }
-
-    @Provide
-    Arbitrary<Long> seeds() {
-        return Arbitraries.longs();
+    @Test
+    void pairsRoundTrip() {
+        Property.forAll("pairsRoundTrip", TRIALS, VERSIONS, versions -> {
+            List<Run> runs = VersionRle.encode(versions);
+            assertThat(VersionRle.fromPairs(VersionRle.toPairs(runs))).isEqualTo(runs);
+        });
     }
 }

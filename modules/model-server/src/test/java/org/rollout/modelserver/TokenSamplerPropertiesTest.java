@@ -5,22 +5,33 @@ import static org.assertj.core.api.Assertions.within;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.DoubleRange;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+import org.rollout.testing.Gen;
+import org.rollout.testing.Property;
 
 /** Whatever the logits and parameters, a sampled token is one the truncation kept, with its true logprob. */
 class TokenSamplerPropertiesTest {
     private static final int V = TinyLmWeights.VOCAB_SIZE;
 
-    @Property(tries = 300)
-    void sampledTokenIsKeptAndItsLogprobIsTheScaledLogSoftmax(
-            @ForAll long seed,
-            @ForAll @DoubleRange(min = 0.05, max = 3.0) double temperature,
-            @ForAll @IntRange(min = -1, max = 300) int topK,
-            @ForAll @DoubleRange(min = 0.01, max = 1.0) double topP,
-            @ForAll @DoubleRange(min = 0.0, max = 8.0) double spread) {
+    /** Sampling parameters, and the seed and spread of random Gaussian logits. */
+    private record Case(long seed, double temperature, int topK, double topP, double spread) {}
+
+    @Test
+    void sampledTokenIsKeptAndItsLogprobIsTheScaledLogSoftmax() {
+        Gen<Case> cases = random -> new Case(
+                Gen.longs().generate(random),
+                Gen.doubles(0.05, 3.0).generate(random),
+                Gen.ints(-1, 300).generate(random),
+                Gen.doubles(0.01, 1.0).generate(random),
+                Gen.doubles(0.0, 8.0).generate(random));
+        Property.forAll(
+                "sampledTokenIsKeptAndItsLogprobIsTheScaledLogSoftmax",
+                300,
+                cases,
+                c -> sampledTokenIsKept(c.seed(), c.temperature(), c.topK(), c.topP(), c.spread()));
+    }
+
+    private static void sampledTokenIsKept(long seed, double temperature, int topK, double topP, double spread) {
         SplittableRandom r = new SplittableRandom(seed);
         double[] logits = new double[V];
         for (int j = 0; j < V; j++) {
