@@ -149,6 +149,20 @@ final class LiveServers implements AutoCloseable {
         return out;
     }
 
+    /** GETs {@code path}; the body, which must come with HTTP 200. */
+    String get(ModelServer s, String path) throws Exception {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(s.baseUrl() + path))
+                .timeout(WAIT)
+                .GET()
+                .build();
+        HttpResponse<String> r =
+                http.sendAsync(req, HttpResponse.BodyHandlers.ofString()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(r.statusCode())
+                .as("GET %s%s: %s", s.baseUrl(), path, r.body())
+                .isEqualTo(200);
+        return r.body();
+    }
+
     /**
      * Asserts that {@code r}'s logprobs at output positions {@code [from, to)} are the model's
      * log-probabilities of those tokens under {@code weights} at {@code temperature}, given the
