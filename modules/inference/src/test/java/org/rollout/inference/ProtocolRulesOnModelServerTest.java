@@ -8,6 +8,7 @@ import static org.rollout.inference.LiveServers.slice;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -178,6 +179,32 @@ class ProtocolRulesOnModelServerTest {
                 argmax = next[j] > next[argmax] ? j : argmax;
             }
             assertThat(r.outputToken(i)).as("greedy token %d", i).isEqualTo(argmax);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Backend.class)
+    void sampledLogprobsAreTemperatureScaledAndTakenBeforeTopKAndTopPTruncation(Backend backend) throws Exception {
+        TinyLmWeights w = LiveServers.weights(3, 0);
+        start(ModelServerConfig.defaults().withWeights(w), backend, TestSupport.config());
+        GenerationConfig g = GenerationConfig.builder()
+                .temperature(0.6)
+                .topK(3)
+                .topP(0.9)
+                .seed(5L)
+                .ignoreEos(true)
+                .maxNewTokens(30)
+                .build();
+
+        ModelResponse r = engine.generate(ModelRequest.of(new int[] {257, 71, 10}, g));
+
+        LiveServers.assertLogprobsUnder(w, r, 0, 30, 0.6);
+        int[] sequence = TestSupport.concat(r.inputTokens(), r.outputTokens());
+        for (int i = 0; i < 30; i++) {
+            double[] next = TinyLm.nextTokenLogprobs(w, slice(sequence, 0, r.inputLength() + i), 0.6);
+            double chosen = next[r.outputToken(i)];
+            long moreLikely = Arrays.stream(next).filter(lp -> lp > chosen).count();
+            assertThat(moreLikely).as("token %d is among the top 3", i).isLessThan(3);
         }
     }
 
