@@ -1,0 +1,136 @@
+package org.rollout.benchmarks;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.rollout.api.GenerationConfig;
+import org.rollout.api.ModelRequest;
+import org.rollout.api.ModelResponse;
+import org.rollout.api.StopReason;
+import org.rollout.inference.InferenceConfig;
+import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.inference.ServerAddress;
+import org.rollout.inference.SglangProtocol;
+import org.rollout.modelserver.ModelServer;
+import org.rollout.modelserver.ModelServerConfig;
+
+/**
+ * The cost of the engine's generate loop for one segment, against a raw HTTP call that sends the
+ * same bytes to the same server (issue 3: "the generate-loop overhead per segment against a raw
+ * HTTP call to the same server").
+ *
+ * <pre>
+ *   engineGenerate:  RemoteInferenceEngine.generate(request)   ─┐
+ *                      gate, pool choice, pinned version,        │ one HttpClient,
+ *                      body written, sendAsync, streaming parse,  │ one in-process ModelServer
+ *                      accumulate, ModelResponse                 │ (127.0.0.1, no latency model,
+ *   rawPost:         HttpClient.send(POST /generate, same body) ─┘  greedy, fixed seed)
+ * </pre>
+ *
+ * <p>Both benchmarks produce {@code tokens} tokens (greedy, {@code ignore_eos}) in exactly one
+ * segment, so the server does the same work; the difference between their times is the loop's
+ * overhead per segment. {@link #setUp()} checks that both return the same tokens before anything
+ * is measured. One thread: the HTTP connection is reused from the client's pool on every call.
+ *
+ * <p>Run through {@link BenchmarkMain}, which also prints the ratio; never part of the test phase.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class GenerateLoopBenchmark {
+    /** Output tokens per call: one token (HTTP and the loop dominate) and a longer segment. */
+    @Param({"1", "64"})
+    public int tokens;
+
+    private static final int[] PROMPT = {257, 117, 115, 101, 114, 10, 72, 101, 108, 108, 111, 258, 10, 257, 97};
+    private static final String RID = "generate-loop-benchmark";
+
+    private ModelServer server;
+    private HttpClient client;
+    private RemoteInferenceEngine engine;
+    private ModelRequest request;
+    private URI generateUri;
+    private byte[] rawBody;
+    private Duration requestTimeout;
+
+    @Setup(Level.Trial)
+    public void setUp() throws IOException, InterruptedException {
+        server = ModelServer.start(ModelServerConfig.defaults().withSeed(7));
+        InferenceConfig config = InferenceConfig.builder()
+                .addresses("127.0.0.1:" + server.port())
+                .build();
+        client = RemoteInferenceEngine.newHttpClient(config);
+        engine = new RemoteInferenceEngine(config, client);
+        GenerationConfig g = GenerationConfig.builder()
+                .greedy(true)
+                .ignoreEos(true)
+                .maxNewTokens(tokens)
+                .seed(7L)
+                .build();
+        request = ModelRequest.of(RID, PROMPT, g);
+        // The very bytes the engine sends for this request's first (and only) segment.
+        rawBody = SglangProtocol.INSTANCE.generateBody(RID, PROMPT, new int[0], 0, g, tokens);
+        generateUri = URI.create(server.baseUrl() + "/generate");
+        requestTimeout = config.requestTimeout();
+
+        ModelResponse viaEngine = engineGenerate();
+        int[] viaRaw = tokensOf(rawPost());
+        if (viaEngine.stopReason() != StopReason.LENGTH
+                || viaEngine.outputLength() != tokens
+                || !Arrays.equals(viaEngine.outputTokens(), viaRaw)) {
+            throw new IllegalStateException("the engine and the raw call disagree for tokens=" + tokens + ": engine "
+                    + Arrays.toString(viaEngine.outputTokens()) + " (" + viaEngine.stopReason() + "), raw "
+                    + Arrays.toString(viaRaw));
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        engine.close();
+        client.close();
+        server.close();
+    }
+
+    /** One {@code generate} of {@code tokens} tokens: one segment through the engine's loop. */
+    @Benchmark
+    public ModelResponse engineGenerate() throws InterruptedException {
+        return engine.generate(request);
+    }
+
+    /** The same request as bytes, POSTed with the same client; the response bytes are returned unparsed. */
+    @Benchmark
+    public byte[] rawPost() throws IOException, InterruptedException {
+        HttpRequest post = HttpRequest.newBuilder(generateUri)
+                .timeout(requestTimeout)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(rawBody))
+                .build();
+        HttpResponse<byte[]> response = client.send(post, HttpResponse.BodyHandlers.ofByteArray());
+        if (response.statusCode() != 200) {
+            throw new IllegalStateException("POST /generate answered HTTP " + response.statusCode());
+        }
+        return response.body();
+    }
+
+    /** The output ids of a raw response (setup only; not measured). */
+    private int[] tokensOf(byte[] body) {
+        return SglangProtocol.INSTANCE
+                .parseGenerate(body, new ServerAddress("127.0.0.1", server.port()), RID, tokens)
+                .tokens();
+    }
+}
