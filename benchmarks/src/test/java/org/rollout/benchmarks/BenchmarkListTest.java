@@ -3,8 +3,10 @@ package org.rollout.benchmarks;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.openjdk.jmh.runner.BenchmarkList;
+import org.openjdk.jmh.runner.BenchmarkListEntry;
 
 /**
  * Guards the build, not the benchmarks (nothing is measured here): on JDK 23+ an annotation
@@ -15,21 +17,25 @@ import org.junit.jupiter.api.Test;
 class BenchmarkListTest {
     @Test
     void theAnnotationProcessorListedEveryGenerateLoopBenchmark() throws Exception {
-        String list;
-        try (InputStream in = BenchmarkListTest.class.getClassLoader().getResourceAsStream("META-INF/BenchmarkList")) {
-            assertThat(in).as("META-INF/BenchmarkList on the class path").isNotNull();
-            list = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        List<BenchmarkListEntry> entries;
+        try (InputStream in = BenchmarkListTest.class
+                .getClassLoader()
+                .getResourceAsStream(BenchmarkList.BENCHMARK_LIST.substring(1))) {
+            assertThat(in)
+                    .as(BenchmarkList.BENCHMARK_LIST + " on the class path")
+                    .isNotNull();
+            entries = BenchmarkList.readBenchmarkList(in);
         }
 
-        assertThat(list)
-                .contains("org.rollout.benchmarks.GenerateLoopBenchmark.engineGenerate")
-                .contains("org.rollout.benchmarks.GenerateLoopBenchmark.rawPost");
-        assertThat(
-                        BenchmarkListTest.class
-                                .getClassLoader()
-                                .getResource(
-                                        "org/rollout/benchmarks/jmh_generated/GenerateLoopBenchmark_engineGenerate_jmhTest.class"))
-                .as("the generated benchmark class")
+        assertThat(entries)
+                .extracting(BenchmarkListEntry::getUsername)
+                .contains(
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.engineGenerate",
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.rawPost");
+        // JMH names the class it generates for a benchmark method {package}.jmh_generated.{Class}_{method}_jmhTest.
+        assertThat(Class.forName("org.rollout.benchmarks.jmh_generated.GenerateLoopBenchmark_engineGenerate_jmhTest"))
+                .isNotNull();
+        assertThat(Class.forName("org.rollout.benchmarks.jmh_generated.GenerateLoopBenchmark_rawPost_jmhTest"))
                 .isNotNull();
     }
 }
