@@ -3,13 +3,14 @@ package org.rollout.benchmarks;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
@@ -82,7 +83,9 @@ public final class BenchmarkMain {
         try {
             results = new Runner(options.build()).run();
         } catch (RunnerException e) {
-            System.err.println("the benchmark run failed: " + e.getMessage());
+            // JMH's exceptions often carry no message of their own ("no benchmarks matched" has none).
+            System.err.println(
+                    "the benchmark run failed: " + e + (e.getCause() == null ? "" : ", caused by " + e.getCause()));
             System.exit(1);
             return;
         }
@@ -96,13 +99,60 @@ public final class BenchmarkMain {
     }
 
     /**
-     * A Markdown table of the engine's generate against the raw POST per {@code tokens} value, with
-     * the ratio and the overhead per segment; empty when the run had no pair of them.
+     * The secondary results of {@code interleaved}: summed call times, the number of rounds, and
+     * the lowest and highest engine / raw ratio of a single measurement iteration.
+     */
+    private record InterleavedSums(
+            double engineNanos,
+            double rawNanos,
+            double rawAsyncNanos,
+            double rounds,
+            double minRatio,
+            double maxRatio) {
+        static Optional<InterleavedSums> of(RunResult r) {
+            var secondary = r.getSecondaryResults();
+            for (String key : List.of("engineNanos", "rawNanos", "rawAsyncNanos", "rounds")) {
+                if (!secondary.containsKey(key)) {
+                    return Optional.empty();
+                }
+            }
+            double rounds = secondary.get("rounds").getScore();
+            if (rounds <= 0) {
+                return Optional.empty();
+            }
+            double min = Double.POSITIVE_INFINITY;
+            double max = Double.NEGATIVE_INFINITY;
+            for (BenchmarkResult fork : r.getBenchmarkResults()) {
+                for (IterationResult iteration : fork.getIterationResults()) {
+                    var sums = iteration.getSecondaryResults();
+                    double ratio = sums.get("engineNanos").getScore()
+                            / sums.get("rawNanos").getScore();
+                    min = Math.min(min, ratio);
+                    max = Math.max(max, ratio);
+                }
+            }
+            return Optional.of(new InterleavedSums(
+                    secondary.get("engineNanos").getScore(),
+                    secondary.get("rawNanos").getScore(),
+                    secondary.get("rawAsyncNanos").getScore(),
+                    rounds,
+                    min,
+                    max));
+        }
+
+        double micros(double nanos) {
+            return nanos / rounds / 1000;
+        }
+    }
+
+    /**
+     * Markdown tables of the engine's generate against the raw calls per {@code tokens} value, with
+     * the ratios and the overhead per segment; empty when the run had none of these benchmarks.
      */
     static Optional<String> generateLoopSummary(Collection<RunResult> results) {
         String prefix = GenerateLoopBenchmark.class.getName() + ".";
-        Map<Integer, Result<?>> engine = new TreeMap<>();
-        Map<Integer, Result<?>> raw = new TreeMap<>();
+        Map<String, Map<Integer, Result<?>>> separate = new TreeMap<>();
+        Map<Integer, InterleavedSums> interleaved = new TreeMap<>();
         RunResult any = null;
         for (RunResult r : results) {
             String name = r.getParams().getBenchmark();
@@ -110,52 +160,70 @@ public final class BenchmarkMain {
                 continue;
             }
             String method = name.substring(prefix.length());
-            Map<Integer, Result<?>> into =
-                    method.equals("engineGenerate") ? engine : method.equals("rawPost") ? raw : null;
-            if (into != null) {
-                into.put(Integer.parseInt(r.getParams().getParam("tokens")), r.getPrimaryResult());
-                any = r;
+            int tokens = Integer.parseInt(r.getParams().getParam("tokens"));
+            if (method.equals("interleaved")) {
+                InterleavedSums.of(r).ifPresent(sums -> interleaved.put(tokens, sums));
+            } else {
+                separate.computeIfAbsent(method, m -> new TreeMap<>()).put(tokens, r.getPrimaryResult());
             }
+            any = r;
         }
-        List<String> rows = new ArrayList<>();
-        for (Map.Entry<Integer, Result<?>> e : engine.entrySet()) {
-            Result<?> rawResult = raw.get(e.getKey());
-            if (rawResult == null) {
-                continue;
-            }
-            Result<?> engineResult = e.getValue();
-            rows.add(String.format(
-                    Locale.ROOT,
-                    "| %d | %.1f ± %.1f | %.1f ± %.1f | **%.3f** | %.1f |",
-                    e.getKey(),
-                    engineResult.getScore(),
-                    engineResult.getScoreError(),
-                    rawResult.getScore(),
-                    rawResult.getScoreError(),
-                    engineResult.getScore() / rawResult.getScore(),
-                    engineResult.getScore() - rawResult.getScore()));
-        }
-        if (rows.isEmpty()) {
+        if (any == null) {
             return Optional.empty();
         }
-        var p = any.getParams();
-        String unit = engine.values().iterator().next().getScoreUnit();
         StringBuilder sb = new StringBuilder();
         sb.append("## Generate-loop overhead per segment (GenerateLoopBenchmark)\n\n");
-        sb.append("| tokens per segment | engine generate (")
-                .append(unit)
-                .append(") | raw POST (")
-                .append(unit)
-                .append(") | ratio engine / raw | overhead per segment (")
-                .append(unit.replace("/op", ""))
-                .append(") |\n");
-        sb.append("|---:|---:|---:|---:|---:|\n");
-        rows.forEach(row -> sb.append(row).append('\n'));
-        sb.append('\n');
+        if (!interleaved.isEmpty()) {
+            sb.append("Interleaved (`interleaved`: the three calls back to back in rotating order, so all see the "
+                    + "same load); times per call:\n\n");
+            sb.append("| tokens per segment | engine generate (us) | raw send (us) | raw sendAsync (us) "
+                    + "| **ratio engine / raw send** | lowest – highest iteration | ratio engine / raw sendAsync "
+                    + "| overhead per segment vs send (us) | rounds |\n");
+            sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            interleaved.forEach((tokens, s) -> sb.append(String.format(
+                    Locale.ROOT,
+                    "| %d | %.1f | %.1f | %.1f | **%.3f** | %.3f – %.3f | %.3f | %.1f | %.0f |%n",
+                    tokens,
+                    s.micros(s.engineNanos()),
+                    s.micros(s.rawNanos()),
+                    s.micros(s.rawAsyncNanos()),
+                    s.engineNanos() / s.rawNanos(),
+                    s.minRatio(),
+                    s.maxRatio(),
+                    s.engineNanos() / s.rawAsyncNanos(),
+                    s.micros(s.engineNanos()) - s.micros(s.rawNanos()),
+                    s.rounds())));
+            sb.append('\n');
+        }
+        Map<Integer, Result<?>> engine = separate.getOrDefault("engineGenerate", Map.of());
+        Map<Integer, Result<?>> raw = separate.getOrDefault("rawPost", Map.of());
+        Map<Integer, Result<?>> rawAsync = separate.getOrDefault("rawPostAsync", Map.of());
+        if (!engine.isEmpty() && !raw.isEmpty()) {
+            sb.append("Separate (each benchmark its own JMH run; JMH average ± 99.9% confidence half-width):\n\n");
+            sb.append("| tokens per segment | engine generate (us/op) | raw send (us/op) | raw sendAsync (us/op) "
+                    + "| ratio engine / raw send |\n");
+            sb.append("|---:|---:|---:|---:|---:|\n");
+            for (Map.Entry<Integer, Result<?>> e : engine.entrySet()) {
+                Result<?> r = raw.get(e.getKey());
+                if (r == null) {
+                    continue;
+                }
+                Result<?> a = rawAsync.get(e.getKey());
+                sb.append(String.format(
+                        Locale.ROOT,
+                        "| %d | %s | %s | %s | %.3f |%n",
+                        e.getKey(),
+                        withError(e.getValue()),
+                        withError(r),
+                        a == null ? "–" : withError(a),
+                        e.getValue().getScore() / r.getScore()));
+            }
+            sb.append('\n');
+        }
+        var p = any.getParams();
         sb.append(String.format(
                 Locale.ROOT,
-                "Scores are JMH averages ± the 99.9%% confidence half-width. Settings: %d fork(s), %d warmup "
-                        + "iteration(s) of %s, %d measurement iteration(s) of %s, 1 thread.%n",
+                "Settings: %d fork(s), %d warmup iteration(s) of %s, %d measurement iteration(s) of %s, 1 thread.%n",
                 p.getForks(),
                 p.getWarmup().getCount(),
                 p.getWarmup().getTime(),
@@ -172,5 +240,9 @@ public final class BenchmarkMain {
                 p.getJdkVersion(),
                 p.getVmName() + " " + p.getVmVersion()));
         return Optional.of(sb.toString());
+    }
+
+    private static String withError(Result<?> r) {
+        return String.format(Locale.ROOT, "%.1f ± %.1f", r.getScore(), r.getScoreError());
     }
 }

@@ -31,7 +31,9 @@ class BenchmarkListTest {
                 .extracting(BenchmarkListEntry::getUsername)
                 .contains(
                         "org.rollout.benchmarks.GenerateLoopBenchmark.engineGenerate",
-                        "org.rollout.benchmarks.GenerateLoopBenchmark.rawPost");
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.rawPost",
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.rawPostAsync",
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.interleaved");
         // JMH names the class it generates for a benchmark method {package}.jmh_generated.{Class}_{method}_jmhTest.
         assertThat(Class.forName("org.rollout.benchmarks.jmh_generated.GenerateLoopBenchmark_engineGenerate_jmhTest"))
                 .isNotNull();
