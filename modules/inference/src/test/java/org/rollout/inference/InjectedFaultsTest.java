@@ -35,6 +35,8 @@ class InjectedFaultsTest {
     private static final int TOKENS = 24;
     private static final GenerationConfig G = LiveServers.seededToLength(TOKENS, 31, 1.0);
     private static final TinyLmWeights WEIGHTS = LiveServers.weights(7, 0);
+    /** A request_timeout that a hung or slow server exceeds, with room for B's answer on a loaded machine. */
+    private static final Duration SHORT_TIMEOUT = Duration.ofSeconds(2);
 
     private final LiveServers servers = new LiveServers();
     private RemoteInferenceEngine engine;
@@ -102,9 +104,9 @@ class InjectedFaultsTest {
     @ParameterizedTest
     @EnumSource(Backend.class)
     void aServerThatHangsBeyondRequestTimeoutIsLeftAndItsHeldRequestReleased(Backend backend) throws Exception {
-        Left left = failsOverToB(backend, FaultPlan.NONE.withHang(true), Duration.ofSeconds(1));
+        Left left = failsOverToB(backend, FaultPlan.NONE.withHang(true), SHORT_TIMEOUT);
 
-        assertThat(left.stats().lastError()).hasValue("timed out after 1.0 s");
+        assertThat(left.stats().lastError()).hasValue("timed out after 2.0 s");
         ModelServer a = left.a();
         TestSupport.await(
                 "A to notice the client left its hung request",
@@ -118,9 +120,9 @@ class InjectedFaultsTest {
     @ParameterizedTest
     @EnumSource(Backend.class)
     void aServerSlowerThanRequestTimeoutIsLeftForAnother(Backend backend) throws Exception {
-        Left left = failsOverToB(backend, FaultPlan.NONE.withSlow(Duration.ofSeconds(30)), Duration.ofSeconds(1));
+        Left left = failsOverToB(backend, FaultPlan.NONE.withSlow(Duration.ofSeconds(30)), SHORT_TIMEOUT);
 
-        assertThat(left.stats().lastError()).hasValue("timed out after 1.0 s");
+        assertThat(left.stats().lastError()).hasValue("timed out after 2.0 s");
     }
 
     @ParameterizedTest

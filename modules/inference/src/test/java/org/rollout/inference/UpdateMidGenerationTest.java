@@ -27,7 +27,7 @@ import org.rollout.modelserver.TinyLmWeights;
  */
 class UpdateMidGenerationTest {
     private static final int[] PROMPT = {257, 72, 101, 108, 108, 111, 10};
-    private static final int BUDGET = 200;
+    private static final int BUDGET = 300;
     private static final long SEED = 4242;
     private static final double TEMPERATURE = 0.8;
 
