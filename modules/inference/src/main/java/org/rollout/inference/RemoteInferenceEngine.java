@@ -14,8 +14,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.random.RandomGenerator;
@@ -69,6 +74,7 @@ import org.slf4j.LoggerFactory;
 public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RemoteInferenceEngine.class);
     private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(2);
+    private static final Duration ABORT_GRACE = Duration.ofSeconds(1);
     private static final Duration MAX_CONNECT_TIMEOUT = Duration.ofSeconds(30);
     private static final int INITIAL_OUTPUT_CAPACITY = 256;
 
@@ -212,6 +218,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         Output out = new Output(Math.min(budget, INITIAL_OUTPUT_CAPACITY));
         StopReason reason = null;
         int emptyAborts = 0;
+        // Aborts sent to servers where an attempt of this rid timed out: the rid is not sent there
+        // again before its abort has been answered (the server would refuse it as still in flight).
+        Map<ServerAddress, CompletableFuture<?>> pendingAborts = new HashMap<>(2);
         while ((reason == null || !reason.isFinal()) && out.size < budget) {
             if (emptyAborts >= 2) {
                 // Repeated aborts with no tokens: the server is pausing without our gate being
@@ -219,7 +228,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 backoff.sleep(emptyAborts - 1);
             }
             int maxNewTokens = budget - out.size;
-            Segment segment = runSegment(rid, prompt, out, g, maxNewTokens);
+            Segment segment = runSegment(rid, prompt, out, g, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             emptyAborts = reason == StopReason.ABORT && segment.generated().length() == 0 ? emptyAborts + 1 : 0;
@@ -237,7 +246,13 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     }
 
     /** One segment, with failover: returns the first successful response and its pinned version. */
-    private Segment runSegment(String rid, int[] prompt, Output out, GenerationConfig g, int maxNewTokens)
+    private Segment runSegment(
+            String rid,
+            int[] prompt,
+            Output out,
+            GenerationConfig g,
+            int maxNewTokens,
+            Map<ServerAddress, CompletableFuture<?>> pendingAborts)
             throws InterruptedException {
         List<String> failures = null;
         Map<ServerAddress, Integer> failuresByServer = Map.of();
@@ -262,6 +277,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     backoff.sleep(earlierFailures);
                     gate.awaitOpen();
                 }
+                CompletableFuture<?> abort = pendingAborts.remove(server);
+                if (abort != null) {
+                    awaitAbort(abort, server, rid);
+                }
                 int pinned = version.get();
                 byte[] body = protocol.generateBody(rid, prompt, out.tokens, out.size, g, maxNewTokens);
                 try {
@@ -282,6 +301,11 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     cause = e;
                 } catch (IOException e) {
                     ensureOpen();
+                    if (e instanceof HttpTimeoutException) {
+                        // The server may still be generating this rid: abort it there, and remember
+                        // the abort so that a later attempt on that server waits for it.
+                        pendingAborts.put(server, abortOnServer(server, rid, "the request timed out"));
+                    }
                     failure = HttpExchanges.describe(e, config.requestTimeout());
                     eject = true;
                     cause = e;
@@ -313,7 +337,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         }
     }
 
-    /** Sends one segment and waits for its response; on interruption or timeout, aborts it on the server. */
+    /**
+     * Sends one segment and waits for its response; on interruption, aborts it on the server (a
+     * timeout's abort is sent by the caller, which keeps it to wait for).
+     */
     private HttpResponse<byte[]> exchange(ServerAddress server, String rid, byte[] body)
             throws IOException, InterruptedException {
         Duration timeout = config.requestTimeout();
@@ -322,27 +349,53 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         } catch (InterruptedException e) {
             abortOnServer(server, rid, "the caller was interrupted");
             throw e;
-        } catch (HttpTimeoutException e) {
-            abortOnServer(server, rid, "the request timed out");
-            throw e;
         }
     }
 
-    /** Best effort, never blocking: asks {@code server} to drop {@code rid} (SGLang); logs a failure. */
-    private void abortOnServer(ServerAddress server, String rid, String why) {
-        protocol.abortCall(rid).ifPresent(call -> {
-            try {
-                http.start(server, call, ABORT_TIMEOUT).whenComplete((r, err) -> {
-                    if (err != null) {
-                        log.warn("could not abort rid {} on {} ({}): {}", rid, server, why, err.toString());
-                    } else if (!HttpExchanges.isSuccess(r.statusCode())) {
-                        log.warn("abort of rid {} on {} ({}) answered HTTP {}", rid, server, why, r.statusCode());
-                    }
-                });
-            } catch (RuntimeException e) {
-                log.warn("could not send the abort of rid {} to {} ({}): {}", rid, server, why, e.toString());
-            }
-        });
+    /**
+     * Best effort, never blocking: asks {@code server} to drop {@code rid} (SGLang); logs a failure.
+     *
+     * @return completes (never exceptionally) when the abort was answered or failed; at once when
+     *     the protocol cancels by closing the connection (vLLM)
+     */
+    private CompletableFuture<?> abortOnServer(ServerAddress server, String rid, String why) {
+        Optional<ControlCall> call = protocol.abortCall(rid);
+        if (call.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        try {
+            return http.start(server, call.get(), ABORT_TIMEOUT).handle((r, err) -> {
+                if (err != null) {
+                    log.warn("could not abort rid {} on {} ({}): {}", rid, server, why, err.toString());
+                } else if (!HttpExchanges.isSuccess(r.statusCode())) {
+                    log.warn("abort of rid {} on {} ({}) answered HTTP {}", rid, server, why, r.statusCode());
+                }
+                return null;
+            });
+        } catch (RuntimeException e) {
+            log.warn("could not send the abort of rid {} to {} ({}): {}", rid, server, why, e.toString());
+            return CompletableFuture.completedFuture(null);
+        }
+    }
+
+    /**
+     * Waits for an abort of {@code rid} sent earlier to {@code server} to be answered, so that the
+     * rid is not sent there while still in flight (the server would refuse it with HTTP 400). The
+     * abort's own timeout bounds the wait; the grace covers a response that stalls after its headers.
+     */
+    private static void awaitAbort(CompletableFuture<?> abort, ServerAddress server, String rid)
+            throws InterruptedException {
+        try {
+            abort.get(ABORT_TIMEOUT.plus(ABORT_GRACE).toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            log.warn(
+                    "the abort of rid {} on {} was not answered within {} s; sending the rid there again anyway",
+                    rid,
+                    server,
+                    HttpExchanges.seconds(ABORT_TIMEOUT.plus(ABORT_GRACE)));
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("an abort's future completes normally by construction", e);
+        }
     }
 
     @Override

@@ -28,7 +28,9 @@ import org.rollout.api.StopReason;
  *       tokens, whatever else the body carries (as AReaL);
  *   <li>an {@code abort} without {@code output_token_logprobs} is zero tokens; any other finish
  *       reason without them is malformed (the engine always asks for logprobs);
- *   <li>when {@code output_ids} is present, its length must equal the number of logprob entries;
+ *   <li>when {@code meta_info.completion_tokens} is present, it must equal the number of logprob
+ *       entries (docs/protocol.md: a response whose counts differ is malformed), and so must the
+ *       length of {@code output_ids} when that is present;
  *   <li>a logprob of exactly −9999.0 is malformed (ambiguous: missing or clamped).
  * </ul>
  *
@@ -152,6 +154,7 @@ public final class SglangProtocol implements ServerProtocol {
         private float[] logprobs;
         private int count;
         private int outputIds = -1;
+        private int completionTokens = -1;
 
         Parse(byte[] body, ServerAddress server, String rid, int maxNewTokens) {
             this.body = body;
@@ -195,6 +198,7 @@ public final class SglangProtocol implements ServerProtocol {
                 JsonToken t = next(p);
                 switch (name) {
                     case "finish_reason" -> readFinishReason(p, t);
+                    case "completion_tokens" -> readCompletionTokens(p, t);
                     case "output_token_logprobs" -> {
                         if (t == JsonToken.START_ARRAY) {
                             entriesSeen = true;
@@ -206,6 +210,19 @@ public final class SglangProtocol implements ServerProtocol {
                     default -> p.skipChildren();
                 }
             }
+        }
+
+        /** {@code meta_info.completion_tokens}: null counts as absent (nothing to check against). */
+        private void readCompletionTokens(JsonParser p, JsonToken t) throws IOException {
+            if (t == JsonToken.VALUE_NULL) {
+                return;
+            }
+            if (t != JsonToken.VALUE_NUMBER_INT
+                    || p.getNumberType() != JsonParser.NumberType.INT
+                    || p.getIntValue() < 0) {
+                throw malformed("meta_info.completion_tokens", "is not a non-negative integer");
+            }
+            completionTokens = p.getIntValue();
         }
 
         private void readFinishReason(JsonParser p, JsonToken t) throws IOException {
@@ -283,6 +300,10 @@ public final class SglangProtocol implements ServerProtocol {
             }
             if (!entriesSeen) {
                 throw malformed(ENTRIES, "is missing (return_logprob was requested)");
+            }
+            if (completionTokens >= 0 && completionTokens != count) {
+                throw malformed(
+                        ENTRIES, "has " + count + " entries but meta_info.completion_tokens is " + completionTokens);
             }
             if (outputIds >= 0 && outputIds != count) {
                 throw malformed("output_ids", "has " + outputIds + " tokens but " + ENTRIES + " has " + count);

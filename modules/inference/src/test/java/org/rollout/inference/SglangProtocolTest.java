@@ -223,6 +223,80 @@ class SglangProtocolTest {
     }
 
     @Test
+    void rejectsEntriesWhoseCountDiffersFromCompletionTokens() {
+        assertThatThrownBy(() -> parse(meta("\"finish_reason\":{\"type\":\"length\",\"length\":3},"
+                        + "\"completion_tokens\":3,\"output_token_logprobs\":[[-0.5,3,null],[-0.25,4,null]]")))
+                .isInstanceOf(MalformedResponseException.class)
+                .hasMessageContaining("127.0.0.1:30000")
+                .hasMessageContaining("rid-7")
+                .hasMessageContaining(
+                        "meta_info.output_token_logprobs has 2 entries but meta_info.completion_tokens is 3")
+                .extracting(e -> ((MalformedResponseException) e).field())
+                .isEqualTo("meta_info.output_token_logprobs");
+    }
+
+    @Test
+    void rejectsACompletionTokensThatIsNotANonNegativeInteger() {
+        for (String bad : List.of("-1", "2.5", "\"2\"")) {
+            assertThatThrownBy(() -> parse(meta("\"finish_reason\":{\"type\":\"stop\",\"matched\":4},"
+                            + "\"completion_tokens\":" + bad + ",\"output_token_logprobs\":[[-0.5,4,null]]")))
+                    .as("completion_tokens %s", bad)
+                    .isInstanceOf(MalformedResponseException.class)
+                    .hasMessageContaining("meta_info.completion_tokens is not a non-negative integer");
+        }
+    }
+
+    @Test
+    void aNullCompletionTokensLeavesTheCountUnchecked() {
+        GeneratedSegment s = parse(meta("\"finish_reason\":{\"type\":\"stop\",\"matched\":4},"
+                + "\"completion_tokens\":null,\"output_token_logprobs\":[[-0.5,4,null]]"));
+        assertThat(s.tokens()).containsExactly(4);
+    }
+
+    @Test
+    void aStopMatchedOnATokenIdIsStop() {
+        GeneratedSegment s = parse(meta("\"finish_reason\":{\"type\":\"stop\",\"matched\":258},"
+                + "\"completion_tokens\":2,\"output_token_logprobs\":[[-0.5,52,null],[-0.02,258,null]]"));
+        assertThat(s.stopReason()).isEqualTo(StopReason.STOP);
+        assertThat(s.tokens()).containsExactly(52, 258);
+    }
+
+    @Test
+    void aStopMatchedOnAStringIsStop() {
+        GeneratedSegment s = parse(meta("\"finish_reason\":{\"type\":\"stop\",\"matched\":\"\\n\\n\"},"
+                + "\"completion_tokens\":2,\"output_token_logprobs\":[[-0.5,10,null],[-0.02,10,null]]"));
+        assertThat(s.stopReason()).isEqualTo(StopReason.STOP);
+        assertThat(s.tokens()).containsExactly(10, 10);
+    }
+
+    @Test
+    void aLengthFinishCarryingItsLengthIsLength() {
+        GeneratedSegment s = parse(meta("\"finish_reason\":{\"type\":\"length\",\"length\":2},"
+                + "\"completion_tokens\":2,\"output_token_logprobs\":[[-0.5,52,null],[-0.02,53,null]]"));
+        assertThat(s.stopReason()).isEqualTo(StopReason.LENGTH);
+        assertThat(s.tokens()).containsExactly(52, 53);
+    }
+
+    @Test
+    void aLengthFinishMayEndWithAStopTokenWhichIsKept() {
+        // SGLang checks max_new_tokens before stop tokens: a stop token in the last allowed slot is length.
+        GeneratedSegment s = parse(
+                utf8(meta("\"finish_reason\":{\"type\":\"length\",\"length\":2},"
+                        + "\"completion_tokens\":2,\"output_token_logprobs\":[[-0.5,52,null],[-0.02,258,null]]")),
+                2);
+        assertThat(s.stopReason()).isEqualTo(StopReason.LENGTH);
+        assertThat(s.tokens()).containsExactly(52, 258);
+    }
+
+    @Test
+    void anAbortWithAMessageKeepsItsPartialOutput() {
+        GeneratedSegment s = parse(meta("\"finish_reason\":{\"type\":\"abort\",\"message\":\"Aborted by pause\"},"
+                + "\"completion_tokens\":1,\"output_token_logprobs\":[[-0.5,52,null]]"));
+        assertThat(s.stopReason()).isEqualTo(StopReason.ABORT);
+        assertThat(s.tokens()).containsExactly(52);
+    }
+
+    @Test
     void rejectsMoreTokensThanRequested() {
         assertThatThrownBy(() -> parse(load("sglang/stop.json"), 6))
                 .isInstanceOf(MalformedResponseException.class)
