@@ -1,5 +1,6 @@
 package org.rollout.agent;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeoutException;
@@ -44,12 +45,17 @@ public final class OnlineAgentWorkflow implements RolloutWorkflow {
             reward = session.awaitReward(options.onlineTimeout());
         } catch (TimeoutException e) {
             return EpisodeResult.rejected("online session " + session.id() + " got no reward within "
-                    + options.onlineTimeout().toSeconds() + " s (rollout.agent.online_timeout); "
+                    + seconds(options.onlineTimeout()) + " s (rollout.agent.online_timeout); "
                     + session.interactions().size() + " completion(s) recorded");
         } finally {
             session.close();
         }
         return ProxyAgentWorkflow.finish(session.id(), reward, session.interactions(), options, ctx);
+    }
+
+    private static String seconds(Duration d) {
+        long ms = d.toMillis();
+        return ms % 1000 == 0 ? Long.toString(ms / 1000) : Double.toString(ms / 1000.0);
     }
 
     @Override
