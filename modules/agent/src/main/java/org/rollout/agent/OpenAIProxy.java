@@ -11,9 +11,11 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -335,8 +337,7 @@ public final class OpenAIProxy implements AutoCloseable {
                     "You didn't provide an API key: send " + what + " as 'Authorization: Bearer <key>'.");
         }
         String given = header.substring(7).trim();
-        if (!java.security.MessageDigest.isEqual(
-                given.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8))) {
+        if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8))) {
             throw new OpenAIError(
                     401,
                     "invalid_request_error",
@@ -792,7 +793,7 @@ public final class OpenAIProxy implements AutoCloseable {
         while (end > 0 && isStopId(out[end - 1], g)) {
             end--;
         }
-        int[] kept = end == out.length ? out : java.util.Arrays.copyOf(out, end);
+        int[] kept = end == out.length ? out : Arrays.copyOf(out, end);
         String text = tokenizer.decode(kept, true);
         if (resp.stopReason() == StopReason.STOP
                 && end == out.length

@@ -1,11 +1,13 @@
 package org.rollout.agent;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.rollout.api.GenerationConfig;
@@ -335,7 +337,7 @@ final class ProxyRequests {
                 // Chat templates expect the arguments object; OpenAI clients send a JSON string.
                 try {
                     arguments = JSON.convertValue(JSON.readTree(args.asText()), Object.class);
-                } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                } catch (JsonProcessingException e) {
                     arguments = args.asText();
                 }
             } else {
@@ -455,7 +457,7 @@ final class ProxyRequests {
         if (n == null || n.isMissingNode()) {
             return "nothing";
         }
-        return n.getNodeType().name().toLowerCase(java.util.Locale.ROOT);
+        return n.getNodeType().name().toLowerCase(Locale.ROOT);
     }
 
     /** A JSON value for a message, cut at 60 characters. */

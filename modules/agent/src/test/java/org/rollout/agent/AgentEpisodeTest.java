@@ -1,9 +1,10 @@
 package org.rollout.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.offset;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,7 +23,9 @@ import org.rollout.api.Interaction;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;
+import org.rollout.api.WorkflowContractException;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.core.ChatMl;
 import org.rollout.core.GroupMerger;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.GroupOutcome;
@@ -100,8 +103,7 @@ class AgentEpisodeTest {
         for (Interaction it : turns) {
             ModelResponse r = it.modelResponse();
             assertThat(r.inputTokens())
-                    .containsExactly(
-                            ByteLevelTokenizer.INSTANCE.encode(org.rollout.core.ChatMl.render(it.messages(), true)));
+                    .containsExactly(ByteLevelTokenizer.INSTANCE.encode(ChatMl.render(it.messages(), true)));
             assertThat(r.outputLength()).isBetween(1, 12);
             assertThat(r.outputLogprobs()).hasSize(r.outputLength());
             assertThat(r.outputVersions()).containsOnly(0);
@@ -152,13 +154,11 @@ class AgentEpisodeTest {
             if (j >= parentIn.length && j < parentEnd) {
                 assertThat(mask).as("parent output at %d", j).isEqualTo(1);
                 assertThat(turn).isEqualTo(0);
-                assertThat(logprob)
-                        .isEqualTo(p.outputLogprob(j - parentIn.length), org.assertj.core.data.Offset.offset(1e-6));
+                assertThat(logprob).isEqualTo(p.outputLogprob(j - parentIn.length), offset(1e-6));
             } else if (j >= childInput.length) {
                 assertThat(mask).as("child output at %d", j).isEqualTo(1);
                 assertThat(turn).isEqualTo(1);
-                assertThat(logprob)
-                        .isEqualTo(c.outputLogprob(j - childInput.length), org.assertj.core.data.Offset.offset(1e-6));
+                assertThat(logprob).isEqualTo(c.outputLogprob(j - childInput.length), offset(1e-6));
             } else {
                 assertThat(mask).as("context at %d", j).isEqualTo(0);
                 assertThat(version).isEqualTo(-1);
@@ -191,16 +191,14 @@ class AgentEpisodeTest {
         GroupOutcome outcome = GroupMerger.merge(7, slots, new GroupOptions(2, 1, false, true, true));
         GroupOutcome.Merged merged = (GroupOutcome.Merged) outcome;
         assertThat(merged.slotRowCounts()).containsExactly(2, 2);
-        assertThat(merged.slotReferences())
-                .containsExactly(new double[] {1.0, -1.0}, org.assertj.core.data.Offset.offset(1e-4));
+        assertThat(merged.slotReferences()).containsExactly(new double[] {1.0, -1.0}, offset(1e-4));
         // centre 0.5, scale 0.5: slot 0's rows (0.5, 1.0) become (0, 1); slot 1's (0, 0) become (-1, -1).
         TensorDict rows = merged.rows();
         double[] normalised = new double[4];
         for (int i = 0; i < 4; i++) {
             normalised[i] = rows.tensor(TensorDict.REWARDS).getDouble(i);
         }
-        assertThat(normalised)
-                .containsExactly(new double[] {0.0, 1.0, -1.0, -1.0}, org.assertj.core.data.Offset.offset(1e-4));
+        assertThat(normalised).containsExactly(new double[] {0.0, 1.0, -1.0, -1.0}, offset(1e-4));
     }
 
     @Test
@@ -304,9 +302,9 @@ class AgentEpisodeTest {
             PlainChat.complete(env, List.of(PlainChat.user("q")), Map.of());
             return "great";
         });
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> WorkflowContext.callWith(
+        assertThatThrownBy(() -> WorkflowContext.callWith(
                         context(2, 1, 2, new ArrayList<>()), () -> w.runEpisode(null, Map.of())))
-                .isInstanceOf(org.rollout.api.WorkflowContractException.class)
+                .isInstanceOf(WorkflowContractException.class)
                 .hasMessageStartingWith("agent episode 2:1 returned the string \"great\"");
         assertThat(proxy.openSessions()).isZero();
     }
@@ -350,6 +348,5 @@ class AgentEpisodeTest {
         t.interrupt();
         assertThat(failure.get(30, TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
         BuiltInModel.await("the session to close", Duration.ofSeconds(30), () -> proxy.openSessions() == 0);
-        assertThat(Files.exists(dir)).isTrue();
     }
 }

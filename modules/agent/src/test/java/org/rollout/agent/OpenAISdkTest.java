@@ -22,6 +22,7 @@ import com.openai.models.chat.completions.ChatCompletionStreamOptions;
 import com.openai.models.chat.completions.ChatCompletionToolMessageParam;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -123,7 +124,7 @@ class OpenAISdkTest {
                                 : ChatCompletion.Choice.FinishReason.STOP);
         int[] out = r.outputTokens();
         int end = r.endsWithStop(ByteLevelTokenizer.IM_END, ByteLevelTokenizer.ENDOFTEXT) ? out.length - 1 : out.length;
-        String decoded = ByteLevelTokenizer.INSTANCE.decode(java.util.Arrays.copyOf(out, end), true);
+        String decoded = ByteLevelTokenizer.INSTANCE.decode(Arrays.copyOf(out, end), true);
         assertThat(choice.message().content().orElse("")).isEqualTo(decoded);
         assertThat(it.outputMessages().getFirst().get("content"))
                 .isEqualTo(choice.message().content().orElse(null));

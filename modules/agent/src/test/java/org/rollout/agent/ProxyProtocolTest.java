@@ -1,9 +1,11 @@
 package org.rollout.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -69,7 +71,7 @@ class ProxyProtocolTest {
         assertThat(b.get("usage").get("total_tokens").asInt()).isEqualTo(prompt + 7);
         assertThat(session.interactions()).singleElement().satisfies(it -> {
             assertThat(it.id()).isEqualTo(b.get("id").asText());
-            assertThat(it.messages()).containsExactly(java.util.Map.of("role", "user", "content", "Hi"));
+            assertThat(it.messages()).containsExactly(Map.of("role", "user", "content", "Hi"));
             assertThat(it.outputMessages().get(0).get("content")).isEqualTo("Hello!");
         });
     }
@@ -238,8 +240,7 @@ class ProxyProtocolTest {
         assertThat(session.isClosed()).isTrue();
         assertThat(other.isClosed()).isTrue();
         assertThat(proxy.openSessions()).isZero();
-        org.assertj.core.api.Assertions.assertThatThrownBy(
-                        () -> proxy.openSession("5:0", Interaction.ChatTemplateType.HF))
+        assertThatThrownBy(() -> proxy.openSession("5:0", Interaction.ChatTemplateType.HF))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageEndingWith("is closing; no new sessions");
     }

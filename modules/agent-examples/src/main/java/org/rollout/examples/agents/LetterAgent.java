@@ -22,17 +22,17 @@ import org.rollout.api.AgentWorkflow;
  *        + 0.4 × (characters equal to target among them)       / (number of those characters)
  * </pre>
  *
- * <p>Options ({@code workflow_kwargs}): {@code max_completion_tokens} (default 8), {@code
- * temperature} (default 1.0: training samples). The engine records every token the SDK's request
- * produced, so nothing here knows about training. Thread-safe: each episode builds and closes its
- * own client.
+ * <p>Options ({@code workflow_kwargs}): {@code max_completion_tokens} and {@code temperature};
+ * when absent the request leaves them out and the proxy's defaults (the run's {@code gconfig})
+ * apply. The engine records every token the SDK's request produced, so nothing here knows about
+ * training. Thread-safe: each episode builds and closes its own client.
  */
 public final class LetterAgent implements AgentWorkflow {
     /** How many leading characters of the reply are scored. */
     public static final int WINDOW = 8;
 
-    private final long maxCompletionTokens;
-    private final double temperature;
+    private final Long maxCompletionTokens;
+    private final Double temperature;
 
     public LetterAgent() {
         this(Map.of());
@@ -40,9 +40,9 @@ public final class LetterAgent implements AgentWorkflow {
 
     /** @param kwargs {@code max_completion_tokens}, {@code temperature} */
     public LetterAgent(Map<String, Object> kwargs) {
-        this.maxCompletionTokens = ((Number) kwargs.getOrDefault("max_completion_tokens", 8)).longValue();
-        this.temperature = ((Number) kwargs.getOrDefault("temperature", 1.0)).doubleValue();
-        if (maxCompletionTokens < 1) {
+        this.maxCompletionTokens = kwargs.get("max_completion_tokens") instanceof Number n ? n.longValue() : null;
+        this.temperature = kwargs.get("temperature") instanceof Number t ? t.doubleValue() : null;
+        if (maxCompletionTokens != null && maxCompletionTokens < 1) {
             throw new IllegalArgumentException("max_completion_tokens must be >= 1, got " + maxCompletionTokens);
         }
     }
@@ -53,10 +53,14 @@ public final class LetterAgent implements AgentWorkflow {
             throw new IllegalArgumentException(
                     "letter task data needs 'target', one character; got " + data.get("target"));
         }
-        ChatCompletionCreateParams.Builder params = ChatCompletionCreateParams.builder()
-                .model("rollout")
-                .maxCompletionTokens(maxCompletionTokens)
-                .temperature(temperature);
+        ChatCompletionCreateParams.Builder params =
+                ChatCompletionCreateParams.builder().model("rollout");
+        if (maxCompletionTokens != null) {
+            params.maxCompletionTokens(maxCompletionTokens);
+        }
+        if (temperature != null) {
+            params.temperature(temperature);
+        }
         for (Map<?, ?> m : messages(data)) {
             String content = String.valueOf(m.get("content"));
             switch (String.valueOf(m.get("role"))) {

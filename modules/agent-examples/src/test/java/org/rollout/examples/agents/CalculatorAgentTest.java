@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -77,7 +78,7 @@ class CalculatorAgentTest {
                 leaf.parent().modelResponse().inputTokens(),
                 leaf.parent().modelResponse().outputTokens());
         int[] childInput = leaf.modelResponse().inputTokens();
-        assertThat(java.util.Arrays.copyOf(childInput, parentSequence.length)).containsExactly(parentSequence);
+        assertThat(Arrays.copyOf(childInput, parentSequence.length)).containsExactly(parentSequence);
     }
 
     @Test
@@ -134,7 +135,7 @@ class CalculatorAgentTest {
     }
 
     private static int[] concat(int[] a, int[] b) {
-        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        int[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
