@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.rollout.api.GenerationConfig;
+import org.rollout.api.GenerationException;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.Interaction;
 import org.rollout.api.ModelRequest;
@@ -726,6 +727,9 @@ public final class OpenAIProxy implements AutoCloseable {
             throw sessionClosedDuring(session);
         } catch (IllegalArgumentException e) {
             throw OpenAIError.invalid(null, "The inference engine refused the request: " + e.getMessage());
+        } catch (GenerationException e) {
+            log.warn("session {}: generation failed: {}", session.id(), e.getMessage());
+            throw new OpenAIError(500, "server_error", null, "engine_error", "The inference engine failed: " + e);
         } catch (RuntimeException e) {
             log.warn("session {}: generation failed", session.id(), e);
             throw new OpenAIError(500, "server_error", null, "engine_error", "The inference engine failed: " + e);

@@ -127,7 +127,7 @@ public final class ProxySession implements AutoCloseable {
         int bestLength = -1;
         for (Interaction it : recorded) {
             int length = it.messages().size() + it.outputMessages().size();
-            if (length >= bestLength && length <= messages.size() && extends_(messages, it)) {
+            if (length >= bestLength && length <= messages.size() && continues(messages, it)) {
                 best = it;
                 bestLength = length;
             }
@@ -135,7 +135,7 @@ public final class ProxySession implements AutoCloseable {
         return best;
     }
 
-    private static boolean extends_(List<Map<String, Object>> messages, Interaction candidate) {
+    private static boolean continues(List<Map<String, Object>> messages, Interaction candidate) {
         List<Map<String, Object>> prefix = new ArrayList<>(candidate.messages());
         prefix.addAll(candidate.outputMessages());
         if (prefix.isEmpty()) {

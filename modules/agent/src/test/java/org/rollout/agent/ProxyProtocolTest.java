@@ -339,4 +339,67 @@ class ProxyProtocolTest {
                 .isEqualTo("abc END tail");
         assertThat(List.of(r.status())).containsExactly(200);
     }
+
+    @Test
+    void aStreamedChatIsServerSentEventsEndingWithDone() throws Exception {
+        engine.thenReply("Hello there, streaming world!");
+        start();
+        ProxyHttp.Reply r = ProxyHttp.post(
+                url("/chat/completions"),
+                session.apiKey(),
+                "{\"stream\": true, \"stream_options\": {\"include_usage\": true}, \"messages\": [{\"role\":"
+                        + " \"user\", \"content\": \"Hi\"}]}");
+        assertThat(r.status()).isEqualTo(200);
+        List<String> events = List.of(r.raw().split("\n\n"));
+        assertThat(events).allSatisfy(e -> assertThat(e).startsWith("data: "));
+        assertThat(events.getLast()).isEqualTo("data: [DONE]");
+        List<JsonNode> chunks = new java.util.ArrayList<>();
+        for (String e : events.subList(0, events.size() - 1)) {
+            chunks.add(ProxyHttp.JSON.readTree(e.substring("data: ".length())));
+        }
+        assertThat(chunks).allSatisfy(c -> assertThat(c.get("object").asText()).isEqualTo("chat.completion.chunk"));
+        assertThat(chunks.getFirst()
+                        .get("choices")
+                        .get(0)
+                        .get("delta")
+                        .get("role")
+                        .asText())
+                .isEqualTo("assistant");
+        StringBuilder text = new StringBuilder();
+        for (JsonNode c : chunks) {
+            JsonNode choices = c.get("choices");
+            if (!choices.isEmpty() && choices.get(0).get("delta").has("content")) {
+                text.append(choices.get(0).get("delta").get("content").asText());
+            }
+        }
+        assertThat(text.toString()).isEqualTo("Hello there, streaming world!");
+        JsonNode finish = chunks.get(chunks.size() - 2);
+        assertThat(finish.get("choices").get(0).get("finish_reason").asText()).isEqualTo("stop");
+        JsonNode usage = chunks.getLast();
+        assertThat(usage.get("choices")).isEmpty();
+        assertThat(usage.get("usage").get("completion_tokens").asInt()).isEqualTo(30);
+    }
+
+    @Test
+    void aStreamedTextCompletionEndsWithItsFinishReasonAndDone() throws Exception {
+        engine.thenReply("abc");
+        start();
+        ProxyHttp.Reply r =
+                ProxyHttp.post(url("/completions"), session.apiKey(), "{\"prompt\": [104, 105], \"stream\": true}");
+        assertThat(r.status()).isEqualTo(200);
+        assertThat(r.raw())
+                .endsWith("data: [DONE]\n\n")
+                .contains("\"text\":\"abc\"")
+                .contains("\"finish_reason\":\"stop\"");
+        assertThat(engine.requests().getFirst().inputIds()).containsExactly(104, 105);
+    }
+
+    @Test
+    void aTokenIdOutsideTheVocabularyIs400() throws Exception {
+        start();
+        ProxyHttp.Reply r = ProxyHttp.post(url("/completions"), session.apiKey(), "{\"prompt\": [1, 99999]}");
+        assertError(r, 400, "invalid_request_error", "prompt", null);
+        assertThat(r.error().get("message").asText())
+                .isEqualTo("prompt[1] = 99999 is not a token id of this model" + " (vocabulary size 263).");
+    }
 }
