@@ -10,10 +10,11 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.api.Tokenizer;
 import org.rollout.core.ByteLevelTokenizer;
 
 /**
- * An engine that answers with scripted texts in the built-in vocabulary, so a test chooses exactly
+ * An engine that answers with scripted texts (in the built-in vocabulary unless told otherwise), so a test chooses exactly
  * what the "model" says (a tool call, say). Each output token gets logprob {@code -0.01·(i+1)} and
  * the engine's current version. Thread-safe.
  */
@@ -21,7 +22,18 @@ public final class ScriptedEngine implements InferenceEngine {
     private final Deque<Object> script = new ArrayDeque<>();
     private final List<ModelRequest> requests = new ArrayList<>();
     private final CountDownLatch blocked = new CountDownLatch(1);
+    private final Tokenizer tokenizer;
     private volatile int version;
+
+    /** An engine whose replies are encoded with the built-in tokenizer. */
+    public ScriptedEngine() {
+        this(ByteLevelTokenizer.INSTANCE);
+    }
+
+    /** An engine whose replies are encoded with {@code tokenizer} and end in its EOS. */
+    public ScriptedEngine(Tokenizer tokenizer) {
+        this.tokenizer = tokenizer;
+    }
 
     /** An engine that answers each request with the next text followed by EOS. */
     public static ScriptedEngine replying(String... texts) {
@@ -84,14 +96,14 @@ public final class ScriptedEngine implements InferenceEngine {
             blocked.countDown();
             new CountDownLatch(1).await();
         }
-        int[] text = ByteLevelTokenizer.INSTANCE.encode((String) next);
+        int[] text = tokenizer.encode((String) next);
         int budget = request.gconfig().maxNewTokens();
         boolean stop = text.length + 1 <= budget;
         int n = stop ? text.length + 1 : budget;
         int[] out = new int[n];
         System.arraycopy(text, 0, out, 0, Math.min(text.length, n));
         if (stop) {
-            out[n - 1] = ByteLevelTokenizer.IM_END;
+            out[n - 1] = tokenizer.eosTokenId();
         }
         float[] logprobs = new float[n];
         int[] versions = new int[n];
