@@ -20,7 +20,8 @@ import org.rollout.core.WorkflowResolver;
  *   <tr><td>turn_discount</td><td>1.0</td><td>(0, 1]: reward[i] = own reward + turn_discount ×
  *       reward[i+1], from the last completion backwards</td></tr>
  *   <tr><td>admin_api_key</td><td>areal-admin-key</td><td>the Bearer key external clients use to
- *       claim online sessions</td></tr>
+ *       claim online sessions; the proxy enforces it, so start it with {@code
+ *       ProxyConfig.defaults().withAdminApiKey(options.adminApiKey())}</td></tr>
  *   <tr><td>online_timeout</td><td>3600</td><td>seconds an online episode waits for its reward
  *       (ours; AReaL's sessions expire after the same hour)</td></tr>
  * </table>

@@ -21,7 +21,8 @@ import org.rollout.api.WorkflowContext;
  *            POST {base_url}/reward {"reward": 1.0} or {"reward": {"chatcmpl-…": 1.0}}
  * </pre>
  *
- * <p>No reward in time: {@code Rejected("online session … got no reward within …")}. A reward with
+ * <p>No reward in time: {@code Rejected("online session … got no reward within …")}; the proxy
+ * closing first: {@code Rejected("online session … was closed before its reward arrived")}. A reward with
  * no completion: {@code Rejected("no completions")}. The session is closed in a finally, so an
  * interrupted episode aborts the client's generation in flight. Export, rewards and the
  * {@code reward} statistic are as in {@link ProxyAgentWorkflow}. Thread-safe.
@@ -43,6 +44,8 @@ public final class OnlineAgentWorkflow implements RolloutWorkflow {
         Object reward;
         try {
             reward = session.awaitReward(options.onlineTimeout());
+        } catch (EpisodeRejectedException e) {
+            return EpisodeResult.rejected(e.reason());
         } catch (TimeoutException e) {
             return EpisodeResult.rejected("online session " + session.id() + " got no reward within "
                     + seconds(options.onlineTimeout()) + " s (rollout.agent.online_timeout); "

@@ -104,15 +104,17 @@ public final class ProxySession implements AutoCloseable {
     /**
      * Waits for the reward an online client posts.
      *
-     * @return the posted reward: a {@code Double} or a {@code Map<String, Double>}
+     * @return the posted reward: a {@code Double} or a {@code Map<String, Object>} of numbers
      * @throws TimeoutException when none arrives in time
+     * @throws EpisodeRejectedException when the session is closed first (the proxy is closing)
      * @throws InterruptedException when interrupted
      */
-    public Object awaitReward(Duration timeout) throws TimeoutException, InterruptedException {
+    public Object awaitReward(Duration timeout)
+            throws TimeoutException, EpisodeRejectedException, InterruptedException {
         try {
             return reward.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
-            throw new IllegalStateException("session " + id + ": reward future failed", e.getCause());
+            throw new EpisodeRejectedException("online session " + id + " was closed before its reward arrived");
         }
     }
 
@@ -190,6 +192,8 @@ public final class ProxySession implements AutoCloseable {
                 return;
             }
             closed = true;
+            // An online episode still waiting learns that no reward can come any more.
+            reward.completeExceptionally(new IllegalStateException("session " + id + " closed"));
             for (Thread t : generating) {
                 t.interrupt();
             }

@@ -144,6 +144,16 @@ class OnlineModeTest {
     }
 
     @Test
+    void anOnlineEpisodeEndsRejectedWhenTheProxyCloses() throws Exception {
+        start(new ScriptedEngine());
+        CompletableFuture<EpisodeResult> episode = runInBackground(new OnlineAgentWorkflow(proxy, ONLINE), Map.of());
+        BuiltInModel.await("the online session to open", Duration.ofSeconds(30), () -> proxy.openSessions() == 1);
+        proxy.close();
+        assertThat(episode.get(30, TimeUnit.SECONDS))
+                .isEqualTo(EpisodeResult.rejected("online session 30:0 was closed before its reward arrived"));
+    }
+
+    @Test
     void claimingNeedsTheAdminKey() throws Exception {
         start(new ScriptedEngine());
         ProxyHttp.Reply r = ProxyHttp.post(proxy.baseUrl() + "/online/claim", "sk-wrong", "{}");
