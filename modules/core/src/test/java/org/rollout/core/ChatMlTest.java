@@ -12,7 +12,8 @@ class ChatMlTest {
     private static final ChatTemplate QWEN_TOOLS =
             ChatTemplate.compile("qwen2.5 tools", TokenizerFixtures.template("qwen2.5-tools-exact.jinja"));
 
-    private static final Map<String, Object> ADD_TOOL = Map.of(
+    // Ordered maps throughout: JSON key order follows iteration order, and Map.of's is random per JVM.
+    private static final Map<String, Object> ADD_TOOL = ordered(
             "type",
             "function",
             "function",
