@@ -61,17 +61,16 @@ final class SynchronousDemoLoop implements AutoCloseable {
         int groupSize = config.gconfig().nSamples();
         List<TrainingGroup> groups = new ArrayList<>();
         List<List<Future<EpisodeResult>>> pending = new ArrayList<>();
-        List<Map<String, Object>> items = new ArrayList<>();
         for (int g = 0; g < config.groupsPerStep(); g++) {
             Map<String, Object> item = LetterTask.item(config.promptSeed(), nextItem++);
-            items.add(item);
             List<Future<EpisodeResult>> slots = new ArrayList<>();
             for (int s = 0; s < groupSize; s++) {
-                long seed = new SplittableRandom(config.weightsSeed() * 1_000_003L + step)
-                        .split()
-                        .nextLong(Long.MAX_VALUE - (g * 64L + s));
+                // A distinct sampling seed per (run, step, group, slot): the group's samples differ,
+                // and the same configuration replays the same samples.
+                long seed = new SplittableRandom(config.weightsSeed()).split().nextLong()
+                        ^ ((long) step << 32 | (long) g << 16 | s);
                 GenerationConfig gconfig =
-                        config.gconfig().toBuilder().seed(seed + g * 64L + s).build();
+                        config.gconfig().toBuilder().seed(seed).build();
                 RLVRWorkflow workflow =
                         new RLVRWorkflow(new LetterReward(), gconfig, ByteLevelTokenizer.INSTANCE, false);
                 slots.add(threads.submit(() -> workflow.runEpisode(engine, item)));
