@@ -23,8 +23,9 @@ import java.util.SplittableRandom;
  *
  * <p>Why the prompt shows the letter eight times: the built-in model reads the prompt only
  * through the normalised bag of its tokens ({@code h} in {@code docs/model-server.md}); a letter
- * named once is about 4% of that bag, too faint to learn from in a demo-length run, eight more copies
- * make it about 60%. See {@code docs/demo.md}. Stateless and thread-safe.
+ * named once is about 4% of that bag (λ = 0.85), too faint to learn from in a demo-length run; with
+ * eight more copies and the demo model's λ = 1 it is about 60%. See {@code docs/demo.md}.
+ * Stateless and thread-safe.
  */
 public final class LetterTask {
     /** The seed of {@link #item(long)}. */
