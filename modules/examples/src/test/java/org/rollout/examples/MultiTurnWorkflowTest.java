@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.rollout.examples.ScriptedEngine.concat;
 import static org.rollout.examples.ScriptedEngine.filled;
 
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -12,7 +13,10 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
+import org.rollout.api.InferenceEngine;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.api.ModelRequest;
+import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.api.Tokenizer;
@@ -220,5 +224,89 @@ class MultiTurnWorkflowTest {
                         true)))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessageContaining("not a MultiTurnWorkflow kwarg");
+    }
+
+    @Test
+    void refusesAChatTemplateThatDoesNotExtendAConversationByAppending() {
+        Tokenizer trailing = new DelegatingTokenizer(TOK) {
+            @Override
+            public String applyChatTemplate(List<Map<String, Object>> messages, boolean addGenerationPrompt) {
+                return TOK.applyChatTemplate(messages, addGenerationPrompt) + "[end of conversation]";
+            }
+        };
+
+        assertThatThrownBy(() -> new MultiTurnWorkflow(new ScriptedReward(), GCONFIG, trailing, 2, 1.0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("does not render [assistant] as a prefix of [assistant, user]");
+    }
+
+    @Test
+    void anEngineAnsweringForAnotherPromptIsAnErrorNamingTheTurn() {
+        InferenceEngine lying = new InferenceEngine() {
+            @Override
+            public ModelResponse generate(ModelRequest request) {
+                return ModelResponse.of(
+                        new int[] {'?'},
+                        new int[] {'x'},
+                        new float[] {-1f},
+                        new int[] {0},
+                        StopReason.STOP,
+                        Duration.ZERO);
+            }
+
+            @Override
+            public int version() {
+                return 0;
+            }
+        };
+        MultiTurnWorkflow workflow = new MultiTurnWorkflow(new ScriptedReward(0.0, 0.0), GCONFIG, TOK, 2, 1.0);
+
+        assertThatThrownBy(() -> workflow.runEpisode(lying, DATA))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("turn 1: the engine answered for a prompt that does not extend the conversation");
+    }
+
+    /** A tokenizer that forwards everything; tests override one method. */
+    private static class DelegatingTokenizer implements Tokenizer {
+        private final Tokenizer inner;
+
+        DelegatingTokenizer(Tokenizer inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public int[] encode(String text) {
+            return inner.encode(text);
+        }
+
+        @Override
+        public String decode(int[] ids, boolean skipSpecialTokens) {
+            return inner.decode(ids, skipSpecialTokens);
+        }
+
+        @Override
+        public int eosTokenId() {
+            return inner.eosTokenId();
+        }
+
+        @Override
+        public int padTokenId() {
+            return inner.padTokenId();
+        }
+
+        @Override
+        public int vocabSize() {
+            return inner.vocabSize();
+        }
+
+        @Override
+        public boolean isSpecial(int id) {
+            return inner.isSpecial(id);
+        }
+
+        @Override
+        public String applyChatTemplate(List<Map<String, Object>> messages, boolean addGenerationPrompt) {
+            return inner.applyChatTemplate(messages, addGenerationPrompt);
+        }
     }
 }

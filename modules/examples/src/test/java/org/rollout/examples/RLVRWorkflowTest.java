@@ -280,6 +280,41 @@ class RLVRWorkflowTest {
     }
 
     @Test
+    void aRewardFunctionClassWithoutAPublicNoArgConstructorIsRefusedSayingSo() {
+        Map<String, Object> kwargs =
+                Map.of("gconfig", GCONFIG, "tokenizer", TOK, "reward_fn", NeedsArgs.class.getName());
+
+        assertThatThrownBy(() -> new RLVRWorkflow(kwargs))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("has no public no-arg constructor");
+    }
+
+    @Test
+    void aRewardFunctionWhoseConstructorThrowsIsReportedWithTheCause() {
+        Map<String, Object> kwargs =
+                Map.of("gconfig", GCONFIG, "tokenizer", TOK, "reward_fn", Throwing.class.getName());
+
+        assertThatThrownBy(() -> new RLVRWorkflow(kwargs))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("reward_fn " + Throwing.class.getName() + ": its constructor threw")
+                .hasMessageContaining("no grader configured")
+                .hasRootCauseMessage("no grader configured");
+    }
+
+    @Test
+    void aRewardFunctionFieldThatIsMissingOrNotStaticIsRefusedSayingSo() {
+        String owner = ConstantReward.class.getName();
+        assertThatThrownBy(() ->
+                        new RLVRWorkflow(Map.of("gconfig", GCONFIG, "tokenizer", TOK, "reward_fn", owner + "#MISSING")))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("has no public field MISSING");
+        assertThatThrownBy(() -> new RLVRWorkflow(
+                        Map.of("gconfig", GCONFIG, "tokenizer", TOK, "reward_fn", owner + "#instanceField")))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("the field is not static");
+    }
+
+    @Test
     void anUnknownKwargIsRefusedListingTheKnownOnes() {
         Map<String, Object> kwargs =
                 Map.of("gconfig", GCONFIG, "tokenizer", TOK, "reward_fn", new ConstantReward(), "max_turns", 3);
@@ -353,9 +388,37 @@ class RLVRWorkflowTest {
     public static final class ConstantReward implements RewardFunction {
         public static final RewardFunction HALF = (p, c, pi, ci, d) -> 0.5;
 
+        public final RewardFunction instanceField = (p, c, pi, ci, d) -> 0.1;
+
         @Override
         public double reward(String p, String c, int[] pi, int[] ci, Map<String, Object> d) {
             return 0.25;
+        }
+    }
+
+    /** A reward class without a no-arg constructor. */
+    public static final class NeedsArgs implements RewardFunction {
+        private final double value;
+
+        public NeedsArgs(double value) {
+            this.value = value;
+        }
+
+        @Override
+        public double reward(String p, String c, int[] pi, int[] ci, Map<String, Object> d) {
+            return value;
+        }
+    }
+
+    /** A reward class whose constructor fails. */
+    public static final class Throwing implements RewardFunction {
+        public Throwing() {
+            throw new IllegalStateException("no grader configured");
+        }
+
+        @Override
+        public double reward(String p, String c, int[] pi, int[] ci, Map<String, Object> d) {
+            return 0;
         }
     }
 }

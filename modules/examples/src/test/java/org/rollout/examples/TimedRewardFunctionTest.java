@@ -95,6 +95,19 @@ class TimedRewardFunctionTest {
     }
 
     @Test
+    void anErrorOnTheLastAttemptPropagatesAsIs() {
+        Error error = new Error("out of grader memory");
+
+        assertThatThrownBy(() -> call(new TimedRewardFunction(
+                        (p, c, pi, ci, d) -> {
+                            throw error;
+                        },
+                        LONG,
+                        1)))
+                .isSameAs(error);
+    }
+
+    @Test
     void retriesAnAttemptThatTimedOutAfterInterruptingIt() throws Exception {
         AtomicInteger calls = new AtomicInteger();
         CountDownLatch interrupted = new CountDownLatch(1);

@@ -34,9 +34,8 @@ public record DemoConfig(
         int steps,
         long promptSeed) {
 
-    /** The tuned defaults' values, for documentation and for the CLI's configuration defaults. */
+    // The tuned defaults, also for the CLI's configuration defaults (measurements: docs/demo.md).
     public static final int GROUP_SIZE = 8;
-
     public static final int MAX_NEW_TOKENS = 8;
     public static final double TEMPERATURE = 1.0;
     public static final int GROUPS_PER_STEP = 26;

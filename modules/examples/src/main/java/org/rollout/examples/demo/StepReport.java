@@ -3,6 +3,7 @@ package org.rollout.examples.demo;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -51,7 +52,7 @@ public record StepReport(
     /** One line: {@code v12 reward 0.412 spread 0.183 tokens 512 clip 0.02 |g| 0.031 97 ms}. */
     public String summary() {
         return String.format(
-                java.util.Locale.ROOT,
+                Locale.ROOT,
                 "v%d reward %.3f spread %.3f tokens %d clip %.3f |g| %.4f %d ms",
                 version,
                 meanReward,

@@ -186,4 +186,14 @@ class DemoTrainingTest {
         assertThat(TinyLmWeights.read(v0)).isEqualTo(TinyLmWeights.seeded(4, d.initStd(), d.decay()));
         assertThat(TinyLmWeights.read(v0).decay()).isEqualTo(1.0f);
     }
+
+    @Test
+    void initialWeightsThatCannotBeWrittenNameThePath() throws Exception {
+        Path notADirectory = java.nio.file.Files.writeString(dir.resolve("file"), "x");
+
+        assertThatThrownBy(() -> DemoTraining.initialWeights(4, notADirectory))
+                .isInstanceOf(org.rollout.modelserver.WeightFileException.class)
+                .hasMessageContaining(notADirectory.resolve("v0.rlm").toString())
+                .hasMessageContaining("cannot create the weights directory");
+    }
 }

@@ -15,6 +15,7 @@ import org.rollout.modelserver.TinyLm;
 import org.rollout.modelserver.TinyLmGradient;
 import org.rollout.modelserver.TinyLmOptimizer;
 import org.rollout.modelserver.TinyLmWeights;
+import org.rollout.modelserver.WeightFileException;
 
 /**
  * {@link GrpoTrainer}: the step is compared with the same GRPO/PPO-clip gradient computed here by
@@ -257,6 +258,31 @@ class GrpoTrainerTest {
         assertThatThrownBy(() -> trainer(0).step(Rows.batch(1, Rows.group(8, noRewards))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("task 8: the group has no 'rewards' [B] tensor (got none)");
+    }
+
+    @Test
+    void aNonFiniteRewardIsRefusedNamingTheTaskAndRow() {
+        Spec a = spec(new int[] {'a'}, 0);
+        Spec b = spec(new int[] {'b'}, 0);
+
+        assertThatThrownBy(() -> trainer(0).step(Rows.batch(1, Rows.group(9, rowOf(a, 1.0), rowOf(b, Double.NaN)))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("task 9 row 1: reward is NaN");
+    }
+
+    @Test
+    void weightsThatCannotBeWrittenFailTheStepAndLeaveTheTrainerWhereItWas() throws Exception {
+        Path notADirectory = Files.writeString(dir.resolve("file"), "x");
+        GrpoTrainer trainer = new GrpoTrainer(W0, new GrpoTrainer.Config(LR, 0, EPS, 1.0, notADirectory));
+        Spec a = spec(new int[] {'a'}, 0);
+        Spec b = spec(new int[] {'b'}, 0);
+
+        assertThatThrownBy(() -> trainer.step(Rows.batch(1, Rows.group(1, rowOf(a, 1.0), rowOf(b, 0.0)))))
+                .isInstanceOf(WeightFileException.class)
+                .hasMessageContaining(notADirectory.resolve("v1.rlm").toString())
+                .hasMessageContaining("cannot create the weights directory");
+        assertThat(trainer.version()).isZero();
+        assertThat(trainer.weights()).isEqualTo(W0);
     }
 
     @Test
