@@ -34,7 +34,8 @@ final class TextChart {
         String blank = " ".repeat(top.length());
         for (int row = height - 1; row >= 0; row--) {
             StringBuilder sb = new StringBuilder();
-            sb.append(row == height - 1 ? top : row == 0 ? bottom : blank).append(row == 0 || row == height - 1 ? " ┤" : " │");
+            sb.append(row == height - 1 ? top : row == 0 ? bottom : blank)
+                    .append(row == 0 || row == height - 1 ? " ┤" : " │");
             for (double v : cols) {
                 double level = Math.max(0, Math.min(1, (v - min) / span)) * height * 8;
                 int eighths = (int) Math.round(level) - row * 8;

@@ -9,8 +9,7 @@ class TextChartTest {
     @Test
     void aRisingSeriesFillsItsColumnsFromTheBottom() {
         List<String> lines = TextChart.columns(new double[] {0, 0.5, 1}, 0, 1, 2, 60, "step 1..3");
-        assertThat(lines)
-                .containsExactly(" 1.00 ┤  █", " 0.00 ┤ ██", "       └─── step 1..3");
+        assertThat(lines).containsExactly(" 1.00 ┤  █", " 0.00 ┤ ██", "       └─── step 1..3");
     }
 
     @Test

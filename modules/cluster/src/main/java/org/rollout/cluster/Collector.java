@@ -89,6 +89,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** The weight version moved on: statistics of older versions are written out. */
     record VersionChanged(int version) implements Command {}
 
+    /** The evaluation pass that started at {@code version} has finished: its statistics are written. */
+    record EvalPassFinished(int version) implements Command {}
+
     /** Asks for the collector's part of the status. */
     record GetStatus(ActorRef<Status> replyTo) implements Command {}
 
@@ -161,6 +164,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
+                .onMessage(EvalPassFinished.class, e -> {
+                    stats.flushEval(e.version());
+                    return this;
+                })
                 .onMessage(Tick.class, t -> onTick())
                 .onMessage(GetStatus.class, this::onGetStatus)
                 .onMessage(Flush.class, f -> {

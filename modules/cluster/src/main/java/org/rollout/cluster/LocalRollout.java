@@ -17,6 +17,7 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.rollout.core.StalenessBudget;
+import org.slf4j.LoggerFactory;
 
 /**
  * A whole rollout engine in one {@link ActorSystem}: the version topic, the collector, the
@@ -87,6 +88,7 @@ public final class LocalRollout implements AutoCloseable {
     private final Refs refs;
     private final StatsBook stats;
     private final LocalRolloutClient client;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private LocalRollout(ActorSystem<Void> system, Refs refs, StatsBook stats, Duration publishTimeout) {
         this.system = system;
@@ -169,9 +171,12 @@ public final class LocalRollout implements AutoCloseable {
         return refs;
     }
 
-    /** Writes the statistics still held, then stops every actor. Waits up to 30 s. */
+    /** Writes the statistics still held, then stops every actor. Waits up to 30 s; idempotent. */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         try {
             AskPattern.<Collector.Command, Boolean>ask(
                             refs.collector(), Collector.Flush::new, Duration.ofSeconds(10), system.scheduler())
@@ -188,7 +193,8 @@ public final class LocalRollout implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {
-            // The system is going down regardless; nothing more to do.
+            LoggerFactory.getLogger(LocalRollout.class)
+                    .warn("the actor system did not terminate within 30 s: {}", e.toString());
         }
     }
 }

@@ -100,6 +100,15 @@ public final class RolloutConfig {
      * @throws ConfigErrors when several are
      */
     public static RolloutSettings load(Path file, List<String> overrides) {
+        return load(file, overrides, ConfigFactory.empty());
+    }
+
+    /**
+     * Like {@link #load(Path, List)}, with a {@code profile} between the file and the defaults of
+     * {@code reference.conf}: a launcher's own defaults (e.g. the demo's batch size) that a user's
+     * file and overrides still win over. The profile is validated like user input.
+     */
+    public static RolloutSettings load(Path file, List<String> overrides, Config profile) {
         List<InvalidConfigException> errors = new ArrayList<>();
         Config over = ConfigFactory.empty();
         for (String o : overrides) {
@@ -118,7 +127,7 @@ public final class RolloutConfig {
             }
         }
         throwIfAny(errors);
-        return load(over.withFallback(fromFile));
+        return load(over.withFallback(fromFile).withFallback(profile));
     }
 
     /**

@@ -122,6 +122,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final Set<Long> pausedBy = new HashSet<>();
     private long nextTaskId;
     private int evalInFlight;
+    private int evalVersion;
     private boolean exhausted;
     private long redispatched;
     private int buffered;
@@ -274,7 +275,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (f.isEval()) {
             evalInFlight--;
             if (evalInFlight == 0 && evalPending.isEmpty()) {
-                getContext().getLog().info("evaluation pass finished");
+                getContext().getLog().info("evaluation pass at version {} finished", evalVersion);
+                collector.tell(new Collector.EvalPassFinished(evalVersion));
             }
         } else if (done.accepted()) {
             budget.onAccept();
@@ -306,6 +308,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             return;
         }
         getContext().getLog().info("evaluation pass over {} items at version {}", evalItems.size(), version);
+        evalVersion = version;
         evalPending.addAll(evalItems);
     }
 
@@ -332,7 +335,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 break;
             }
             evalInFlight++;
-            dispatch(nextTaskId++, 0, evalPending.pollFirst(), true, r, budget.version());
+            dispatch(nextTaskId++, 0, evalPending.pollFirst(), true, r, evalVersion);
         }
         while (!exhausted && budget.canAdmit() && buffered + budget.running() < queueSize) {
             ActorRef<GroupRunner.Command> r = leastLoaded(false);

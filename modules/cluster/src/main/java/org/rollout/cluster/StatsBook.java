@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.rollout.api.TrainingGroup;
+import org.rollout.api.WorkflowContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -83,17 +84,51 @@ public final class StatsBook {
         g.groupMetrics().forEach(p.scalars::scalar);
     }
 
-    /** Writes out every version below {@code version}. */
+    /**
+     * Writes out the training pages of every version below {@code version}. Evaluation pages wait
+     * for {@link #flushEval}: a pass is tagged with the version it started at and may finish after
+     * the version has moved on, and one pass must stay one line.
+     */
     public synchronized void flushBefore(int version) {
-        while (!open.isEmpty() && open.firstKey() < version) {
-            var e = open.pollFirstEntry();
-            e.getValue().forEach((scope, page) -> write(e.getKey(), scope, page));
+        for (var it = open.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (e.getKey() >= version) {
+                break;
+            }
+            for (var pages = e.getValue().entrySet().iterator(); pages.hasNext(); ) {
+                var page = pages.next();
+                if (!page.getKey().equals(WorkflowContext.EVAL_ROLLOUT_SCOPE)) {
+                    write(e.getKey(), page.getKey(), page.getValue());
+                    pages.remove();
+                }
+            }
+            if (e.getValue().isEmpty()) {
+                it.remove();
+            }
         }
     }
 
-    /** Writes out everything still held. */
+    /** Writes out the evaluation page of the pass that started at {@code version}. */
+    public synchronized void flushEval(int version) {
+        Map<String, Page> pages = open.get(version);
+        if (pages == null) {
+            return;
+        }
+        Page page = pages.remove(WorkflowContext.EVAL_ROLLOUT_SCOPE);
+        if (page != null) {
+            write(version, WorkflowContext.EVAL_ROLLOUT_SCOPE, page);
+        }
+        if (pages.isEmpty()) {
+            open.remove(version);
+        }
+    }
+
+    /** Writes out everything still held, in version order. */
     public synchronized void flushAll() {
-        flushBefore(Integer.MAX_VALUE);
+        while (!open.isEmpty()) {
+            var e = open.pollFirstEntry();
+            e.getValue().forEach((scope, page) -> write(e.getKey(), scope, page));
+        }
     }
 
     /** Every line written so far, oldest first. */

@@ -365,7 +365,11 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         }
         try {
             return http.start(server, call.get(), ABORT_TIMEOUT).handle((r, err) -> {
-                if (err != null) {
+                if (err != null && closed) {
+                    // Shutting down: the engine's own client is closing under the abort; the servers
+                    // drop the request when its connection goes.
+                    log.debug("abort of rid {} on {} dropped at shutdown: {}", rid, server, err.toString());
+                } else if (err != null) {
                     log.warn("could not abort rid {} on {} ({}): {}", rid, server, why, err.toString());
                 } else if (!HttpExchanges.isSuccess(r.statusCode())) {
                     log.warn("abort of rid {} on {} ({}) answered HTTP {}", rid, server, why, r.statusCode());

@@ -1,0 +1,356 @@
+package org.rollout.cli;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.PrintStream;
+import java.net.http.HttpClient;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
+import org.rollout.agent.AgentOptions;
+import org.rollout.agent.AgentWorkflows;
+import org.rollout.agent.OpenAIProxy;
+import org.rollout.agent.ProxyConfig;
+import org.rollout.api.AcceptFilter;
+import org.rollout.api.GenerationConfig;
+import org.rollout.api.InvalidConfigException;
+import org.rollout.api.RolloutWorkflow;
+import org.rollout.api.Tokenizer;
+import org.rollout.cluster.GeneratedPromptSource;
+import org.rollout.cluster.JsonlPromptSource;
+import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.LocalRolloutClient;
+import org.rollout.cluster.NodeServices;
+import org.rollout.cluster.PromptSource;
+import org.rollout.cluster.RemoteEngines;
+import org.rollout.cluster.RolloutSettings;
+import org.rollout.core.AcceptFilters;
+import org.rollout.core.Tokenizers;
+import org.rollout.core.TrajectoryDumper;
+import org.rollout.core.TrajectoryFormatChecker;
+import org.rollout.core.WorkflowResolver;
+import org.rollout.examples.BuiltinWorkflows;
+import org.rollout.examples.demo.DemoConfig;
+import org.rollout.examples.demo.DemoTraining;
+import org.rollout.examples.demo.GrpoTrainer;
+import org.rollout.examples.demo.LetterTask;
+import org.rollout.examples.demo.StepReport;
+import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.inference.ServerAddress;
+import org.rollout.modelserver.LatencyModel;
+import org.rollout.modelserver.ModelServer;
+import org.rollout.modelserver.ModelServerConfig;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.RolloutStatus;
+
+/**
+ * One {@code rollout local} run: everything it starts, in order, and the summary it prints.
+ *
+ * <pre>
+ *   v0 weights ─► model servers (127.0.0.1, free ports) ─► RemoteInferenceEngine
+ *   workflow (demo: RLVR + letter reward | agent: LetterAgent through the proxy)
+ *   LocalRollout (coordinator, runner, groups, collector, weight version)
+ *   GrpoTrainer ◄─ batches ── RolloutClient ── publish v+1 ─► servers load it
+ * </pre>
+ *
+ * Everything started is closed in reverse order, also on failure.
+ */
+final class LocalRun {
+    static final int DEFAULT_STEPS = 150;
+    static final int DEMO_EVAL_EVERY = 10;
+    /** {@code --simulate-gpu}: decode steps of 5 ms plus 1 ms per running sequence. */
+    static final LatencyModel SIMULATED_GPU =
+            new LatencyModel(Duration.ZERO, Duration.ofMillis(5), Duration.ofMillis(1));
+
+    static final String LETTER_AGENT = "org.rollout.examples.agents.LetterAgent";
+
+    private final RolloutSettings settings;
+    private final String workflow;
+    private final int steps;
+    private final int serverCount;
+    private final boolean statusInPlace;
+    private final PrintStream out;
+    private final List<AutoCloseable> toClose = new ArrayList<>();
+    private LatencyModel latency = LatencyModel.NONE;
+    private UnaryOperator<RolloutClient> clientDecorator = UnaryOperator.identity();
+
+    LocalRun(
+            RolloutSettings settings,
+            String workflow,
+            int steps,
+            int serverCount,
+            boolean statusInPlace,
+            PrintStream out) {
+        this.settings = settings;
+        this.workflow = workflow;
+        this.steps = steps;
+        this.serverCount = serverCount;
+        this.statusInPlace = statusInPlace;
+        this.out = out;
+    }
+
+    /** Makes the model servers take the modelled time per step (a simulated GPU). */
+    LocalRun withLatency(LatencyModel model) {
+        this.latency = model;
+        return this;
+    }
+
+    /** Wraps the trainer's client, e.g. to observe every batch in a test. */
+    LocalRun withClientDecorator(UnaryOperator<RolloutClient> decorator) {
+        this.clientDecorator = decorator;
+        return this;
+    }
+
+    void execute() throws Exception {
+        long started = System.nanoTime();
+        Path runDir = settings.runDirectory()
+                .orElseThrow(() -> new InvalidConfigException(
+                        "rollout.trial_name", settings.rollout().trialName(), "a non-blank directory name"));
+        Path weightsDir = runDir.resolve("weights");
+        DemoConfig demo = DemoConfig.defaults().withGconfig(settings.gconfig());
+        Path v0 = DemoTraining.initialWeights(demo, weightsDir);
+        try {
+            List<ServerAddress> addresses = startServers(v0);
+            RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig(addresses));
+            toClose.add(engine);
+            engine.initialize();
+            Tokenizer tokenizer = Tokenizers.load(settings.rollout().tokenizerPath());
+            ExecutorService blocking = NodeServices.virtualThreads();
+            toClose.add(blocking::shutdownNow);
+            HttpClient http = HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(10))
+                    .build();
+            Workflows wf = workflows(engine, tokenizer);
+            RolloutSettings.Rollout r = settings.rollout();
+            NodeServices svc = new NodeServices(
+                    RemoteEngines.controllable(engine),
+                    wf.train(),
+                    wf.eval(),
+                    settings.trainGroupOptions(),
+                    settings.evalGroupOptions(),
+                    acceptFilter(settings.acceptSpec()),
+                    r.dumpToFile()
+                            ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
+                            : null,
+                    r.checkTrajectoryFormat() ? new TrajectoryFormatChecker() : null,
+                    settings.stalenessPolicy(),
+                    r.maxHeadOffpolicyness(),
+                    r.episodeTimeout(),
+                    http,
+                    blocking);
+            LocalRollout.Spec spec = new LocalRollout.Spec(
+                    svc,
+                    settings.stalenessBudget(),
+                    promptSource(),
+                    evalItems(),
+                    evalEvery(),
+                    r.evalMaxConcurrent(),
+                    r.queueSize(),
+                    RemoteEngines.publisher(engine),
+                    0,
+                    r.nodeCapacity(),
+                    r.batchAckTimeout(),
+                    r.prepareTimeout(),
+                    r.weightUpdateTimeout(),
+                    runDir.resolve("stats.jsonl"));
+            printHeader(runDir, addresses);
+            LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
+            toClose.add(rollout);
+            GrpoTrainer trainer = new GrpoTrainer(
+                    demo.initialWeights(),
+                    new GrpoTrainer.Config(
+                            demo.learningRate(),
+                            demo.warmupSteps(),
+                            demo.clipEpsilon(),
+                            settings.gconfig().temperature(),
+                            weightsDir));
+            List<StepReport> reports = train(rollout.client(), trainer, started);
+            RolloutStatus finalStatus = rollout.client().status();
+            rollout.close(); // writes the statistics still held, so the summary sees every version
+            Summary.print(
+                    out,
+                    new Summary.Run(
+                            Duration.ofNanos(System.nanoTime() - started),
+                            reports,
+                            finalStatus,
+                            rollout.stats().history(),
+                            runDir,
+                            r.dumpToFile(),
+                            workflow));
+        } finally {
+            closeAll();
+        }
+    }
+
+    private List<ServerAddress> startServers(Path v0) throws Exception {
+        List<ServerAddress> addresses = new ArrayList<>();
+        for (int i = 0; i < serverCount; i++) {
+            ModelServer server = ModelServer.start(
+                    ModelServerConfig.defaults().withPort(0).withWeightsPath(v0).withLatency(latency));
+            toClose.add(server::close);
+            addresses.add(new ServerAddress("127.0.0.1", server.port()));
+        }
+        return addresses;
+    }
+
+    record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
+
+    private Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
+        String name = settings.workflow();
+        if (workflow.equals("agent") || name.equals("agent")) {
+            AgentOptions options = AgentOptions.defaults();
+            OpenAIProxy proxy = OpenAIProxy.start(
+                    ProxyConfig.defaults().withAdminApiKey(options.adminApiKey()),
+                    engine,
+                    tokenizer,
+                    settings.gconfig());
+            toClose.add(proxy::close);
+            WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
+            RolloutWorkflow agent = resolver.resolve(LETTER_AGENT, Map.of()).workflow();
+            return new Workflows(agent, agent);
+        }
+        if (BuiltinWorkflows.isBuiltin(name)) {
+            return new Workflows(
+                    BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
+                    BuiltinWorkflows.create(name, settings.evalGconfig(), tokenizer, settings.workflowKwargs()));
+        }
+        WorkflowResolver resolver = new WorkflowResolver(WorkflowResolver.MODE_INLINE, null);
+        return new Workflows(
+                resolver.resolve(name, withInjected(settings.gconfig(), tokenizer))
+                        .workflow(),
+                resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
+                        .workflow());
+    }
+
+    /** A class-named workflow gets the GenerationConfig and tokenizer objects in its kwargs, as AReaL passes them. */
+    private Map<String, Object> withInjected(GenerationConfig g, Tokenizer tokenizer) {
+        Map<String, Object> kwargs = new HashMap<>(settings.workflowKwargs());
+        kwargs.put("gconfig", g);
+        kwargs.put("tokenizer", tokenizer);
+        return kwargs;
+    }
+
+    private static AcceptFilter acceptFilter(String spec) {
+        return switch (spec) {
+            case "all" -> AcceptFilters.all();
+            case "drop_equal_rewards" -> AcceptFilters.dropEqualRewards();
+            default -> WorkflowResolver.resolveAcceptFilter(spec);
+        };
+    }
+
+    private PromptSource promptSource() {
+        RolloutSettings.Dataset d = settings.dataset();
+        if (!d.train().isEmpty()) {
+            return new JsonlPromptSource(d.train(), true, d.shuffleSeed(), d.onMalformed());
+        }
+        return new GeneratedPromptSource(LetterTask::item, -1);
+    }
+
+    /** With the built-in letters as eval items, evaluate every {@value #DEMO_EVAL_EVERY} versions by default. */
+    private int evalEvery() {
+        int configured = settings.rollout().evalEvery();
+        return configured == 0 && settings.dataset().eval().isEmpty() ? DEMO_EVAL_EVERY : configured;
+    }
+
+    private List<Map<String, Object>> evalItems() {
+        RolloutSettings.Dataset d = settings.dataset();
+        if (!d.eval().isEmpty()) {
+            JsonlPromptSource eval = new JsonlPromptSource(d.eval(), false, null, d.onMalformed());
+            List<Map<String, Object>> items = new ArrayList<>();
+            for (Optional<Map<String, Object>> item = eval.next(); item.isPresent(); item = eval.next()) {
+                items.add(item.get());
+            }
+            return items;
+        }
+        return LetterTask.evalItems();
+    }
+
+    /** Small thread pools for two cores; the runtime's blocking work runs on virtual threads. */
+    private Config pekkoConfig() {
+        return ConfigFactory.parseString("""
+                        pekko.loglevel = WARNING
+                        pekko.loggers = ["org.apache.pekko.event.slf4j.Slf4jLogger"]
+                        pekko.logging-filter = "org.apache.pekko.event.slf4j.Slf4jLoggingFilter"
+                        pekko.actor.default-dispatcher.fork-join-executor.parallelism-max = 4
+                        pekko.coordinated-shutdown.exit-jvm = off
+                        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+                        """).withFallback(settings.config()).withFallback(ConfigFactory.load());
+    }
+
+    private List<StepReport> train(LocalRolloutClient client, GrpoTrainer trainer, long started) throws Exception {
+        RolloutClient trainerClient = clientDecorator.apply(client);
+        AtomicReference<StepReport> last = new AtomicReference<>();
+        StatusLine status = new StatusLine(steps, started);
+        ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "status-line");
+            t.setDaemon(true);
+            return t;
+        });
+        if (statusInPlace) {
+            ticker.scheduleAtFixedRate(
+                    () -> {
+                        try {
+                            out.print("\r" + status.render(last.get(), client.status(), client.coordinatorStatus()));
+                            out.flush();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        } catch (RuntimeException e) {
+                            // The engine is shutting down; the next tick or the summary reports.
+                        }
+                    },
+                    250,
+                    500,
+                    TimeUnit.MILLISECONDS);
+        }
+        try {
+            return DemoTraining.run(trainerClient, trainer, steps, report -> {
+                last.set(report);
+                if (!statusInPlace) {
+                    try {
+                        out.println(status.render(report, client.status(), client.coordinatorStatus()));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+        } finally {
+            ticker.shutdownNow();
+            ticker.awaitTermination(5, TimeUnit.SECONDS);
+            if (statusInPlace && last.get() != null) {
+                out.println("\r" + status.render(last.get(), client.status(), client.coordinatorStatus()));
+            }
+        }
+    }
+
+    private void printHeader(Path runDir, List<ServerAddress> addresses) {
+        out.println("Rollout Engine: local run of the " + workflow + " workflow (letters task), " + steps + " steps");
+        out.println("  model servers: " + addresses + "   run directory: " + runDir);
+        settings.warnings().forEach(w -> out.println("  note: " + w));
+        if (!Files.isDirectory(runDir)) {
+            out.println("  (the run directory is created as dumps arrive)");
+        }
+    }
+
+    private void closeAll() {
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            try {
+                toClose.get(i).close();
+            } catch (Exception e) {
+                System.err.println("while shutting down: " + e);
+            }
+        }
+        toClose.clear();
+    }
+}

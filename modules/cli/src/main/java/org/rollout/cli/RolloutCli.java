@@ -1,0 +1,40 @@
+package org.rollout.cli;
+
+import org.rollout.modelserver.ModelServerMain;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code rollout} command ({@code bin/rollout}).
+ *
+ * <pre>
+ *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
+ *   rollout model-server --port 30000 --seed 1
+ * </pre>
+ *
+ * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and
+ * what is allowed), 1 when the run itself failed.
+ */
+@Command(
+        name = "rollout",
+        mixinStandardHelpOptions = true,
+        version = "rollout 0.1.0",
+        description = "The Rollout Engine: produces training trajectories for LLM reinforcement learning.",
+        subcommands = {LocalCommand.class, CommandLine.HelpCommand.class})
+public final class RolloutCli implements Runnable {
+
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new RolloutCli());
+        cl.addSubcommand("model-server", new ModelServerMain());
+        return cl;
+    }
+
+    @Override
+    public void run() {
+        CommandLine.usage(this, System.out);
+    }
+}

@@ -1,0 +1,57 @@
+package org.rollout.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+class RolloutCliTest {
+    private record Run(int exit, String out, String err) {}
+
+    private static Run run(String... args) {
+        CommandLine cl = RolloutCli.commandLine();
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        cl.setOut(new PrintWriter(out));
+        cl.setErr(new PrintWriter(err));
+        java.io.PrintStream oldErr = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            int exit = cl.execute(args);
+            return new Run(exit, out.toString(), err + captured.toString(java.nio.charset.StandardCharsets.UTF_8));
+        } finally {
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void helpListsTheSubcommands() {
+        Run r = run("--help");
+        assertThat(r.exit()).isZero();
+        assertThat(r.out()).contains("local", "model-server");
+    }
+
+    @Test
+    void aBadConfigurationValueExitsWithTwoNamingTheKeyTheValueAndWhatIsAllowed() {
+        Run r = run("local", "--steps", "1", "gconfig.top_p=1.5");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("gconfig.top_p", "1.5", "(0, 1]");
+    }
+
+    @Test
+    void anUnknownKeyExitsWithTwoAndSuggestsTheKnownOne() {
+        Run r = run("local", "--steps", "1", "rollout.consumer_batchsize=4");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("rollout.consumer_batchsize", "rollout.consumer_batch_size");
+    }
+
+    @Test
+    void anUnknownWorkflowModeIsRefusedWithTheAllowedValues() {
+        Run r = run("local", "--workflow", "nope");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("--workflow", "demo or agent");
+    }
+}
