@@ -101,6 +101,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private static final class RunnerState {
         final GroupRunner.Info info;
         int inFlight;
+        int evalInFlight;
 
         RunnerState(GroupRunner.Info info) {
             this.info = info;
@@ -366,7 +367,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (previous != null) {
             release(previous);
         }
-        runners.get(runner).inFlight++;
+        RunnerState state = runners.get(runner);
+        state.inFlight++;
+        if (isEval) {
+            state.evalInFlight++;
+        }
         runner.tell(new GroupRunner.RunGroup(taskId, attempt, data, isEval, dispatchVersion, collector));
     }
 
@@ -374,12 +379,16 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         RunnerState s = runners.get(f.runner());
         if (s != null) {
             s.inFlight--;
+            if (f.isEval()) {
+                s.evalInFlight--;
+            }
         }
     }
 
     /**
-     * The runner with the lowest load relative to its capacity; with {@code overCapacity} false,
-     * only runners below capacity qualify.
+     * The runner with the lowest load relative to its capacity. With {@code overCapacity} false
+     * (training admission) only runners whose training groups are below capacity qualify: evaluation
+     * groups never take a training slot, so an evaluation pass cannot hold up training.
      */
     private ActorRef<GroupRunner.Command> leastLoaded(boolean overCapacity) {
         ActorRef<GroupRunner.Command> best = null;
@@ -387,7 +396,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         for (var e : runners.entrySet()) {
             RunnerState s = e.getValue();
             int cap = Math.max(1, s.info.capacity());
-            if (!overCapacity && s.inFlight >= cap) {
+            if (!overCapacity && s.inFlight - s.evalInFlight >= cap) {
                 continue;
             }
             double load = (double) s.inFlight / cap;

@@ -261,6 +261,29 @@ class LocalRolloutTest {
     }
 
     @Test
+    void anEvaluationPassThatNeverFinishesDoesNotHoldUpTraining() throws Exception {
+        TestRollout t = new TestRollout();
+        t.maxConcurrent = 2;
+        t.consumerBatchSize = 2;
+        t.evalItems = List.of(Map.of("prompt", "eval"), Map.of("prompt", "eval"), Map.of("prompt", "eval"));
+        t.workflow = (e, data) -> {
+            if (WorkflowContext.current().isEval()) {
+                e.generate(ModelRequest.of(
+                        new int[] {ScriptedEngine.BLOCK}, t.gconfig().withNSamples(1)));
+            }
+            ModelResponse r =
+                    e.generate(ModelRequest.of(new int[] {1, 2}, t.gconfig().withNSamples(1)));
+            return EpisodeResult.trajectory(TrajectoryRows.singleTurn(r, 1.0));
+        };
+        try (LocalRollout rollout = t.start()) {
+            var client = rollout.client();
+            TrainingBatch b = client.nextBatch(DEADLINE).orElseThrow();
+            assertThat(b.groups()).hasSize(2);
+            assertThat(client.status().evalRunning()).isEqualTo(2);
+        }
+    }
+
+    @Test
     void withDumpToFileEveryDeliveredRowIsDumpedAndEveryLineMatchesTheFormat(@TempDir Path dir) throws Exception {
         TestRollout t = new TestRollout();
         t.dumpRoot = dir;
