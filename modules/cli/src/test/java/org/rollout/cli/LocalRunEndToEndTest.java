@@ -36,7 +36,8 @@ import org.rollout.trainer.RolloutStatus;
 class LocalRunEndToEndTest {
 
     /** Passes everything through, showing each delivered batch and each published version to the checker. */
-    private record Observed(RolloutClient inner, InvariantChecker checker, List<TrainingBatch> batches)
+    private record Observed(
+            RolloutClient inner, InvariantChecker checker, List<TrainingBatch> batches, RolloutSettings settings)
             implements RolloutClient {
         @Override
         public TrainingBatch nextBatch() throws InterruptedException {
@@ -51,7 +52,22 @@ class LocalRunEndToEndTest {
         private TrainingBatch seen(TrainingBatch b) {
             checker.onBatch(b);
             batches.add(b);
+            observeBudget();
             return b;
+        }
+
+        private void observeBudget() {
+            try {
+                RolloutStatus s = inner.status();
+                checker.onBudget(
+                        s.version(),
+                        s.accepted(),
+                        s.running(),
+                        settings.rollout().maxConcurrentRollouts(),
+                        settings.rollout().consumerBatchSize());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
 
         @Override
@@ -63,6 +79,7 @@ class LocalRunEndToEndTest {
         public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
             PublishResult r = inner.publishWeights(version, weights);
             checker.onVersion(r.version());
+            observeBudget();
             return r;
         }
 
@@ -90,15 +107,18 @@ class LocalRunEndToEndTest {
                         "rollout.consumer_batch_size=8",
                         "rollout.max_concurrent_rollouts=16"),
                 LocalCommand.profile("demo"));
-        InvariantChecker checker = new InvariantChecker(settings.rollout().maxHeadOffpolicyness());
+        // AReaL's admission policy: the budget holds at every admission; the hand-out bound is only
+        // guaranteed under staleness_policy = cancel (see InvariantChecker).
+        InvariantChecker checker = new InvariantChecker(settings.rollout().maxHeadOffpolicyness(), false);
         List<TrainingBatch> batches = new CopyOnWriteArrayList<>();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         new LocalRun(settings, "demo", 8, 2, false, new PrintStream(out, true, StandardCharsets.UTF_8))
                 .withLatency(new LatencyModel(Duration.ZERO, Duration.ofMillis(5), Duration.ofMillis(1)))
-                .withClientDecorator(c -> new Observed(c, checker, batches))
+                .withClientDecorator(c -> new Observed(c, checker, batches, settings))
                 .execute();
 
         assertThat(checker.violations()).isEmpty();
+        assertThat(checker.checks()).containsKeys("budget_bound", "task_once", "row_versions", "head_tail_versions");
         assertThat(batches).hasSizeGreaterThanOrEqualTo(8);
         assertThat(batches).allSatisfy(b -> assertThat(b.groups()).hasSize(8));
         assertThat(batches.stream().flatMap(b -> b.groups().stream()))

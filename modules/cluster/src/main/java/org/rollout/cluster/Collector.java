@@ -115,6 +115,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private final int consumerBatchSize;
     private final Duration ackTimeout;
+    private final long stalenessLimit;
     private final StatsBook stats;
     private ActorRef<RolloutCoordinator.Command> coordinator;
     private final Set<Long> finished = new HashSet<>();
@@ -128,15 +129,21 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private long tokens;
     private int version;
 
+    /**
+     * @param stalenessLimit with {@code staleness_policy = cancel}, η: a buffered group whose
+     *     dispatch version is more than this behind the version at hand-out is dropped as {@code
+     *     stale}; {@link Long#MAX_VALUE} (AReaL's admission policy) never drops
+     */
     static Behavior<Command> create(
             int consumerBatchSize,
             Duration ackTimeout,
+            long stalenessLimit,
             StatsBook stats,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             versionTopic.tell(Topic.subscribe(
                     ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new VersionChanged(v.version()))));
-            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stats);
+            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stalenessLimit, stats);
         }));
     }
 
@@ -145,10 +152,12 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             TimerScheduler<Command> timers,
             int consumerBatchSize,
             Duration ackTimeout,
+            long stalenessLimit,
             StatsBook stats) {
         super(ctx);
         this.consumerBatchSize = consumerBatchSize;
         this.ackTimeout = ackTimeout;
+        this.stalenessLimit = stalenessLimit;
         this.stats = stats;
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }
@@ -232,6 +241,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         if (!redeliveries.isEmpty()) {
             return redeliveries.pollFirst();
         }
+        dropStale();
         if (buffer.size() < consumerBatchSize) {
             return null;
         }
@@ -243,6 +253,33 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             coordinator.tell(new RolloutCoordinator.Backlog(buffer.size()));
         }
         return new TrainingBatch(nextBatchId++, groups, version);
+    }
+
+    /** Strict staleness: drops buffered groups dispatched more than η versions before now. */
+    private void dropStale() {
+        if (stalenessLimit == Long.MAX_VALUE) {
+            return;
+        }
+        for (Iterator<TrainingGroup> it = buffer.iterator(); it.hasNext(); ) {
+            TrainingGroup g = it.next();
+            long behind = (long) version - g.dispatchVersion();
+            if (behind > stalenessLimit) {
+                it.remove();
+                rejectedByReason.merge(RejectReason.STALE.wireName(), 1L, Long::sum);
+                stats.recordDiscarded(version, RejectReason.STALE);
+                getContext()
+                        .getLog()
+                        .info(
+                                "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
+                                g.taskId(),
+                                g.dispatchVersion(),
+                                version,
+                                stalenessLimit);
+                if (coordinator != null) {
+                    coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), buffer.size()));
+                }
+            }
+        }
     }
 
     private Behavior<Command> onAck(Ack ack) {

@@ -109,7 +109,14 @@ public final class LocalRollout implements AutoCloseable {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
             ActorRef<Collector.Command> collector = ctx.spawn(
-                    Collector.create(spec.budget().consumerBatchSize(), spec.batchAckTimeout(), stats, topic),
+                    Collector.create(
+                            spec.budget().consumerBatchSize(),
+                            spec.batchAckTimeout(),
+                            spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
+                                    ? spec.services().maxHeadOffpolicyness()
+                                    : Long.MAX_VALUE,
+                            stats,
+                            topic),
                     "collector");
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
                     RolloutCoordinator.create(

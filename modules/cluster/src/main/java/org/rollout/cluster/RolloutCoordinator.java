@@ -58,6 +58,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** The collector's buffer changed size (a batch was formed): {@code buffered} groups wait. */
     public record Backlog(int buffered) implements Command {}
 
+    /**
+     * An accepted group was dropped before hand-out because it became too stale
+     * ({@code staleness_policy = cancel}); its budget position is freed.
+     */
+    public record AcceptedDiscarded(long taskId, int buffered) implements Command {}
+
     /** A weight update began: admit nothing until the matching {@link ResumeAdmission}. */
     public record PauseAdmission(long updateId) implements Command {}
 
@@ -180,6 +186,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .onMessage(RunnerJoined.class, this::onRunnerJoined)
                 .onMessage(RunnerGone.class, g -> onRunnerGone(g.runner()))
                 .onMessage(TaskFinished.class, this::onTaskFinished)
+                .onMessage(AcceptedDiscarded.class, d -> {
+                    budget.onAcceptedDiscarded();
+                    buffered = d.buffered();
+                    admit();
+                    return this;
+                })
                 .onMessage(Backlog.class, b -> {
                     buffered = b.buffered();
                     admit();

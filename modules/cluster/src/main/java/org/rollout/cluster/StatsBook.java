@@ -85,6 +85,17 @@ public final class StatsBook {
     }
 
     /**
+     * Counts an accepted training group that was discarded before hand-out (strict staleness) as
+     * rejected with {@code reason} under {@code version}.
+     */
+    public synchronized void recordDiscarded(int version, RejectReason reason) {
+        Page p = open.computeIfAbsent(version, v -> new LinkedHashMap<>())
+                .computeIfAbsent(WorkflowContext.ROLLOUT_SCOPE, s -> new Page());
+        p.rejected++;
+        p.reasons.merge(reason.wireName(), 1L, Long::sum);
+    }
+
+    /**
      * Writes out the training pages of every version below {@code version}. Evaluation pages wait
      * for {@link #flushEval}: a pass is tagged with the version it started at and may finish after
      * the version has moved on, and one pass must stay one line.

@@ -30,7 +30,7 @@ class CollectorTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         ActorRef<Collector.Command> c =
-                kit.spawn(Collector.create(1, Duration.ofMinutes(5), new StatsBook(null), topic), name);
+                kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), name);
         c.tell(new Collector.Attach(coordinator.getRef()));
         return c;
     }

@@ -37,10 +37,12 @@ class LocalRolloutTest {
         TestRollout t = new TestRollout();
         try (LocalRollout rollout = t.start()) {
             var client = rollout.client();
-            InvariantChecker checker = new InvariantChecker(t.eta);
+            InvariantChecker checker = new InvariantChecker(t.eta, false);
             for (int step = 0; step < 3; step++) {
                 TrainingBatch batch = client.nextBatch(DEADLINE).orElseThrow();
                 checker.onBatch(batch);
+                RolloutStatus s = client.status();
+                checker.onBudget(s.version(), s.accepted(), s.running(), t.maxConcurrent, t.consumerBatchSize);
                 assertThat(batch.groups()).hasSize(t.consumerBatchSize);
                 for (TrainingGroup g : batch.groups()) {
                     assertThat(g.rowCount()).isEqualTo(t.groupSize);
@@ -204,6 +206,32 @@ class LocalRolloutTest {
                     DEADLINE,
                     () -> status(client).rejectedByReason().getOrDefault("stale", 0L) == 1);
             await("every slot's generation to be aborted", DEADLINE, () -> t.engine.interrupted.get() == 4);
+        }
+    }
+
+    @Test
+    void theCancelPolicyDropsABufferedGroupThatBecameTooStaleBeforeHandOut() throws Exception {
+        TestRollout t = new TestRollout();
+        t.policy = StalenessPolicy.CANCEL;
+        t.eta = 1;
+        t.consumerBatchSize = 2;
+        t.maxConcurrent = 4;
+        try (LocalRollout rollout = t.start()) {
+            var client = rollout.client();
+            await(
+                    "four groups accepted at version 0",
+                    DEADLINE,
+                    () -> status(client).accepted() == 4);
+            client.acknowledge(client.nextBatch(DEADLINE).orElseThrow());
+            client.publishWeights(1, Path.of("w1"));
+            client.publishWeights(2, Path.of("w2"));
+            TrainingBatch b = client.nextBatch(DEADLINE).orElseThrow();
+            InvariantChecker strict = new InvariantChecker(1, true);
+            strict.onBatch(b);
+            assertThat(strict.violations()).isEmpty();
+            assertThat(b.groups())
+                    .allSatisfy(g -> assertThat(g.dispatchVersion()).isGreaterThanOrEqualTo(1));
+            assertThat(client.status().rejectedByReason()).containsEntry("stale", 2L);
         }
     }
 

@@ -25,17 +25,24 @@ import org.rollout.api.TrainingGroup;
  *       positions carry a version ≥ 0 that never decreases along the row and lies between the
  *       group's dispatch and completion versions, and a finite logprob ≤ 0; prompt and context
  *       positions carry version −1; the group's head/tail versions match its rows;
- *   <li>staleness: a batch handed out at trainer version {@code t} holds no group dispatched before
- *       {@code t − η} (the admission bound of §6.8, when every batch is followed by one publish);
+ *   <li>staleness (§6.8): at every observation {@code running ≤ C} and {@code accepted + running ≤
+ *       (η + v + 1)·B} ({@link #onBudget}; both hold at every admission and only loosen between
+ *       admissions). With strict staleness ({@code staleness_policy = cancel}) also: a batch handed
+ *       out at trainer version {@code t} holds no group dispatched before {@code t − η}. Under
+ *       AReaL's default admission policy that hand-out bound is NOT guaranteed: a slow group
+ *       admitted at {@code v} can be overtaken by later, faster ones and reach the trainer after
+ *       {@code v + η}, exactly as in AReaL, whose "meaning" of the bound assumes completion in
+ *       admission order;
  *   <li>the weight version never goes backwards.
  * </ol>
  *
  * <p>Feed it every batch ({@link #onBatch}), every version the trainer saw ({@link #onVersion}),
- * and at the end the tasks admitted and rejected ({@link #accountFor}); read {@link #violations()}.
- * Thread-safe.
+ * budget observations ({@link #onBudget}), and at the end the tasks admitted and rejected
+ * ({@link #accountFor}); read {@link #violations()}. Thread-safe.
  */
 public final class InvariantChecker {
     private final long maxHeadOffpolicyness;
+    private final boolean strictStaleness;
     private final Map<Long, Long> taskToBatch = new HashMap<>();
     private final Map<Long, List<Long>> batchTasks = new HashMap<>();
     private final List<String> violations = new ArrayList<>();
@@ -43,9 +50,33 @@ public final class InvariantChecker {
     private int lastVersion = Integer.MIN_VALUE;
     private long rows;
 
-    /** @param maxHeadOffpolicyness η; use {@link Long#MAX_VALUE} to skip the staleness check */
-    public InvariantChecker(long maxHeadOffpolicyness) {
+    /**
+     * @param maxHeadOffpolicyness η
+     * @param strictStaleness also check the hand-out bound (only {@code staleness_policy = cancel}
+     *     guarantees it)
+     */
+    public InvariantChecker(long maxHeadOffpolicyness, boolean strictStaleness) {
         this.maxHeadOffpolicyness = maxHeadOffpolicyness;
+        this.strictStaleness = strictStaleness;
+    }
+
+    /**
+     * Checks one observation of the staleness budget (§6.8): {@code running ≤ C} and {@code
+     * accepted + running ≤ (η + version + 1) · B}.
+     */
+    public synchronized void onBudget(
+            int version, long accepted, long running, long maxConcurrentRollouts, long consumerBatchSize) {
+        count("budget_bound");
+        if (running > maxConcurrentRollouts) {
+            violations.add("running " + running + " exceeds max_concurrent_rollouts=" + maxConcurrentRollouts);
+        }
+        long bound = Math.multiplyHigh(maxHeadOffpolicyness + version + 1, consumerBatchSize) != 0
+                ? Long.MAX_VALUE
+                : (maxHeadOffpolicyness + version + 1) * consumerBatchSize;
+        if (accepted + running > bound) {
+            violations.add("accepted " + accepted + " + running " + running + " exceeds (eta + v + 1) * B = " + bound
+                    + " at version " + version);
+        }
     }
 
     /** Records that the trainer observed weight version {@code version}. */
@@ -132,7 +163,7 @@ public final class InvariantChecker {
     }
 
     private void checkStaleness(TrainingBatch batch, TrainingGroup g) {
-        if (maxHeadOffpolicyness == Long.MAX_VALUE) {
+        if (!strictStaleness) {
             return;
         }
         count("staleness_bound");

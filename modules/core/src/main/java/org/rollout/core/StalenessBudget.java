@@ -160,6 +160,18 @@ public final class StalenessBudget {
         rejected++;
     }
 
+    /**
+     * An accepted group was discarded before any trainer consumed it (strict staleness drops a
+     * buffered group that became too stale): {@code accepted − 1, rejected + 1}, which frees its
+     * position in the accepted stream. Not one of AReaL's transitions: AReaL never discards an
+     * accepted result.
+     */
+    public synchronized void onAcceptedDiscarded() {
+        requirePositive("accepted", accepted, "discard");
+        accepted--;
+        rejected++;
+    }
+
     private void requirePositive(String counter, long value, String transition) {
         if (value <= 0) {
             throw new IllegalStateException("staleness budget: " + counter + " would become negative on " + transition

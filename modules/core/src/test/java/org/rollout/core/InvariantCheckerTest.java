@@ -43,7 +43,7 @@ class InvariantCheckerTest {
 
     @Test
     void aBatchOfWellFormedGroupsHasNoViolation() {
-        InvariantChecker c = new InvariantChecker(1);
+        InvariantChecker c = new InvariantChecker(1, true);
         c.onVersion(0);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 1, 0, 0, 1), group(2, 0, 0, 0)), 0));
         c.onVersion(1);
@@ -56,7 +56,7 @@ class InvariantCheckerTest {
 
     @Test
     void aTaskInTwoBatchesIsADuplicate() {
-        InvariantChecker c = new InvariantChecker(5);
+        InvariantChecker c = new InvariantChecker(5, true);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 0));
         c.onBatch(new TrainingBatch(1, List.of(group(1, 0, 0, 0)), 0));
         assertThat(c.violations()).containsExactly("task 1 delivered twice: in batch 0 and batch 1");
@@ -64,7 +64,7 @@ class InvariantCheckerTest {
 
     @Test
     void aRedeliveryMustCarryTheSameTasks() {
-        InvariantChecker c = new InvariantChecker(5);
+        InvariantChecker c = new InvariantChecker(5, true);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 0));
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 0));
         assertThat(c.violations()).isEmpty();
@@ -74,7 +74,7 @@ class InvariantCheckerTest {
 
     @Test
     void versionsThatDecreaseOrLeaveTheDispatchCompletionRangeAreFlagged() {
-        InvariantChecker c = new InvariantChecker(5);
+        InvariantChecker c = new InvariantChecker(5, true);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 2, 2, 1)), 0));
         c.onBatch(new TrainingBatch(1, List.of(group(2, 1, 2, 0, 1)), 0));
         assertThat(c.violations())
@@ -85,7 +85,7 @@ class InvariantCheckerTest {
 
     @Test
     void aGroupHandedOutMoreThanEtaVersionsAfterDispatchBreaksTheStalenessBound() {
-        InvariantChecker c = new InvariantChecker(1);
+        InvariantChecker c = new InvariantChecker(1, true);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 2));
         assertThat(c.violations())
                 .containsExactly(
@@ -93,8 +93,28 @@ class InvariantCheckerTest {
     }
 
     @Test
+    void underTheAdmissionPolicyTheHandOutBoundIsNotChecked() {
+        InvariantChecker c = new InvariantChecker(1, false);
+        c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 2));
+        assertThat(c.violations()).isEmpty();
+    }
+
+    @Test
+    void aBudgetObservationAboveTheFormulaOrAboveCIsFlagged() {
+        InvariantChecker c = new InvariantChecker(1, false);
+        c.onBudget(0, 2, 2, 4, 2);
+        assertThat(c.violations()).isEmpty();
+        c.onBudget(0, 3, 2, 4, 2);
+        c.onBudget(3, 0, 5, 4, 2);
+        assertThat(c.violations())
+                .containsExactly(
+                        "accepted 3 + running 2 exceeds (eta + v + 1) * B = 4 at version 0",
+                        "running 5 exceeds max_concurrent_rollouts=4");
+    }
+
+    @Test
     void aVersionGoingBackwardsIsFlagged() {
-        InvariantChecker c = new InvariantChecker(1);
+        InvariantChecker c = new InvariantChecker(1, true);
         c.onVersion(3);
         c.onVersion(2);
         assertThat(c.violations()).containsExactly("weight version went backwards: 3 then 2");
@@ -102,7 +122,7 @@ class InvariantCheckerTest {
 
     @Test
     void everyAdmittedTaskMustEndExactlyOnceWithAReason() {
-        InvariantChecker c = new InvariantChecker(1);
+        InvariantChecker c = new InvariantChecker(1, true);
         c.onBatch(new TrainingBatch(0, List.of(group(1, 0, 0, 0)), 0));
         c.accountFor(List.of(1L, 2L, 3L), Map.of(1L, "stale", 3L, ""));
         assertThat(c.violations())
@@ -116,7 +136,7 @@ class InvariantCheckerTest {
     void shapesThatDifferMeanATokenWithoutItsLogprobOrVersion() {
         TrainingGroup g = group(1, 0, 0, 0);
         TensorDict broken = g.rows().with(TensorDict.LOGPROBS, Float32Tensor.of(new float[2], 1, 2));
-        InvariantChecker c = new InvariantChecker(1);
+        InvariantChecker c = new InvariantChecker(1, true);
         c.onBatch(new TrainingBatch(
                 0, List.of(new TrainingGroup(1, 0, broken, new int[] {0}, new int[] {1}, 0, 0, 0, 0)), 0));
         assertThat(c.violations()).containsExactly("task 1: shapes differ: input_ids int32[1, 3] vs float32[1, 2]");

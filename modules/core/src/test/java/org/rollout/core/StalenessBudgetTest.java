@@ -480,4 +480,28 @@ class StalenessBudgetTest {
         assertThat(s.statusLine())
                 .isEqualTo("v=1 enqueued=1 running=1/8 accepted=1 rejected=1 capacity=7 (eta=2, bc=4)");
     }
+
+    @Test
+    void discardingAnAcceptedGroupFreesItsPositionAndCountsItRejected() {
+        StalenessBudget b = new StalenessBudget(4, 2, 0);
+        b.onEnqueue();
+        b.onAdmit();
+        b.onAccept();
+        b.onEnqueue();
+        b.onAdmit();
+        b.onAccept();
+        assertThat(b.capacity()).isZero();
+        b.onAcceptedDiscarded();
+        assertThat(b.accepted()).isEqualTo(1);
+        assertThat(b.rejected()).isEqualTo(1);
+        assertThat(b.capacity()).isEqualTo(1);
+    }
+
+    @Test
+    void discardingWithNothingAcceptedIsAnErrorNamingTheCounter() {
+        StalenessBudget b = new StalenessBudget(4, 2, 0);
+        org.assertj.core.api.Assertions.assertThatThrownBy(b::onAcceptedDiscarded)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("accepted would become negative on discard");
+    }
 }
