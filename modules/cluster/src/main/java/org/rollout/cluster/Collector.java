@@ -74,8 +74,13 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** Who to tell about finished tasks (the coordinator); sent once at start-up. */
     record Attach(ActorRef<RolloutCoordinator.Command> coordinator) implements Command {}
 
-    /** A trainer asks for the next batch; answered now or when ready, at the latest after {@code maxWait}. */
-    record PullBatch(Duration maxWait, ActorRef<BatchReply> replyTo) implements Command {}
+    /**
+     * A trainer asks for the next batch; answered now or when ready, at the latest after {@code
+     * maxWait}. {@code knownVersion} is the newest version the trainer has seen published: the
+     * version broadcast may reach the collector after the trainer's next pull, and hand-out must
+     * never use an older version than the trainer's.
+     */
+    record PullBatch(Duration maxWait, int knownVersion, ActorRef<BatchReply> replyTo) implements Command {}
 
     /** The reply to a pull: a batch, or none when the wait expired. */
     record BatchReply(TrainingBatch batch) {}
@@ -219,6 +224,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private Behavior<Command> onPull(PullBatch pull) {
+        if (pull.knownVersion() > version) {
+            onVersionChanged(new VersionChanged(pull.knownVersion()));
+        }
         waiting.addLast(new WaitingPull(pull, System.nanoTime() + pull.maxWait().toNanos()));
         serveWaiting();
         return this;

@@ -34,6 +34,8 @@ public final class LocalRolloutClient implements RolloutClient {
     private final ActorSystem<Void> system;
     private final LocalRollout.Refs refs;
     private final Duration publishTimeout;
+    private final java.util.concurrent.atomic.AtomicInteger knownVersion =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     LocalRolloutClient(ActorSystem<Void> system, LocalRollout.Refs refs, Duration publishTimeout) {
         this.system = system;
@@ -55,7 +57,7 @@ public final class LocalRolloutClient implements RolloutClient {
     public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
         Collector.BatchReply reply = ask(
                 refs.collector(),
-                r -> new Collector.PullBatch(timeout, r),
+                r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
         return Optional.ofNullable(reply.batch());
@@ -80,6 +82,7 @@ public final class LocalRolloutClient implements RolloutClient {
         if (!reply.ok()) {
             throw new WeightPublishException(reply.error());
         }
+        knownVersion.accumulateAndGet(reply.version(), Math::max);
         WeightPublisher.Report report = reply.report();
         return new PublishResult(reply.version(), report.elapsed(), report.serversUpdated(), report.failures());
     }
