@@ -67,7 +67,7 @@ import org.rollout.trainer.RolloutStatus;
  * Everything started is closed in reverse order, also on failure.
  */
 final class LocalRun {
-    static final int DEFAULT_STEPS = 150;
+    static final int DEFAULT_STEPS = 250;
     static final int DEMO_EVAL_EVERY = 10;
     /** {@code --simulate-gpu}: decode steps of 5 ms plus 1 ms per running sequence. */
     static final LatencyModel SIMULATED_GPU =
