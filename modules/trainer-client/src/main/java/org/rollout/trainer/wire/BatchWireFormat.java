@@ -229,6 +229,11 @@ public final class BatchWireFormat {
         private final InputStream in;
         private final byte[] chunk = new byte[CHUNK_BYTES];
         private final ByteBuffer view = ByteBuffer.wrap(chunk).order(ByteOrder.LITTLE_ENDIAN);
+        // One chunk's elements on their way into a tensor builder; allocated on first use, then reused.
+        private int[] ints;
+        private long[] longs;
+        private float[] floats;
+        private boolean[] bools;
         private long position;
         /** Where reading is, for messages; null before the batch id is known. */
         private String where;
@@ -359,7 +364,7 @@ public final class BatchWireFormat {
             return switch (dtype) {
                 case INT32 -> {
                     Int32Tensor.Builder b = Int32Tensor.builder(shape);
-                    int[] tmp = new int[Math.min(step, n)];
+                    int[] tmp = ints();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 4, nbytes, from * 4L);
@@ -370,7 +375,7 @@ public final class BatchWireFormat {
                 }
                 case INT64 -> {
                     Int64Tensor.Builder b = Int64Tensor.builder(shape);
-                    long[] tmp = new long[Math.min(step, n)];
+                    long[] tmp = longs();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 8, nbytes, from * 8L);
@@ -381,7 +386,7 @@ public final class BatchWireFormat {
                 }
                 case FLOAT32 -> {
                     Float32Tensor.Builder b = Float32Tensor.builder(shape);
-                    float[] tmp = new float[Math.min(step, n)];
+                    float[] tmp = floats();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 4, nbytes, from * 4L);
@@ -392,7 +397,7 @@ public final class BatchWireFormat {
                 }
                 case BOOL -> {
                     BoolTensor.Builder b = BoolTensor.builder(shape);
-                    boolean[] tmp = new boolean[Math.min(step, n)];
+                    boolean[] tmp = bools();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len, nbytes, from);
@@ -409,6 +414,22 @@ public final class BatchWireFormat {
                     yield b.build();
                 }
             };
+        }
+
+        private int[] ints() {
+            return ints == null ? (ints = new int[CHUNK_BYTES / 4]) : ints;
+        }
+
+        private long[] longs() {
+            return longs == null ? (longs = new long[CHUNK_BYTES / 8]) : longs;
+        }
+
+        private float[] floats() {
+            return floats == null ? (floats = new float[CHUNK_BYTES / 4]) : floats;
+        }
+
+        private boolean[] bools() {
+            return bools == null ? (bools = new boolean[CHUNK_BYTES]) : bools;
         }
 
         /** Reads the next {@code len} data bytes of a tensor of {@code total} bytes, {@code done} read so far. */
