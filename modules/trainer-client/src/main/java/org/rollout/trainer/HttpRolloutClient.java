@@ -64,6 +64,7 @@ import org.rollout.trainer.wire.GatewayJson;
 public final class HttpRolloutClient implements RolloutClient {
     private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
     private static final int MAX_SMALL_BODY = 1 << 20;
+    private static final Duration FOREVER = Duration.ofDays(365L * 100);
 
     private final ClientConfig config;
     private final HttpClient http;
@@ -105,7 +106,9 @@ public final class HttpRolloutClient implements RolloutClient {
 
     @Override
     public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+        // Saturated: a timeout of years must neither overflow toNanos() nor the deadline arithmetic.
+        long nanos = timeout.isNegative() ? 0 : timeout.compareTo(FOREVER) > 0 ? FOREVER.toNanos() : timeout.toNanos();
+        long deadline = System.nanoTime() + nanos;
         while (true) {
             long remaining = Math.max(0, deadline - System.nanoTime());
             Optional<TrainingBatch> b =
