@@ -2,6 +2,7 @@ package org.rollout.trainer;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import org.rollout.api.TrainingBatch;
 
@@ -9,8 +10,11 @@ import org.rollout.api.TrainingBatch;
  * A trainer's handle on a running Rollout Engine: pull batches, acknowledge them, publish new
  * weights, read status.
  *
+ * <p>A trainer outside the engine's process connects through the trainer gateway of one or more
+ * engine nodes ({@link #connect}); inside the engine's JVM, the engine hands out its own client.
+ *
  * <pre>
- *   try (RolloutClient c = …) {
+ *   try (RolloutClient c = RolloutClient.connect(ClientConfig.of("http://127.0.0.1:8470").withToken(token))) {
  *       for (int step = 0; step &lt; steps; step++) {
  *           TrainingBatch b = c.nextBatch();          // blocks until consumer_batch_size groups are ready
  *           Path weights = train(b);                  // your update
@@ -25,8 +29,9 @@ import org.rollout.api.TrainingBatch;
  * or publishing stops generation; memory stays bounded.
  *
  * <p>Delivery: a batch is kept until acknowledged. A batch that is not acknowledged within the
- * engine's {@code batch_ack_timeout}, or whose trainer reconnects, is delivered again with the same
- * id; acknowledging twice is harmless.
+ * engine's {@code batch_ack_timeout} (the trainer crashed, or its connection broke mid-batch) is
+ * delivered again with the same id and the same groups; a trainer that sees an id it has already
+ * trained on should only acknowledge it again. Acknowledging twice is harmless.
  *
  * <p>Weight versions are fenced: a publish whose version is not greater than the current one is
  * refused with a reason, never applied.
@@ -42,12 +47,34 @@ public interface RolloutClient extends AutoCloseable {
     /** The next batch, or empty if none is ready within {@code timeout}. */
     Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException;
 
-    /** Tells the engine the batch has been consumed. */
+    /**
+     * Connects to the engine through the trainer gateways at {@code config}'s contact points (tried
+     * in order, failing over). Connecting is lazy: nothing is sent until the first call, so an
+     * unreachable engine shows on that call.
+     */
+    static RolloutClient connect(ClientConfig config) {
+        return new HttpRolloutClient(config);
+    }
+
+    /**
+     * Tells the engine the batch has been consumed. Only the batch's id matters: implementations
+     * must not depend on its groups, so that {@link #acknowledge(long)} can acknowledge by id.
+     */
     void acknowledge(TrainingBatch batch) throws InterruptedException;
 
     /**
+     * Acknowledges the batch with id {@code batchId}, as {@link #acknowledge(TrainingBatch)} does for
+     * that batch (what a gateway receives from a trainer is only the id).
+     */
+    default void acknowledge(long batchId) throws InterruptedException {
+        acknowledge(new TrainingBatch(batchId, List.of(), 0));
+    }
+
+    /**
      * Makes every inference server load {@code weights} and labels tokens generated from now on with
-     * {@code version}. Returns when the servers have loaded it (or failed to).
+     * {@code version}. Returns when the servers have loaded it (or failed to). The servers read the
+     * file themselves: it must be at a path they can read (a shared file system when the trainer
+     * runs elsewhere).
      *
      * @throws WeightPublishException when the version is refused (not newer than the current one) or
      *     no server could load the weights; the message says which and why

@@ -1,0 +1,323 @@
+package org.rollout.gateway;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.WeightPublishException;
+import org.rollout.trainer.wire.BatchWireFormat;
+import org.rollout.trainer.wire.GatewayJson;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The gateway's endpoints, each a call on the engine-side {@link RolloutClient}. One exchange per
+ * virtual thread; blocking is fine here.
+ *
+ * <pre>
+ *   GET  /health                     no token; {"status":"ok"}
+ *   POST /v1/batches/next?wait=S     engine.nextBatch(min(S, max_poll_wait)) → 200 RBATCH stream | 204
+ *   POST /v1/batches/{id}/ack        engine.acknowledge(id)                 → 200 {"batch_id","known"}
+ *   POST /v1/weights                 engine.publishWeights(version, path)  → 200 | 409 | 502
+ *   GET  /v1/status                  engine.status()                        → 200
+ * </pre>
+ *
+ * <p>Every error is {@code {"error": {"message", "code"}}} with its status. Nothing is swallowed: an
+ * engine failure is a 500 carrying the engine's message (and logged with its stack); a trainer that
+ * goes away mid-batch is logged, and its batch comes again after {@code batch_ack_timeout}.
+ */
+final class GatewayHandler implements HttpHandler {
+    private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
+    private static final Pattern ACK = Pattern.compile("/v1/batches/([^/]+)/ack");
+    static final int MAX_REQUEST_BYTES = 64 * 1024;
+
+    private final RolloutClient engine;
+    private final BearerToken token;
+    private final Duration maxPollWait;
+    private final HandedOutBatches handedOut = new HandedOutBatches();
+
+    GatewayHandler(RolloutClient engine, GatewayConfig config) {
+        this.engine = engine;
+        this.token = config.token() == null ? null : new BearerToken(config.token());
+        this.maxPollWait = config.maxPollWait();
+    }
+
+    /** An answer other than success, with its status and stable code. */
+    private static final class Refusal extends Exception {
+        final int status;
+        final String code;
+        final String allow;
+
+        Refusal(int status, String code, String message) {
+            this(status, code, message, null);
+        }
+
+        Refusal(int status, String code, String message, String allow) {
+            super(message, null, false, false);
+            this.status = status;
+            this.code = code;
+            this.allow = allow;
+        }
+    }
+
+    @Override
+    public void handle(HttpExchange ex) {
+        String method = ex.getRequestMethod();
+        String path = ex.getRequestURI().getRawPath();
+        try {
+            byte[] body = readBody(ex);
+            if (path.equals("/health")) {
+                expect(ex, "GET");
+                json(ex, 200, GatewayJson.health());
+                return;
+            }
+            authorize(ex);
+            Matcher ack = ACK.matcher(path);
+            switch (path) {
+                case "/v1/batches/next" -> {
+                    expect(ex, "POST");
+                    next(ex);
+                }
+                case "/v1/weights" -> {
+                    expect(ex, "POST");
+                    publish(ex, body);
+                }
+                case "/v1/status" -> {
+                    expect(ex, "GET");
+                    json(ex, 200, GatewayJson.status(engine.status()));
+                }
+                default -> {
+                    if (!ack.matches()) {
+                        throw new Refusal(
+                                404,
+                                "not_found",
+                                "no endpoint " + method + " " + path + " (endpoints: POST /v1/batches/next, POST"
+                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET /health)");
+                    }
+                    expect(ex, "POST");
+                    acknowledge(ex, ack.group(1));
+                }
+            }
+        } catch (Refusal r) {
+            if (r.status >= 500) {
+                log.warn("{} {}: {} {}", method, path, r.status, r.getMessage());
+            }
+            if (r.allow != null) {
+                ex.getResponseHeaders().set("Allow", r.allow);
+            }
+            if (r.status == 401) {
+                ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout\"");
+            }
+            respondQuietly(ex, r.status, GatewayJson.error(r.code, r.getMessage()));
+        } catch (InterruptedException e) {
+            // The gateway is closing: the trainer should try another contact point.
+            respondQuietly(ex, 503, GatewayJson.error("unavailable", "the trainer gateway is shutting down"));
+            Thread.currentThread().interrupt();
+        } catch (IOException e) {
+            log.info("{} {}: the trainer went away: {}", method, path, e.toString());
+        } catch (RuntimeException e) {
+            log.warn("{} {}: the engine failed", method, path, e);
+            respondQuietly(ex, 500, GatewayJson.error("engine_error", String.valueOf(e.getMessage())));
+        } finally {
+            ex.close();
+        }
+    }
+
+    private void authorize(HttpExchange ex) throws Refusal {
+        if (token == null) {
+            return;
+        }
+        switch (token.check(ex.getRequestHeaders().getFirst("Authorization"))) {
+            case ACCEPTED -> {}
+            case MISSING ->
+                throw new Refusal(
+                        401, "unauthorized", "this gateway requires an 'Authorization: Bearer <token>' header");
+            case WRONG -> throw new Refusal(401, "unauthorized", "the bearer token does not match");
+        }
+    }
+
+    private static void expect(HttpExchange ex, String method) throws Refusal {
+        if (!ex.getRequestMethod().equals(method)) {
+            throw new Refusal(
+                    405,
+                    "method_not_allowed",
+                    ex.getRequestURI().getRawPath() + " takes " + method + ", not " + ex.getRequestMethod(),
+                    method);
+        }
+    }
+
+    private void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
+        Duration wait = waitOf(ex.getRequestURI().getRawQuery());
+        Optional<TrainingBatch> next = engine.nextBatch(wait);
+        if (next.isEmpty()) {
+            ex.sendResponseHeaders(204, -1);
+            return;
+        }
+        TrainingBatch batch = next.get();
+        handedOut.add(batch.batchId());
+        ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
+        ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(batch.batchId()));
+        ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(batch.size()));
+        // Length 0: chunked. The tensors go to the socket as they are encoded; nothing holds the whole body.
+        ex.sendResponseHeaders(200, 0);
+        CountingStream out = new CountingStream(ex.getResponseBody());
+        try {
+            BatchWireFormat.write(batch, out);
+            out.close();
+        } catch (IOException e) {
+            log.info(
+                    "batch {} ({} groups): the trainer went away after {} bytes ({}); it is delivered again after"
+                            + " batch_ack_timeout",
+                    batch.batchId(),
+                    batch.size(),
+                    out.count,
+                    e.toString());
+        }
+    }
+
+    private Duration waitOf(String rawQuery) throws Refusal {
+        String value = null;
+        if (rawQuery != null) {
+            for (String pair : rawQuery.split("&")) {
+                int eq = pair.indexOf('=');
+                String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                if (name.equals("wait")) {
+                    value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                }
+            }
+        }
+        if (value == null) {
+            return Duration.ZERO;
+        }
+        double seconds;
+        try {
+            seconds = Double.parseDouble(value);
+        } catch (NumberFormatException e) {
+            seconds = Double.NaN;
+        }
+        if (!(seconds >= 0) || Double.isInfinite(seconds)) {
+            throw new Refusal(
+                    400, "bad_request", "query parameter 'wait' must be a number of seconds >= 0, got '" + value + "'");
+        }
+        double capped = Math.min(seconds, maxPollWait.toNanos() / 1e9);
+        return Duration.ofNanos(Math.round(capped * 1e9));
+    }
+
+    private void acknowledge(HttpExchange ex, String rawId) throws Refusal, IOException, InterruptedException {
+        long id;
+        try {
+            id = Long.parseLong(rawId);
+        } catch (NumberFormatException e) {
+            throw new Refusal(400, "bad_request", "batch id must be an integer, got '" + rawId + "'");
+        }
+        engine.acknowledge(id);
+        json(ex, 200, GatewayJson.ack(id, handedOut.remove(id)));
+    }
+
+    private void publish(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
+        GatewayJson.PublishRequest request;
+        Path path;
+        try {
+            request = GatewayJson.parsePublishRequest(body);
+            path = Path.of(request.path());
+        } catch (IllegalArgumentException e) { // also InvalidPathException
+            throw new Refusal(400, "bad_request", e.getMessage());
+        }
+        if (!path.isAbsolute()) {
+            throw new Refusal(
+                    400,
+                    "bad_request",
+                    "publish request: field 'path' must be absolute, got '" + request.path()
+                            + "' (the servers read the file; a relative path would resolve against the engine's"
+                            + " working directory)");
+        }
+        PublishResult result;
+        try {
+            result = engine.publishWeights(request.version(), path);
+        } catch (WeightPublishException e) {
+            if (refused(e, request.version())) {
+                throw new Refusal(409, "version_refused", e.getMessage());
+            }
+            throw new Refusal(502, "weights_not_loaded", e.getMessage());
+        }
+        json(ex, 200, GatewayJson.publishResult(result));
+    }
+
+    /**
+     * Whether a failed publish was refused by fencing. An engine client that does not say is judged
+     * by the engine's version now: versions never go back, so a fencing refusal of {@code version}
+     * leaves the engine at {@code version} or above, while a load failure leaves it below (unless
+     * another publish overtook it, and then publishing {@code version} can never succeed either).
+     */
+    private boolean refused(WeightPublishException e, int version) throws InterruptedException {
+        return switch (e.kind()) {
+            case REFUSED -> true;
+            case NOT_LOADED -> false;
+            case UNSPECIFIED -> engine.status().version() >= version;
+        };
+    }
+
+    private static byte[] readBody(HttpExchange ex) throws IOException, Refusal {
+        try (InputStream in = ex.getRequestBody()) {
+            byte[] body = in.readNBytes(MAX_REQUEST_BYTES + 1);
+            if (body.length > MAX_REQUEST_BYTES) {
+                throw new Refusal(
+                        413, "payload_too_large", "request bodies are limited to " + MAX_REQUEST_BYTES + " bytes");
+            }
+            return body;
+        }
+    }
+
+    private static void json(HttpExchange ex, int status, byte[] body) throws IOException {
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(status, body.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(body);
+        }
+    }
+
+    /** Sends an error unless a response has begun (then the connection just closes). */
+    private static void respondQuietly(HttpExchange ex, int status, byte[] body) {
+        if (ex.getResponseCode() != -1) {
+            return;
+        }
+        try {
+            json(ex, status, body);
+        } catch (IOException e) {
+            log.debug("could not send HTTP {} to a trainer that went away: {}", status, e.toString());
+        }
+    }
+
+    /** Counts what reached the response stream, for the log line of a trainer that went away. */
+    private static final class CountingStream extends FilterOutputStream {
+        long count;
+
+        CountingStream(OutputStream out) {
+            super(out);
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            out.write(b);
+            count++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            count += len;
+        }
+    }
+}

@@ -1,0 +1,442 @@
+package org.rollout.trainer;
+
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.wire.BatchFormatException;
+import org.rollout.trainer.wire.BatchWireFormat;
+import org.rollout.trainer.wire.GatewayJson;
+
+/**
+ * A {@link RolloutClient} for a trainer outside the engine: HTTP/1.1 to the trainer gateways at
+ * the configured contact points ({@link RolloutClient#connect}). One pooled {@link HttpClient}.
+ *
+ * <pre>
+ *   nextBatch()      POST /v1/batches/next?wait=poll_wait   repeated until a batch comes (200), 204 = none yet
+ *   acknowledge(b)   POST /v1/batches/{id}/ack
+ *   publishWeights   POST /v1/weights {"version", "path"}   409 → REFUSED, 502 → NOT_LOADED
+ *   status()         GET  /v1/status
+ * </pre>
+ *
+ * <p>Batches are read from the response as it arrives (RBATCH v1, {@link BatchWireFormat}) straight
+ * into tensor builders: the client holds the decoded batch and a small buffer, and a trainer that
+ * reads slowly slows the gateway down through TCP. A body from which nothing arrives for {@code
+ * read_idle_timeout} is abandoned.
+ *
+ * <p>Failures: a contact point that refuses the connection, times out, breaks the connection (also
+ * mid-batch) or answers 503 is left for the next; rounds over all of them back off until {@code
+ * retry_deadline} (then {@link EngineUnreachableException}). Every call is safe to repeat: pulling
+ * again after a broken batch stream gets the next batch, and the broken one comes again after the
+ * engine's {@code batch_ack_timeout}; acknowledging is idempotent; a publish repeated after its
+ * first attempt broke off is fenced by its version (the 409 then says that the first attempt may
+ * have been applied). Answers that retrying cannot change (401, 400, 404, 500) are {@link
+ * GatewayRequestException}s.
+ *
+ * <p>Redelivery: a batch delivered again has the same id and is returned as is; the trainer
+ * decides (acknowledge again without training twice).
+ *
+ * <p>Thread safety: safe for concurrent use. Every blocking call honours interruption: it throws
+ * {@link InterruptedException}, and a batch whose pull is interrupted comes again after {@code
+ * batch_ack_timeout}. After {@link #close()}, calls throw {@link IllegalStateException}.
+ */
+public final class HttpRolloutClient implements RolloutClient {
+    private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
+    private static final int MAX_SMALL_BODY = 1 << 20;
+    private static final Duration FOREVER = Duration.ofDays(365L * 100);
+
+    private final ClientConfig config;
+    private final HttpClient http;
+    private final ScheduledExecutorService watchdog;
+    private final AtomicInteger preferred = new AtomicInteger();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    HttpRolloutClient(ClientConfig config) {
+        this.config = java.util.Objects.requireNonNull(config, "config");
+        HttpClient.Builder b = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(config.connectTimeout())
+                .followRedirects(HttpClient.Redirect.NEVER);
+        if (config.sslContext() != null) {
+            b.sslContext(config.sslContext());
+        }
+        this.http = b.build();
+        this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "rollout-client-read-watchdog");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** The configuration this client was connected with. */
+    public ClientConfig config() {
+        return config;
+    }
+
+    @Override
+    public TrainingBatch nextBatch() throws InterruptedException {
+        while (true) {
+            Optional<TrainingBatch> b = pull(config.pollWait());
+            if (b.isPresent()) {
+                return b.get();
+            }
+        }
+    }
+
+    @Override
+    public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
+        // Saturated: a timeout of years must neither overflow toNanos() nor the deadline arithmetic.
+        long nanos = timeout.isNegative() ? 0 : timeout.compareTo(FOREVER) > 0 ? FOREVER.toNanos() : timeout.toNanos();
+        long deadline = System.nanoTime() + nanos;
+        while (true) {
+            long remaining = Math.max(0, deadline - System.nanoTime());
+            Optional<TrainingBatch> b =
+                    pull(Duration.ofNanos(Math.min(remaining, config.pollWait().toNanos())));
+            if (b.isPresent() || System.nanoTime() - deadline >= 0) {
+                return b;
+            }
+        }
+    }
+
+    private Optional<TrainingBatch> pull(Duration wait) throws InterruptedException {
+        String seconds = String.format(Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
+        return call(
+                "pull a batch",
+                base -> request(base, "/v1/batches/next?wait=" + seconds, wait.plus(config.requestTimeout()))
+                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .build(),
+                (base, status, body, ambiguous) -> switch (status) {
+                    case 204 -> {
+                        body.transferTo(java.io.OutputStream.nullOutputStream());
+                        yield Optional.empty();
+                    }
+                    case 200 -> {
+                        TrainingBatch batch = BatchWireFormat.read(body);
+                        if (body.read() != -1) {
+                            throw new BatchFormatException(
+                                    "batch " + batch.batchId() + ": bytes follow the trailer; the body must end there");
+                        }
+                        yield Optional.of(batch);
+                    }
+                    default -> throw requestError("pull a batch", base, status, body);
+                });
+    }
+
+    @Override
+    public void acknowledge(TrainingBatch batch) throws InterruptedException {
+        acknowledge(batch.batchId());
+    }
+
+    @Override
+    public void acknowledge(long batchId) throws InterruptedException {
+        String what = "acknowledge batch " + batchId;
+        GatewayJson.AckReply reply = call(
+                what,
+                base -> request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
+                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .build(),
+                (base, status, body, ambiguous) -> {
+                    if (status != 200) {
+                        throw requestError(what, base, status, body);
+                    }
+                    return parse(what, base, body, GatewayJson::parseAck);
+                });
+        if (!reply.known()) {
+            log.log(
+                    System.Logger.Level.DEBUG,
+                    "batch {0} was not outstanding at the gateway (acknowledged before, or handed out by another gateway)",
+                    batchId);
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>{@code weights} is sent as an absolute path (resolved against this process's working
+     * directory), since the servers read it.
+     */
+    @Override
+    public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
+        String what = "publish weights version " + version;
+        byte[] json =
+                GatewayJson.publishRequest(version, weights.toAbsolutePath().toString());
+        return call(
+                what,
+                base -> request(base, "/v1/weights", config.publishTimeout())
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(json))
+                        .build(),
+                (base, status, body, ambiguous) -> switch (status) {
+                    case 200 -> parse(what, base, body, GatewayJson::parsePublishResult);
+                    case 409 -> {
+                        String reason = errorOf(body).message();
+                        throw new WeightPublishException(
+                                WeightPublishException.Kind.REFUSED,
+                                reason
+                                        + (ambiguous == null
+                                                ? ""
+                                                : " (an earlier attempt of this publish broke off with '" + ambiguous
+                                                        + "' and may have been applied)"));
+                    }
+                    case 502 ->
+                        throw new WeightPublishException(
+                                WeightPublishException.Kind.NOT_LOADED,
+                                errorOf(body).message());
+                    default -> throw requestError(what, base, status, body);
+                });
+    }
+
+    @Override
+    public RolloutStatus status() throws InterruptedException {
+        return call(
+                "read status",
+                base -> request(base, "/v1/status", config.requestTimeout())
+                        .GET()
+                        .build(),
+                (base, status, body, ambiguous) -> {
+                    if (status != 200) {
+                        throw requestError("read status", base, status, body);
+                    }
+                    return parse("read status", base, body, GatewayJson::parseStatus);
+                });
+    }
+
+    /** Stops every request in flight and the connection pool; never throws; idempotent. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            http.shutdownNow();
+            watchdog.shutdownNow();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "HttpRolloutClient" + config.contactPoints();
+    }
+
+    /** Reads a response; {@code ambiguous} is the error of an earlier attempt that may have reached a gateway. */
+    @FunctionalInterface
+    private interface ResponseReader<T> {
+        T read(URI base, int status, InputStream body, String ambiguous) throws IOException;
+    }
+
+    /**
+     * Sends the request to the preferred contact point, failing over and backing off as the class
+     * comment says, and reads the response with {@code reader}.
+     */
+    private <T> T call(String what, Function<URI, HttpRequest> request, ResponseReader<T> reader)
+            throws InterruptedException {
+        if (closed.get()) {
+            throw new IllegalStateException("could not " + what + ": the client is closed");
+        }
+        var contacts = config.contactPoints();
+        Map<URI, String> lastErrors = new LinkedHashMap<>();
+        String ambiguous = null;
+        long firstFailure = 0;
+        boolean failed = false;
+        long backoff = config.retryInitialBackoff().toNanos();
+        while (true) {
+            int start = preferred.get();
+            for (int i = 0; i < contacts.size(); i++) {
+                int index = (start + i) % contacts.size();
+                URI base = contacts.get(index);
+                try {
+                    HttpResponse<InputStream> response =
+                            http.send(request.apply(base), HttpResponse.BodyHandlers.ofInputStream());
+                    if (response.statusCode() == 503) {
+                        try (InputStream body = response.body()) {
+                            GatewayJson.ErrorBody e = errorOf(body);
+                            lastErrors.put(base, "HTTP 503 " + e.code() + ": " + e.message());
+                        }
+                        continue;
+                    }
+                    preferred.set(index);
+                    try (InputStream body = new IdleGuardedStream(response.body(), base, what)) {
+                        return reader.read(base, response.statusCode(), body, ambiguous);
+                    }
+                } catch (BatchFormatException e) {
+                    throwIfInterrupted(e);
+                    throw new IllegalStateException(
+                            "could not " + what + ": the trainer gateway at " + base + " sent a malformed batch: "
+                                    + e.getMessage(),
+                            e);
+                } catch (IOException e) {
+                    throwIfInterrupted(e);
+                    if (closed.get()) {
+                        throw new IllegalStateException("could not " + what + ": the client was closed", e);
+                    }
+                    String error = describe(e);
+                    lastErrors.put(base, error);
+                    if (!(e instanceof ConnectException || e instanceof HttpConnectTimeoutException)) {
+                        ambiguous = error;
+                    }
+                    log.log(System.Logger.Level.DEBUG, "could not {0} at {1}: {2}", what, base, error);
+                }
+            }
+            long now = System.nanoTime();
+            if (!failed) {
+                failed = true;
+                firstFailure = now;
+            }
+            if (now - firstFailure + backoff > config.retryDeadline().toNanos()) {
+                Map<URI, String> ordered = new LinkedHashMap<>();
+                for (URI c : contacts) {
+                    ordered.put(c, lastErrors.getOrDefault(c, "not tried"));
+                }
+                throw new EngineUnreachableException(what, Duration.ofNanos(now - firstFailure), ordered);
+            }
+            log.log(
+                    System.Logger.Level.INFO,
+                    "could not {0}: no trainer gateway answered ({1}); trying again in {2} ms",
+                    what,
+                    lastErrors,
+                    TimeUnit.NANOSECONDS.toMillis(backoff));
+            TimeUnit.NANOSECONDS.sleep(backoff);
+            backoff = Math.min(backoff * 2, config.retryMaxBackoff().toNanos());
+        }
+    }
+
+    private HttpRequest.Builder request(URI base, String path, Duration timeout) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
+                .timeout(timeout)
+                .header("User-Agent", "rollout-trainer-client/1");
+        if (config.token() != null) {
+            b.header("Authorization", "Bearer " + config.token());
+        }
+        return b;
+    }
+
+    private static <T> T parse(String what, URI base, InputStream body, Function<byte[], T> parser) throws IOException {
+        byte[] bytes = body.readNBytes(MAX_SMALL_BODY);
+        try {
+            return parser.apply(bytes);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException(
+                    "could not " + what + ": the trainer gateway at " + base + " answered with a malformed body: "
+                            + e.getMessage(),
+                    e);
+        }
+    }
+
+    private static GatewayJson.ErrorBody errorOf(InputStream body) throws IOException {
+        return GatewayJson.parseError(body.readNBytes(MAX_SMALL_BODY));
+    }
+
+    private static GatewayRequestException requestError(String what, URI base, int status, InputStream body)
+            throws IOException {
+        GatewayJson.ErrorBody e = errorOf(body);
+        return new GatewayRequestException(what, base, status, e.code(), e.message());
+    }
+
+    /** Interruption surfaces from the HTTP client as an IOException with the flag set or an InterruptedException cause. */
+    private static void throwIfInterrupted(IOException e) throws InterruptedException {
+        boolean interrupted = Thread.interrupted()
+                || (e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException))
+                || e.getCause() instanceof InterruptedException;
+        if (interrupted) {
+            InterruptedException ie = new InterruptedException("interrupted: " + e.getMessage());
+            ie.initCause(e);
+            throw ie;
+        }
+    }
+
+    private static String describe(IOException e) {
+        String m = e.getMessage();
+        if (e instanceof ConnectException && (m == null || m.isBlank())) {
+            return "connection refused";
+        }
+        return e.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
+    }
+
+    /**
+     * Abandons a body from which no byte arrives for {@code read_idle_timeout}: closing the HTTP
+     * client's stream wakes the blocked reader, which then fails with a message saying so.
+     */
+    private final class IdleGuardedStream extends FilterInputStream {
+        private final URI base;
+        private final String what;
+        private final ScheduledFuture<?> check;
+        private volatile long lastProgress = System.nanoTime();
+        private volatile boolean expired;
+
+        IdleGuardedStream(InputStream in, URI base, String what) {
+            super(in);
+            this.base = base;
+            this.what = what;
+            long period = Math.max(10, Math.min(1000, config.readIdleTimeout().toMillis() / 4));
+            this.check = watchdog.scheduleWithFixedDelay(this::checkIdle, period, period, TimeUnit.MILLISECONDS);
+        }
+
+        private void checkIdle() {
+            if (System.nanoTime() - lastProgress > config.readIdleTimeout().toNanos()) {
+                expired = true;
+                check.cancel(false);
+                try {
+                    in.close();
+                } catch (IOException e) {
+                    log.log(System.Logger.Level.DEBUG, "closing a stalled body from {0}: {1}", base, e);
+                }
+            }
+        }
+
+        @Override
+        public int read() throws IOException {
+            try {
+                int b = super.read();
+                lastProgress = System.nanoTime();
+                return b;
+            } catch (IOException e) {
+                throw stalled(e);
+            }
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            try {
+                int n = super.read(b, off, len);
+                lastProgress = System.nanoTime();
+                return n;
+            } catch (IOException e) {
+                throw stalled(e);
+            }
+        }
+
+        private IOException stalled(IOException e) {
+            if (!expired) {
+                return e;
+            }
+            return new IOException(
+                    "no data from " + base + " for " + config.readIdleTimeout().toMillis()
+                            + " ms (read_idle_timeout) while trying to " + what,
+                    e);
+        }
+
+        @Override
+        public void close() throws IOException {
+            check.cancel(false);
+            super.close();
+        }
+    }
+}

@@ -1,0 +1,251 @@
+package org.rollout.trainer.wire;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.RolloutStatus;
+
+/**
+ * The JSON bodies of the trainer gateway (docs/protocol.md, "Trainer gateway"), written and parsed
+ * by hand over Jackson's tree model so that the public records carry no annotations. Keys are
+ * snake_case, as AReaL spells its fields.
+ *
+ * <p>Numbers: statistics that are not finite travel as {@code null} (JSON has no NaN) and come back
+ * as NaN. Durations travel as milliseconds with a fractional part.
+ *
+ * <p>Parsing errors are {@link IllegalArgumentException}s naming the body and the field. Stateless
+ * and thread-safe.
+ */
+public final class GatewayJson {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private GatewayJson() {}
+
+    /** {@code POST /v1/weights}: the version to publish and where the weights are. */
+    public record PublishRequest(int version, String path) {}
+
+    /** {@code POST /v1/batches/{id}/ack}'s answer: whether the gateway knew the batch as handed out. */
+    public record AckReply(long batchId, boolean known) {}
+
+    /** An error body: a stable code and a message for people. */
+    public record ErrorBody(String code, String message) {}
+
+    public static byte[] status(RolloutStatus s) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("version", s.version());
+        o.put("running", s.running());
+        o.put("accepted", s.accepted());
+        o.put("rejected", s.rejected());
+        o.put("capacity", s.capacity());
+        o.put("buffered_groups", s.bufferedGroups());
+        o.put("unacknowledged_batches", s.unacknowledgedBatches());
+        o.put("eval_running", s.evalRunning());
+        o.put("tokens_generated", s.tokensGenerated());
+        ObjectNode reasons = o.putObject("rejected_by_reason");
+        s.rejectedByReason().forEach(reasons::put);
+        ObjectNode stats = o.putObject("last_stats");
+        s.lastStats().forEach((scope, means) -> {
+            ObjectNode m = stats.putObject(scope);
+            means.forEach((k, v) -> {
+                if (Double.isFinite(v)) {
+                    m.put(k, v);
+                } else {
+                    m.putNull(k);
+                }
+            });
+        });
+        return bytes(o);
+    }
+
+    public static RolloutStatus parseStatus(byte[] body) {
+        JsonNode o = object(body, "status");
+        Map<String, Long> reasons = new LinkedHashMap<>();
+        object(o, "rejected_by_reason", "status")
+                .properties()
+                .forEach(e ->
+                        reasons.put(e.getKey(), integral(e.getValue(), "rejected_by_reason." + e.getKey(), "status")));
+        Map<String, Map<String, Double>> stats = new LinkedHashMap<>();
+        object(o, "last_stats", "status").properties().forEach(scope -> {
+            Map<String, Double> means = new LinkedHashMap<>();
+            if (!scope.getValue().isObject()) {
+                throw new IllegalArgumentException(
+                        "status: field 'last_stats." + scope.getKey() + "' must be an object");
+            }
+            scope.getValue()
+                    .properties()
+                    .forEach(e -> means.put(
+                            e.getKey(),
+                            real(e.getValue(), "last_stats." + scope.getKey() + "." + e.getKey(), "status")));
+            stats.put(scope.getKey(), means);
+        });
+        return new RolloutStatus(
+                (int) integralField(o, "version", "status"),
+                integralField(o, "running", "status"),
+                integralField(o, "accepted", "status"),
+                integralField(o, "rejected", "status"),
+                integralField(o, "capacity", "status"),
+                (int) integralField(o, "buffered_groups", "status"),
+                (int) integralField(o, "unacknowledged_batches", "status"),
+                integralField(o, "eval_running", "status"),
+                integralField(o, "tokens_generated", "status"),
+                reasons,
+                stats);
+    }
+
+    public static byte[] publishRequest(int version, String path) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("version", version);
+        o.put("path", path);
+        return bytes(o);
+    }
+
+    /** Parses and checks a publish request: an integer version ≥ 0 and a non-blank path. */
+    public static PublishRequest parsePublishRequest(byte[] body) {
+        JsonNode o = object(body, "publish request");
+        long version = integralField(o, "version", "publish request");
+        if (version < 0 || version > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "publish request: field 'version' must be an integer in [0, 2^31), got " + version);
+        }
+        JsonNode path = o.get("path");
+        if (path == null || !path.isTextual() || path.textValue().isBlank()) {
+            throw new IllegalArgumentException(
+                    "publish request: field 'path' must be a non-blank string (the weights file the servers load)");
+        }
+        return new PublishRequest((int) version, path.textValue());
+    }
+
+    public static byte[] publishResult(PublishResult r) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("version", r.version());
+        o.put("update_time_ms", r.updateTime().toNanos() / 1e6);
+        o.put("servers_updated", r.serversUpdated());
+        ObjectNode failures = o.putObject("server_failures");
+        r.serverFailures().forEach(failures::put);
+        return bytes(o);
+    }
+
+    public static PublishResult parsePublishResult(byte[] body) {
+        JsonNode o = object(body, "publish result");
+        Map<String, String> failures = new LinkedHashMap<>();
+        object(o, "server_failures", "publish result")
+                .properties()
+                .forEach(e -> failures.put(e.getKey(), e.getValue().asText()));
+        double ms = real(o.get("update_time_ms"), "update_time_ms", "publish result");
+        return new PublishResult(
+                (int) integralField(o, "version", "publish result"),
+                Duration.ofNanos(Math.round(ms * 1e6)),
+                (int) integralField(o, "servers_updated", "publish result"),
+                failures);
+    }
+
+    public static byte[] ack(long batchId, boolean known) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("batch_id", batchId);
+        o.put("known", known);
+        return bytes(o);
+    }
+
+    public static AckReply parseAck(byte[] body) {
+        JsonNode o = object(body, "acknowledgement");
+        JsonNode known = o.get("known");
+        if (known == null || !known.isBoolean()) {
+            throw new IllegalArgumentException("acknowledgement: field 'known' must be true or false");
+        }
+        return new AckReply(integralField(o, "batch_id", "acknowledgement"), known.booleanValue());
+    }
+
+    /** {@code {"error": {"message": …, "code": …}}}. */
+    public static byte[] error(String code, String message) {
+        ObjectNode o = JSON.createObjectNode();
+        ObjectNode e = o.putObject("error");
+        e.put("message", message);
+        e.put("code", code);
+        return bytes(o);
+    }
+
+    /**
+     * The error in a gateway's error body; a body that is not one (a proxy's HTML page) gives code
+     * {@code unknown} and its first 200 characters as the message.
+     */
+    public static ErrorBody parseError(byte[] body) {
+        try {
+            JsonNode o = JSON.readTree(body);
+            JsonNode e = o == null ? null : o.get("error");
+            if (e != null
+                    && e.isObject()
+                    && e.path("message").isTextual()
+                    && e.path("code").isTextual()) {
+                return new ErrorBody(e.get("code").textValue(), e.get("message").textValue());
+            }
+        } catch (IOException notJson) {
+            // Not a gateway's body: described below by its text.
+        }
+        String text = new String(body, StandardCharsets.UTF_8).strip();
+        return new ErrorBody("unknown", text.length() > 200 ? text.substring(0, 200) + "…" : text);
+    }
+
+    /** {@code GET /health}'s body. */
+    public static byte[] health() {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("status", "ok");
+        return bytes(o);
+    }
+
+    private static byte[] bytes(JsonNode node) {
+        try {
+            return JSON.writeValueAsBytes(node);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write a JSON tree: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    private static JsonNode object(byte[] body, String what) {
+        JsonNode o;
+        try {
+            o = JSON.readTree(body);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(what + ": the body is not JSON: " + e.getMessage(), e);
+        }
+        if (o == null || !o.isObject()) {
+            throw new IllegalArgumentException(what + ": the body must be a JSON object");
+        }
+        return o;
+    }
+
+    private static JsonNode object(JsonNode parent, String field, String what) {
+        JsonNode o = parent.get(field);
+        if (o == null || !o.isObject()) {
+            throw new IllegalArgumentException(what + ": field '" + field + "' must be an object");
+        }
+        return o;
+    }
+
+    private static long integralField(JsonNode parent, String field, String what) {
+        return integral(parent.get(field), field, what);
+    }
+
+    private static long integral(JsonNode v, String field, String what) {
+        if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+            throw new IllegalArgumentException(what + ": field '" + field + "' must be an integer, got " + v);
+        }
+        return v.longValue();
+    }
+
+    private static double real(JsonNode v, String field, String what) {
+        if (v != null && v.isNull()) {
+            return Double.NaN;
+        }
+        if (v == null || !v.isNumber()) {
+            throw new IllegalArgumentException(what + ": field '" + field + "' must be a number, got " + v);
+        }
+        return v.doubleValue();
+    }
+}
