@@ -234,13 +234,20 @@ public final class LargePayloads implements Extension {
         OutputStream out = m.first().first();
         UniqueKillSwitch kill = m.first().second();
         io.execute(() -> {
-            try (out) {
+            try {
                 long n = kryo.write(message, out, chunkBytes);
+                out.close();
                 streamsSent.incrementAndGet();
                 bytesSent.addAndGet(n);
             } catch (RuntimeException | IOException e) {
-                // Fail the stream, so that the receiver sees an error rather than a short payload.
+                // Fail the stream before closing it, so that the receiver sees this error rather than
+                // a payload cut short (closing alone would complete the stream normally).
                 kill.abort(e);
+                try {
+                    out.close();
+                } catch (IOException closing) {
+                    e.addSuppressed(closing);
+                }
                 log.warn("{}: streaming the payload to its receiver failed: {}", what, e.toString());
             }
         });

@@ -29,6 +29,9 @@ final class TwoNodes implements AutoCloseable {
                     pekko.actor.default-dispatcher.fork-join-executor.parallelism-max = 4
                     pekko.remote.artery.advanced.inbound-lanes = 2
                     pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+                    # A loaded 2-core machine (and the full GCs of heap measurements) delays heartbeats
+                    # by seconds; neither node may be judged unreachable for that.
+                    pekko.cluster.failure-detector.acceptable-heartbeat-pause = 30 s
                     """);
 
     final ActorTestKit a;
