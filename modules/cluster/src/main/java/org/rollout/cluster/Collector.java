@@ -47,6 +47,12 @@ import org.rollout.api.TrainingGroup;
  *
  * <p>Pulls that cannot be served wait until enough groups arrive or their deadline passes (then
  * they get an empty reply). Evaluation groups are not batched: they only feed statistics.
+ *
+ * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
+ * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
+ * ({@link StreamedGroupFinished}, {@link StreamedBatchReply}, see {@link LargePayloads}); a streamed
+ * group is read back here before it is handled like any other, and one that cannot be read is
+ * rejected as {@code failed}.
  */
 final class Collector extends AbstractBehavior<Collector.Command> {
 

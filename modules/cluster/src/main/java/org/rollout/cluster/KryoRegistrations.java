@@ -27,9 +27,9 @@ import org.rollout.api.TrainingGroup;
  * <pre>
  *   id   class                         wire form
  *   100  Int32Tensor                   rank and dims (varints), then the elements in blocks
- *   101  Int64Tensor                     (fixed-width little-endian, copied in blocks of
- *   102  Float32Tensor                    8192 elements: no per-element boxing, no copy of
- *   103  BoolTensor                       the whole tensor on either side)
+ *   101  Int64Tensor                     (fixed width, copied in blocks of 8192 elements:
+ *   102  Float32Tensor                    no per-element boxing, no copy of the whole tensor
+ *   103  BoolTensor                       on either side; one byte per bool)
  *   104  TensorDict                    entry count, then key + class id + tensor per entry, in order
  *   105  TrainingGroup                 ids and versions, rows (a TensorDict), slot arrays
  *   106  TrainingBatch                 batch id, version at hand-out, groups
