@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletionException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -18,6 +19,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.stream.SourceRef;
+import org.apache.pekko.util.ByteString;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 
@@ -44,12 +47,22 @@ import org.rollout.api.TrainingGroup;
  *
  * <p>Pulls that cannot be served wait until enough groups arrive or their deadline passes (then
  * they get an empty reply). Evaluation groups are not batched: they only feed statistics.
+ *
+ * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
+ * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
+ * ({@link StreamedGroupFinished}, {@link StreamedBatchReply}, see {@link LargePayloads}); a streamed
+ * group is read back here before it is handled like any other, and one that cannot be read is
+ * rejected as {@code failed}.
  */
 final class Collector extends AbstractBehavior<Collector.Command> {
 
     sealed interface Command {}
 
-    /** A group's outcome, from its GroupActor. */
+    /**
+     * A group's outcome, from its GroupActor. Kryo on the wire (it may carry a {@link
+     * TrainingGroup}); one bigger than {@code rollout.large_payload_threshold} for a collector on
+     * another node travels as a {@link StreamedGroupFinished} instead ({@link #deliver}).
+     */
     record GroupFinished(
             long taskId,
             int attempt,
@@ -60,9 +73,25 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             Map<String, Double> groupMetrics,
             ScalarStats.Totals workflowStats,
             long generatedTokens)
-            implements Command {}
+            implements Command, KryoSerializable {}
 
-    /** What a group became. */
+    /**
+     * A {@link GroupFinished} too big for one frame: its header, and a stream ref from which the
+     * whole message is read ({@link LargePayloads}). The collector reassembles it before handling
+     * it; a transfer that fails rejects the task as {@code failed}, naming the cause.
+     */
+    record StreamedGroupFinished(
+            long taskId,
+            int attempt,
+            boolean isEval,
+            int dispatchVersion,
+            int completionVersion,
+            long generatedTokens,
+            long estimatedBytes,
+            SourceRef<ByteString> bytes)
+            implements Command, CborSerializable {}
+
+    /** What a group became; travels inside a {@link GroupFinished} (Kryo), never alone. */
     sealed interface Outcome {}
 
     /** Accepted for training (or, for evaluation, completed). */
@@ -72,7 +101,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     record Rejected(RejectReason reason, String detail) implements Outcome {}
 
     /** Who to tell about finished tasks (the coordinator); sent once at start-up. */
-    record Attach(ActorRef<RolloutCoordinator.Command> coordinator) implements Command {}
+    record Attach(ActorRef<RolloutCoordinator.Command> coordinator) implements Command, CborSerializable {}
 
     /**
      * A trainer asks for the next batch; answered now or when ready, at the latest after {@code
@@ -80,25 +109,37 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * version broadcast may reach the collector after the trainer's next pull, and hand-out must
      * never use an older version than the trainer's.
      */
-    record PullBatch(Duration maxWait, int knownVersion, ActorRef<BatchReply> replyTo) implements Command {}
+    record PullBatch(Duration maxWait, int knownVersion, ActorRef<PullReply> replyTo)
+            implements Command, CborSerializable {}
 
-    /** The reply to a pull: a batch, or none when the wait expired. */
-    record BatchReply(TrainingBatch batch) {}
+    /**
+     * The reply to a pull: a {@link BatchReply}, or, for a puller on another node and a batch
+     * bigger than {@code rollout.large_payload_threshold}, a {@link StreamedBatchReply} that the
+     * puller turns into one with {@link LargePayloads#receive}.
+     */
+    sealed interface PullReply permits BatchReply, StreamedBatchReply {}
+
+    /** A batch, or none ({@code batch} null) when the wait expired. Kryo on the wire. */
+    record BatchReply(TrainingBatch batch) implements PullReply, KryoSerializable {}
+
+    /** Batch {@code batchId} of {@code groups} groups, as a stream ref of a {@link BatchReply}. */
+    record StreamedBatchReply(long batchId, int groups, long estimatedBytes, SourceRef<ByteString> bytes)
+            implements PullReply, CborSerializable {}
 
     /** A trainer consumed batch {@code batchId}. */
-    record Ack(long batchId, ActorRef<AckReply> replyTo) implements Command {}
+    record Ack(long batchId, ActorRef<AckReply> replyTo) implements Command, CborSerializable {}
 
     /** {@code known} is false when the id was never handed out or was already acknowledged. */
-    record AckReply(long batchId, boolean known) {}
+    record AckReply(long batchId, boolean known) implements CborSerializable {}
 
     /** The weight version moved on: statistics of older versions are written out. */
-    record VersionChanged(int version) implements Command {}
+    record VersionChanged(int version) implements Command, CborSerializable {}
 
     /** The evaluation pass that started at {@code version} has finished: its statistics are written. */
-    record EvalPassFinished(int version) implements Command {}
+    record EvalPassFinished(int version) implements Command, CborSerializable {}
 
     /** Asks for the collector's part of the status. */
-    record GetStatus(ActorRef<Status> replyTo) implements Command {}
+    record GetStatus(ActorRef<Status> replyTo) implements Command, CborSerializable {}
 
     /** The collector's part of the status. */
     record Status(
@@ -107,17 +148,23 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             long duplicates,
             long tokensGenerated,
             Map<String, Long> rejectedByReason,
-            Map<String, Map<String, Double>> lastStats) {}
+            Map<String, Map<String, Double>> lastStats)
+            implements CborSerializable {}
 
     /** Writes every statistic still held; replies when done (shutdown). */
-    record Flush(ActorRef<Boolean> replyTo) implements Command {}
+    record Flush(ActorRef<Boolean> replyTo) implements Command, CborSerializable {}
 
-    private record Tick() implements Command {}
+    private record Tick() implements Command, NodeLocal {}
+
+    /** A streamed group, read back (or the reason it could not be). */
+    private record Reassembled(StreamedGroupFinished header, GroupFinished finished, Throwable error)
+            implements Command, NodeLocal {}
 
     private record WaitingPull(PullBatch pull, long deadlineNanos) {}
 
     private record Outstanding(TrainingBatch batch, long handedOutNanos) {}
 
+    private final LargePayloads payloads;
     private final int consumerBatchSize;
     private final Duration ackTimeout;
     private final long stalenessLimit;
@@ -160,6 +207,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             long stalenessLimit,
             StatsBook stats) {
         super(ctx);
+        this.payloads = LargePayloads.get(ctx.getSystem());
         this.consumerBatchSize = consumerBatchSize;
         this.ackTimeout = ackTimeout;
         this.stalenessLimit = stalenessLimit;
@@ -175,6 +223,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                     return this;
                 })
                 .onMessage(GroupFinished.class, this::onGroupFinished)
+                .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
+                .onMessage(Reassembled.class, this::onReassembled)
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
@@ -223,6 +273,64 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         return this;
     }
 
+    /**
+     * Sends {@code finished} to {@code collector}: as it is when the collector is in this actor
+     * system or the message is small, else streamed in chunks ({@link LargePayloads}).
+     */
+    static void deliver(ActorRef<Command> collector, GroupFinished finished, LargePayloads payloads) {
+        long bytes = LargePayloads.estimatedBytes(finished);
+        if (!payloads.streams(collector, bytes)) {
+            collector.tell(finished);
+            return;
+        }
+        String what = "task " + finished.taskId() + " attempt " + finished.attempt();
+        collector.tell(new StreamedGroupFinished(
+                finished.taskId(),
+                finished.attempt(),
+                finished.isEval(),
+                finished.dispatchVersion(),
+                finished.completionVersion(),
+                finished.generatedTokens(),
+                bytes,
+                payloads.offer(finished, what)));
+    }
+
+    private Behavior<Command> onStreamedGroupFinished(StreamedGroupFinished s) {
+        String what = "task " + s.taskId() + " attempt " + s.attempt();
+        getContext()
+                .pipeToSelf(
+                        payloads.receive(s.bytes(), GroupFinished.class, what),
+                        (finished, error) -> new Reassembled(s, finished, error));
+        return this;
+    }
+
+    private Behavior<Command> onReassembled(Reassembled r) {
+        StreamedGroupFinished h = r.header();
+        Throwable error = r.error();
+        if (error == null
+                && (r.finished().taskId() != h.taskId() || r.finished().attempt() != h.attempt())) {
+            error = new IllegalStateException("the stream carried task "
+                    + r.finished().taskId() + " attempt " + r.finished().attempt());
+        }
+        if (error == null) {
+            return onGroupFinished(r.finished());
+        }
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        String detail = "the group's result (about " + h.estimatedBytes() + " bytes) could not be received: "
+                + cause.getMessage();
+        getContext().getLog().error("task {} attempt {}: {}; rejecting it as failed", h.taskId(), h.attempt(), detail);
+        return onGroupFinished(new GroupFinished(
+                h.taskId(),
+                h.attempt(),
+                h.isEval(),
+                h.dispatchVersion(),
+                h.completionVersion(),
+                new Rejected(RejectReason.FAILED, detail),
+                Map.of(),
+                ScalarStats.Totals.EMPTY,
+                h.generatedTokens()));
+    }
+
     private Behavior<Command> onPull(PullBatch pull) {
         if (pull.knownVersion() > version) {
             onVersionChanged(new VersionChanged(pull.knownVersion()));
@@ -241,7 +349,25 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             }
             WaitingPull w = waiting.pollFirst();
             outstanding.put(batch.batchId(), new Outstanding(batch, System.nanoTime()));
-            w.pull().replyTo().tell(new BatchReply(batch));
+            reply(w.pull().replyTo(), batch);
+        }
+    }
+
+    /**
+     * Hands {@code batch} to a puller: as it is when the puller is in this actor system or the
+     * batch is small, else streamed. A streamed batch that never arrives stays unacknowledged and
+     * is delivered again after {@code batch_ack_timeout}.
+     */
+    private void reply(ActorRef<PullReply> to, TrainingBatch batch) {
+        long bytes = LargePayloads.estimatedBytes(batch);
+        if (payloads.streams(to, bytes)) {
+            to.tell(new StreamedBatchReply(
+                    batch.batchId(),
+                    batch.size(),
+                    bytes,
+                    payloads.offer(new BatchReply(batch), "batch " + batch.batchId())));
+        } else {
+            to.tell(new BatchReply(batch));
         }
     }
 

@@ -353,6 +353,33 @@ final class ConfigReader {
         return Duration.ofNanos(Math.round(s * 1e9));
     }
 
+    /**
+     * A byte size in {@code [min, max]}: a whole number of bytes, or a HOCON size string such as
+     * {@code "128 KiB"} or {@code "1m"}.
+     */
+    Long bytes(String path, long min, long max, String allowed) {
+        if (!reachable(path)) {
+            return null;
+        }
+        ConfigValue v = value(path);
+        Long n = null;
+        if (v != null
+                && (v.valueType() == ConfigValueType.NUMBER
+                                && (v.unwrapped() instanceof Integer || v.unwrapped() instanceof Long)
+                        || v.valueType() == ConfigValueType.STRING)) {
+            try {
+                n = ConfigFactory.empty().withValue("b", v).getBytes("b");
+            } catch (ConfigException e) {
+                n = null;
+            }
+        }
+        if (n == null || n < min || n > max) {
+            error(path, v == null ? null : shown(v), allowed);
+            return null;
+        }
+        return n;
+    }
+
     /** An object, unwrapped deep-immutable with sorted keys. */
     Map<String, Object> object(String path, String allowed) {
         if (!reachable(path)) {

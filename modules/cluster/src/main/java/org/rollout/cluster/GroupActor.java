@@ -50,13 +50,18 @@ import org.slf4j.LoggerFactory;
  * current version is rejected as {@code stale}.
  *
  * <p>The group cache shared by the slots is released when this actor stops, whatever the outcome.
- * Exactly one {@code GroupFinished} is sent per actor.
+ * Exactly one {@code GroupFinished} is sent per actor; when the collector is on another node and
+ * the group is bigger than {@code rollout.large_payload_threshold}, it is streamed in chunks
+ * ({@link Collector#deliver}).
+ *
+ * <p>Messages: node-local. Slots and the runner on this node are the only senders, and the
+ * messages carry episode results and exceptions that are never serialized ({@link NodeLocal}).
  */
 final class GroupActor extends AbstractBehavior<GroupActor.Command> {
     /** For the blocking stage, which runs off the actor's thread and must not touch its context. */
     private static final Logger log = LoggerFactory.getLogger(GroupActor.class);
 
-    sealed interface Command {}
+    sealed interface Command extends NodeLocal {}
 
     /** A slot's episode returned. */
     record SlotDone(int slot, EpisodeResult result) implements Command {}
@@ -287,7 +292,8 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
     private void report(Collector.GroupFinished finished) {
         if (!reported) {
             reported = true;
-            collector.tell(finished);
+            Collector.deliver(
+                    collector, finished, LargePayloads.get(getContext().getSystem()));
         }
     }
 

@@ -1,5 +1,7 @@
 package org.rollout.cluster;
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -37,36 +39,46 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     public sealed interface Command {}
 
-    /** Run task {@code taskId} (attempt {@code attempt}) as a group; report it to {@code collector}. */
+    /**
+     * Run task {@code taskId} (attempt {@code attempt}) as a group; report it to {@code collector}.
+     * On the wire {@code data} is JSON: its values come back as Java JSON types (numbers, strings,
+     * booleans, {@code List}s, {@code Map}s). The annotation keeps Pekko's Scala module from turning
+     * nested objects and arrays into Scala collections, which no workflow expects.
+     */
     public record RunGroup(
             long taskId,
             int attempt,
+
+            @JsonDeserialize(contentUsing = UntypedObjectDeserializer.class)
             Map<String, Object> data,
+
             boolean isEval,
             int dispatchVersion,
             ActorRef<Collector.Command> collector)
-            implements Command {}
+            implements Command, CborSerializable {}
 
     /** Stop the group of task {@code taskId}, attempt {@code attempt}, and report it rejected. */
-    public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail) implements Command {}
+    public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail)
+            implements Command, CborSerializable {}
 
     /** Asks for this runner's capacity and load. */
-    public record GetInfo(ActorRef<Info> replyTo) implements Command {}
+    public record GetInfo(ActorRef<Info> replyTo) implements Command, CborSerializable {}
 
     /** A runner's capacity (groups it runs at once) and current load. */
-    public record Info(ActorRef<Command> runner, String node, int capacity, int running) {}
+    public record Info(ActorRef<Command> runner, String node, int capacity, int running) implements CborSerializable {}
 
     /** Close the engine's gate for weight update {@code updateId}, then confirm to {@code replyTo}. */
-    public record PrepareWeightUpdate(long updateId, ActorRef<WeightVersion.Command> replyTo) implements Command {}
+    public record PrepareWeightUpdate(long updateId, ActorRef<WeightVersion.Command> replyTo)
+            implements Command, CborSerializable {}
 
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
-    public record AbandonWeightUpdate(long updateId) implements Command {}
+    public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
-    private record NewVersion(int version) implements Command {}
+    private record NewVersion(int version) implements Command, NodeLocal {}
 
-    private record GroupEnded(String name) implements Command {}
+    private record GroupEnded(String name) implements Command, NodeLocal {}
 
-    private record PauseExpired(long updateId) implements Command {}
+    private record PauseExpired(long updateId) implements Command, NodeLocal {}
 
     private final NodeServices svc;
     private final String node;

@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A {@link RolloutClient} for a trainer in the same JVM as a {@link LocalRollout}: every call is
- * an ask to the collector, the weight version or the coordinator. Blocking calls honour
+ * an ask to the collector, the weight version or the coordinator. Given refs on another node it
+ * works the same way: a batch the collector streams ({@link Collector.StreamedBatchReply}) is read
+ * back on this side before {@link #nextBatch} returns. Blocking calls honour
  * interruption; a pull that is abandoned by interruption leaves its batch unacknowledged, so it is
  * delivered again after {@code batch_ack_timeout} and nothing is lost.
  */
@@ -55,12 +57,40 @@ public final class LocalRolloutClient implements RolloutClient {
 
     @Override
     public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
-        Collector.BatchReply reply = ask(
+        Collector.PullReply reply = ask(
                 refs.collector(),
                 r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
-        return Optional.ofNullable(reply.batch());
+        return Optional.ofNullable(received(reply).batch());
+    }
+
+    /**
+     * The batch of {@code reply}, read from its stream when the collector streamed it (a collector
+     * on another node and a batch bigger than {@code rollout.large_payload_threshold}). A batch
+     * whose stream fails is not acknowledged, so it is delivered again after {@code
+     * batch_ack_timeout}; the failure is thrown here.
+     */
+    private Collector.BatchReply received(Collector.PullReply reply) throws InterruptedException {
+        return switch (reply) {
+            case Collector.BatchReply b -> b;
+            case Collector.StreamedBatchReply s -> {
+                var stage = LargePayloads.get(system)
+                        .receive(s.bytes(), Collector.BatchReply.class, "batch " + s.batchId());
+                try {
+                    yield stage.toCompletableFuture()
+                            .get(LargePayloads.STALL_SECONDS + CONTROL_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException(e.getCause().getMessage(), e.getCause());
+                } catch (TimeoutException e) {
+                    throw new IllegalStateException(
+                            "batch " + s.batchId() + " (about " + s.estimatedBytes()
+                                    + " bytes) was not received within "
+                                    + (LargePayloads.STALL_SECONDS + CONTROL_TIMEOUT.toSeconds()) + " s",
+                            e);
+                }
+            }
+        };
     }
 
     @Override

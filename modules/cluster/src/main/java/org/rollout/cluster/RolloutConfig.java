@@ -497,6 +497,7 @@ public final class RolloutConfig {
             Dataset dataset = dataset();
             List<ServerAddress> servers = servers();
             InferenceConfig inference = inference(servers);
+            largePayloads();
 
             GenerationConfig gconfig = gconfig();
             GenerationConfig evalGconfig = evalGconfig(inference);
@@ -739,6 +740,20 @@ public final class RolloutConfig {
                     k -> v.containsKey(k) ? k : null,
                     RolloutConfig::inferenceKeyed,
                     r);
+        }
+
+        /**
+         * Range checks only: LargePayloads reads both keys from the actor system's configuration
+         * (which LocalRun builds from these settings) and checks them against the frame size,
+         * which is Pekko's and known only there.
+         */
+        private void largePayloads() {
+            r.bytes(LargePayloads.THRESHOLD_KEY, 0, Integer.MAX_VALUE, LargePayloads.THRESHOLD_ALLOWED);
+            r.bytes(
+                    LargePayloads.CHUNK_KEY,
+                    LargePayloads.MIN_CHUNK,
+                    LargePayloads.MAX_CHUNK,
+                    LargePayloads.CHUNK_ALLOWED);
         }
 
         private static void put(Map<String, Object> m, String key, Object value) {

@@ -53,25 +53,25 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * accepted groups the collector holds unbatched after it.
      */
     public record TaskFinished(long taskId, int attempt, boolean isEval, boolean accepted, String reason, int buffered)
-            implements Command {}
+            implements Command, CborSerializable {}
 
     /** The collector's buffer changed size (a batch was formed): {@code buffered} groups wait. */
-    public record Backlog(int buffered) implements Command {}
+    public record Backlog(int buffered) implements Command, CborSerializable {}
 
     /**
      * An accepted group was dropped before hand-out because it became too stale
      * ({@code staleness_policy = cancel}); its budget position is freed.
      */
-    public record AcceptedDiscarded(long taskId, int buffered) implements Command {}
+    public record AcceptedDiscarded(long taskId, int buffered) implements Command, CborSerializable {}
 
     /** A weight update began: admit nothing until the matching {@link ResumeAdmission}. */
-    public record PauseAdmission(long updateId) implements Command {}
+    public record PauseAdmission(long updateId) implements Command, CborSerializable {}
 
     /** A weight update ended; {@code version} is the version now current. */
-    public record ResumeAdmission(long updateId, int version) implements Command {}
+    public record ResumeAdmission(long updateId, int version) implements Command, CborSerializable {}
 
     /** Asks for the coordinator's part of the status. */
-    public record GetStatus(ActorRef<Status> replyTo) implements Command {}
+    public record GetStatus(ActorRef<Status> replyTo) implements Command, CborSerializable {}
 
     /**
      * The coordinator's part of the status.
@@ -87,13 +87,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             int buffered,
             Map<String, Integer> inFlightByNode,
             Duration oldestInFlight,
-            long redispatched) {}
+            long redispatched)
+            implements CborSerializable {}
 
-    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command {}
+    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
 
-    private record RunnerJoined(GroupRunner.Info info) implements Command {}
+    private record RunnerJoined(GroupRunner.Info info) implements Command, NodeLocal {}
 
-    private record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command {}
+    private record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command, NodeLocal {}
 
     private record InFlight(
             long taskId,

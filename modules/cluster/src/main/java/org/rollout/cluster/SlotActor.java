@@ -13,7 +13,7 @@ import org.rollout.api.EpisodeResult;
  * Runs one slot of a group: one {@code runEpisode} call on its own virtual thread, with the slot's
  * {@link org.rollout.api.WorkflowContext} bound.
  *
- * <p>Protocol: none from outside. It reports exactly once to its group — {@link
+ * <p>Protocol: none from outside; its only message is node-local ({@link NodeLocal}). It reports exactly once to its group — {@link
  * GroupActor.SlotDone} or {@link GroupActor.SlotFailed} — and stops.
  *
  * <p>Failure and cancellation: when the group stops this actor before the episode ends (a sibling
@@ -22,7 +22,7 @@ import org.rollout.api.EpisodeResult;
  * keeps its thread until it returns, but its result goes nowhere.
  */
 final class SlotActor {
-    sealed interface Command {}
+    sealed interface Command extends NodeLocal {}
 
     private record Finished(EpisodeResult result, Throwable error) implements Command {}
 

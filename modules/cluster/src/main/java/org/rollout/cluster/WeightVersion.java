@@ -41,29 +41,32 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     public sealed interface Command {}
 
     /** Broadcast on the version topic after every successful publish. */
-    public record VersionChanged(int version) {}
+    public record VersionChanged(int version) implements CborSerializable {}
 
     /** Load {@code path} everywhere as {@code version}. */
-    public record Publish(int version, String path, ActorRef<PublishReply> replyTo) implements Command {}
+    public record Publish(int version, String path, ActorRef<PublishReply> replyTo)
+            implements Command, CborSerializable {}
 
     /** The outcome of a publish: {@code error} is null on success. */
-    public record PublishReply(int version, String error, WeightPublisher.Report report) {
+    public record PublishReply(int version, String error, WeightPublisher.Report report) implements CborSerializable {
         public boolean ok() {
             return error == null;
         }
     }
 
     /** Asks for the current version. */
-    public record GetVersion(ActorRef<Integer> replyTo) implements Command {}
+    public record GetVersion(ActorRef<Integer> replyTo) implements Command, CborSerializable {}
 
     /** A runner closed its engine's gate for update {@code updateId}. */
-    public record RunnerPrepared(long updateId, ActorRef<GroupRunner.Command> runner) implements Command {}
+    public record RunnerPrepared(long updateId, ActorRef<GroupRunner.Command> runner)
+            implements Command, CborSerializable {}
 
-    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command {}
+    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
 
-    private record PrepareTimedOut(long updateId) implements Command {}
+    private record PrepareTimedOut(long updateId) implements Command, NodeLocal {}
 
-    private record Updated(long updateId, WeightPublisher.Report report, Throwable error) implements Command {}
+    private record Updated(long updateId, WeightPublisher.Report report, Throwable error)
+            implements Command, NodeLocal {}
 
     private final WeightPublisher publisher;
     private final ActorRef<RolloutCoordinator.Command> coordinator;

@@ -71,13 +71,14 @@ class CollectorTest {
     void aPullWaitsForEnoughGroupsAndAnExpiredPullGetsAnEmptyReply() {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
         ActorRef<Collector.Command> c = collector("pull", coordinator);
-        TestProbe<Collector.BatchReply> trainer = kit.createTestProbe();
+        TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
         c.tell(new Collector.PullBatch(Duration.ofMillis(300), 0, trainer.getRef()));
-        assertThat(trainer.receiveMessage(Duration.ofSeconds(5)).batch()).isNull();
+        assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch())
+                .isNull();
 
         c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));
         c.tell(accepted(1, 0));
-        Collector.BatchReply reply = trainer.receiveMessage(Duration.ofSeconds(5));
+        Collector.BatchReply reply = (Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5));
         assertThat(reply.batch().groups()).extracting(TrainingGroup::taskId).containsExactly(1L);
     }
 

@@ -59,6 +59,7 @@ final class TestRollout {
     Path dumpRoot;
     Path statsFile;
     PromptSource source = new GeneratedPromptSource(i -> Map.of("prompt", "p" + i), -1);
+    Config pekko = PEKKO;
     final ScriptedEngine engine;
     final List<Path> published = new CopyOnWriteArrayList<>();
 
@@ -113,7 +114,7 @@ final class TestRollout {
                 Duration.ofSeconds(10),
                 Duration.ofSeconds(60),
                 statsFile);
-        return LocalRollout.start(spec, PEKKO);
+        return LocalRollout.start(spec, pekko);
     }
 
     /** Waits until {@code condition} holds, failing with {@code what} after {@code deadline}. */
