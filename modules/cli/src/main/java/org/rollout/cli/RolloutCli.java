@@ -10,6 +10,7 @@ import picocli.CommandLine.Command;
  * <pre>
  *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
+ *   rollout bench orchestration|async|interrupt|weights|all [--flag value …]
  * </pre>
  *
  * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and
@@ -20,7 +21,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "rollout 0.1.0",
         description = "The Rollout Engine: produces training trajectories for LLM reinforcement learning.",
-        subcommands = {LocalCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {LocalCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class RolloutCli implements Runnable {
 
     public static void main(String[] args) {
