@@ -53,7 +53,7 @@ public final class InterruptBenchmark implements EndToEndBenchmark {
         List<Flag> flags = new ArrayList<>(SimulatedFleet.flags(4, "lognormal:median=128,sigma=1", 2048));
         flags.addAll(List.of(
                 new Flag("concurrency", "128", "generations in flight at all times"),
-                new Flag("update-interval-s", "2", "seconds between weight updates"),
+                new Flag("update-interval-s", "5", "seconds between weight updates"),
                 new Flag("duration-s", "30", "measured seconds per mode")));
         return flags;
     }
