@@ -102,24 +102,13 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
                 warmup, groups, concurrency, batch);
         Histogram queuedLatency = histogram();
         double pipelineSeconds =
-                pipeline(workflow, engine, gconfig, batch, concurrency, eta, warmup, groups, queuedLatency, 0, log);
+                pipeline(workflow, engine, gconfig, batch, concurrency, eta, warmup, groups, queuedLatency, 0);
         double pipelineRate = groups / pipelineSeconds;
 
         int latencyWarmup = Math.min(warmup, 100);
         log.printf("orchestration: pipeline one group at a time, %d + %d groups%n", latencyWarmup, latencyGroups);
         Histogram added = histogram();
-        pipeline(
-                workflow,
-                engine,
-                gconfig,
-                1,
-                1,
-                eta,
-                latencyWarmup,
-                latencyGroups,
-                added,
-                Math.round(plainMeanNanos),
-                log);
+        pipeline(workflow, engine, gconfig, 1, 1, eta, latencyWarmup, latencyGroups, added, Math.round(plainMeanNanos));
 
         double ratio = pipelineRate / plainRate;
         double p50 = added.getValueAtPercentile(50) / 1e6;
@@ -193,8 +182,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
             int warmup,
             int measured,
             Histogram latency,
-            long subtractNanos,
-            PrintStream log)
+            long subtractNanos)
             throws Exception {
         Map<Long, Long> admittedAt = new ConcurrentHashMap<>();
         Map<Long, Long> indexOfTask = new ConcurrentHashMap<>();
