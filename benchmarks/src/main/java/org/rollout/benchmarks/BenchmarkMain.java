@@ -23,12 +23,13 @@ import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
  * The entry point of {@code benchmarks.jar}: JMH's command line, with short defaults that suit a
- * shared two-core machine, followed by a summary that JMH cannot print itself — the ratio of the
- * engine's generate to a raw HTTP call, per segment length.
+ * shared two-core machine, followed by summaries that JMH cannot print itself — the ratio of the
+ * engine's generate to a raw HTTP call, per segment length, and the ratio of each {@code
+ * interleaved} pair ({@link PairTimes}).
  *
  * <pre>
  *   java -jar benchmarks/target/benchmarks.jar [JMH options] [benchmark regexp …]
- *   defaults, each overridden by the JMH option:  -f 1  -wi 3 -w 1s  -i 5 -r 1s,  regexp GenerateLoop
+ *   defaults, each overridden by the JMH option:  -f 1  -wi 3 -w 1s  -i 5 -r 1s,  every benchmark of this module
  *   -h, -l, -lp, -lprof, -lrf: as JMH's own Main
  * </pre>
  *
@@ -40,6 +41,8 @@ public final class BenchmarkMain {
     static final int DEFAULT_WARMUP_ITERATIONS = 3;
     static final int DEFAULT_MEASUREMENT_ITERATIONS = 5;
     static final TimeValue DEFAULT_ITERATION_TIME = TimeValue.seconds(1);
+    /** Every benchmark of this module. */
+    static final String DEFAULT_INCLUDE = "org\\.rollout\\.benchmarks\\..*";
 
     private BenchmarkMain() {}
 
@@ -62,7 +65,7 @@ public final class BenchmarkMain {
         }
         ChainedOptionsBuilder options = new OptionsBuilder().parent(cli);
         if (cli.getIncludes().isEmpty()) {
-            options.include(GenerateLoopBenchmark.class.getSimpleName());
+            options.include(DEFAULT_INCLUDE);
         }
         if (!cli.getForkCount().hasValue()) {
             options.forks(DEFAULT_FORKS);
@@ -95,7 +98,99 @@ public final class BenchmarkMain {
             return;
         }
         System.out.println();
-        System.out.println(generateLoopSummary(results).orElse("(no GenerateLoopBenchmark results to summarise)"));
+        generateLoopSummary(results).ifPresent(System.out::println);
+        pairSummary(results).ifPresent(System.out::println);
+    }
+
+    /** What each {@code interleaved} benchmark compares: its subject, its baseline. */
+    private static final Map<String, String[]> PAIRS = Map.of(
+            TensorDictsBenchmark.class.getSimpleName(),
+            new String[] {"TensorDicts.concatPadded", "arraycopy floor"},
+            GroupMergerBenchmark.class.getSimpleName(),
+            new String[] {"GroupMerger.merge", "TensorDicts.concatPadded"},
+            TrajectoryDumperBenchmark.class.getSimpleName(),
+            new String[] {"TrajectoryDumper.dump (JSON + file)", "TrajectoryDumper.records"},
+            VersionRleBenchmark.class.getSimpleName(),
+            new String[] {"VersionRle.encode", "one-pass scan floor"},
+            SerializationBenchmark.class.getSimpleName(),
+            new String[] {"Jackson CBOR round trip", "Kryo round trip"});
+
+    /**
+     * A Markdown table of every {@code interleaved} benchmark that reports {@link PairTimes}: time
+     * per call of the subject and the baseline, their ratio over the whole run and its lowest and
+     * highest value in one iteration; plus the encoded sizes when the serialization benchmark ran.
+     */
+    static Optional<String> pairSummary(Collection<RunResult> results) {
+        StringBuilder rows = new StringBuilder();
+        boolean serialization = false;
+        for (RunResult r : results) {
+            String name = r.getParams().getBenchmark();
+            if (!name.endsWith(".interleaved")) {
+                continue;
+            }
+            var secondary = r.getSecondaryResults();
+            if (!secondary.containsKey("subjectNanos") || !secondary.containsKey("baselineNanos")) {
+                continue;
+            }
+            double rounds = secondary.get("rounds").getScore();
+            if (rounds <= 0) {
+                continue;
+            }
+            String cls = name.substring(
+                    name.lastIndexOf('.', name.length() - ".interleaved".length() - 1) + 1,
+                    name.length() - ".interleaved".length());
+            serialization |= cls.equals(SerializationBenchmark.class.getSimpleName());
+            String[] pair = PAIRS.getOrDefault(cls, new String[] {"subject", "baseline"});
+            double subject = secondary.get("subjectNanos").getScore() / rounds / 1000;
+            double baseline = secondary.get("baselineNanos").getScore() / rounds / 1000;
+            double min = Double.POSITIVE_INFINITY;
+            double max = Double.NEGATIVE_INFINITY;
+            for (BenchmarkResult fork : r.getBenchmarkResults()) {
+                for (IterationResult iteration : fork.getIterationResults()) {
+                    var sums = iteration.getSecondaryResults();
+                    double ratio = sums.get("subjectNanos").getScore()
+                            / sums.get("baselineNanos").getScore();
+                    min = Math.min(min, ratio);
+                    max = Math.max(max, ratio);
+                }
+            }
+            rows.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %s | **%.2f** | %.2f – %.2f | %.1f | %.1f | %.0f |%n",
+                    cls,
+                    pair[0],
+                    pair[1],
+                    subject / baseline,
+                    min,
+                    max,
+                    subject,
+                    baseline,
+                    rounds));
+        }
+        if (rows.isEmpty()) {
+            return Optional.empty();
+        }
+        StringBuilder sb = new StringBuilder("## Micro-benchmarks, interleaved pairs (16 × 8k group)\n\n");
+        sb.append("| benchmark | subject | baseline | **ratio subject / baseline** | lowest – highest iteration "
+                + "| subject (µs/call) | baseline (µs/call) | rounds |\n");
+        sb.append("|---|---|---|---:|---:|---:|---:|---:|\n");
+        sb.append(rows);
+        if (serialization) {
+            try {
+                SerializationBenchmark.Sizes sizes = SerializationBenchmark.sizes();
+                sb.append(String.format(
+                        Locale.ROOT,
+                        "%nEncoded size of the group: Kryo %d bytes, CBOR %d bytes (CBOR / Kryo %.2f); raw arrays %d "
+                                + "bytes.%n",
+                        sizes.kryoBytes(),
+                        sizes.cborBytes(),
+                        sizes.cborBytes() / (double) sizes.kryoBytes(),
+                        sizes.rawBytes()));
+            } catch (java.io.IOException e) {
+                sb.append("\n(could not compute the encoded sizes: ").append(e).append(")\n");
+            }
+        }
+        return Optional.of(sb.toString());
     }
 
     /**

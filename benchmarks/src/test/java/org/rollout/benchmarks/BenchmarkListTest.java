@@ -16,7 +16,7 @@ import org.openjdk.jmh.runner.BenchmarkListEntry;
  */
 class BenchmarkListTest {
     @Test
-    void theAnnotationProcessorListedEveryGenerateLoopBenchmark() throws Exception {
+    void theAnnotationProcessorListedEveryBenchmark() throws Exception {
         List<BenchmarkListEntry> entries;
         try (InputStream in = BenchmarkListTest.class
                 .getClassLoader()
@@ -33,7 +33,12 @@ class BenchmarkListTest {
                         "org.rollout.benchmarks.GenerateLoopBenchmark.engineGenerate",
                         "org.rollout.benchmarks.GenerateLoopBenchmark.rawPost",
                         "org.rollout.benchmarks.GenerateLoopBenchmark.rawPostAsync",
-                        "org.rollout.benchmarks.GenerateLoopBenchmark.interleaved");
+                        "org.rollout.benchmarks.GenerateLoopBenchmark.interleaved",
+                        "org.rollout.benchmarks.TensorDictsBenchmark.interleaved",
+                        "org.rollout.benchmarks.GroupMergerBenchmark.interleaved",
+                        "org.rollout.benchmarks.TrajectoryDumperBenchmark.interleaved",
+                        "org.rollout.benchmarks.VersionRleBenchmark.interleaved",
+                        "org.rollout.benchmarks.SerializationBenchmark.interleaved");
         // JMH names the class it generates for a benchmark method {package}.jmh_generated.{Class}_{method}_jmhTest.
         assertThat(Class.forName("org.rollout.benchmarks.jmh_generated.GenerateLoopBenchmark_engineGenerate_jmhTest"))
                 .isNotNull();

@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
  *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
+ *   rollout bench orchestration|async|interrupt|weights|all [--flag value …]
  * </pre>
  *
  * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and
@@ -21,7 +22,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "rollout 0.1.0",
         description = "The Rollout Engine: produces training trajectories for LLM reinforcement learning.",
-        subcommands = {LocalCommand.class, TrainerDemoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {LocalCommand.class, TrainerDemoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
 public final class RolloutCli implements Runnable {
 
     public static void main(String[] args) {

@@ -31,7 +31,7 @@ class RolloutCliTest {
     void helpListsTheSubcommands() {
         Run r = run("--help");
         assertThat(r.exit()).isZero();
-        assertThat(r.out()).contains("local", "model-server");
+        assertThat(r.out()).contains("local", "model-server", "bench");
     }
 
     @Test

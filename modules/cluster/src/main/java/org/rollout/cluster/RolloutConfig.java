@@ -32,6 +32,7 @@ import org.rollout.core.MinUsableGroupSize;
 import org.rollout.core.Tokenizers;
 import org.rollout.inference.Backend;
 import org.rollout.inference.InferenceConfig;
+import org.rollout.inference.InterruptMode;
 import org.rollout.inference.RoutingStrategy;
 import org.rollout.inference.ServerAddress;
 import org.slf4j.Logger;
@@ -301,6 +302,7 @@ public final class RolloutConfig {
                 case "retry_backoff_initial" -> b.retryBackoffInitial((Duration) x);
                 case "retry_backoff_max" -> b.retryBackoffMax((Duration) x);
                 case "pause_grace_period" -> b.pauseGracePeriod((Duration) x);
+                case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig((String) x));
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }
@@ -721,6 +723,7 @@ public final class RolloutConfig {
                             "rollout.request_retries", Integer.MIN_VALUE, false, "an integer >= 1 (total attempts)"));
             put(v, "setup_timeout", r.seconds("rollout.setup_timeout", false));
             put(v, "routing_strategy", r.string("rollout.routing_strategy", false, "least_requests or round_robin"));
+            put(v, "interrupt_mode", r.string("rollout.interrupt_mode", false, "resume or discard"));
             put(v, "sticky_by_rid", r.bool("rollout.sticky_by_rid"));
             put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
             for (String k : List.of(

@@ -36,6 +36,8 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>retry_backoff_initial</td><td>1 s</td><td>first back-off before retrying the same server</td></tr>
  *   <tr><td>retry_backoff_max</td><td>10 s</td><td>cap of the exponential back-off</td></tr>
  *   <tr><td>pause_grace_period</td><td>0 s</td><td>sleep after the servers' pause requests, before loading weights</td></tr>
+ *   <tr><td>interrupt_mode</td><td>resume</td><td>{@code resume} (keep the tokens of an aborted segment and
+ *       continue) or {@code discard} (drop them and regenerate from the prompt); see {@link InterruptMode}</td></tr>
  * </table>
  *
  * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
@@ -57,7 +59,8 @@ public record InferenceConfig(
         Duration controlTimeout,
         Duration retryBackoffInitial,
         Duration retryBackoffMax,
-        Duration pauseGracePeriod) {
+        Duration pauseGracePeriod,
+        InterruptMode interruptMode) {
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -74,7 +77,8 @@ public record InferenceConfig(
             "control_timeout",
             "retry_backoff_initial",
             "retry_backoff_max",
-            "pause_grace_period");
+            "pause_grace_period",
+            "interrupt_mode");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -101,6 +105,7 @@ public record InferenceConfig(
                 seconds(retryBackoffMax),
                 "a number of seconds >= retry_backoff_initial (" + seconds(retryBackoffInitial) + ")");
         nonNegative(pauseGracePeriod, "pause_grace_period");
+        Objects.requireNonNull(interruptMode, "interrupt_mode");
     }
 
     /** A builder with every default; only {@code addresses} must be set. */
@@ -144,6 +149,7 @@ public record InferenceConfig(
                 case "retry_backoff_initial" -> b.retryBackoffInitial(secondsValue(key, v));
                 case "retry_backoff_max" -> b.retryBackoffMax(secondsValue(key, v));
                 case "pause_grace_period" -> b.pauseGracePeriod(secondsValue(key, v));
+                case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig(string(key, v)));
                 default -> throw new InvalidConfigException(key, v, "one of the keys " + String.join(", ", KEYS));
             }
         }
@@ -255,6 +261,7 @@ public record InferenceConfig(
         private Duration retryBackoffInitial = Duration.ofSeconds(1);
         private Duration retryBackoffMax = Duration.ofSeconds(10);
         private Duration pauseGracePeriod = Duration.ZERO;
+        private InterruptMode interruptMode = InterruptMode.RESUME;
 
         private Builder() {}
 
@@ -274,6 +281,7 @@ public record InferenceConfig(
             retryBackoffInitial = c.retryBackoffInitial;
             retryBackoffMax = c.retryBackoffMax;
             pauseGracePeriod = c.pauseGracePeriod;
+            interruptMode = c.interruptMode;
         }
 
         /**
@@ -409,6 +417,11 @@ public record InferenceConfig(
             return this;
         }
 
+        public Builder interruptMode(InterruptMode v) {
+            interruptMode = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -426,7 +439,8 @@ public record InferenceConfig(
                     controlTimeout,
                     retryBackoffInitial,
                     retryBackoffMax,
-                    pauseGracePeriod);
+                    pauseGracePeriod,
+                    interruptMode);
         }
     }
 }

@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.random.RandomGenerator;
 import org.rollout.api.GenerationConfig;
@@ -49,7 +50,8 @@ import org.slf4j.LoggerFactory;
  *       └ failure: eject (5xx, timeout, connection error, malformed) and retry the SAME segment on
  *         another server, up to request_retries attempts in total; back-off only on a server
  *         that already failed this segment
- *     abort → next segment; a leftover abort when B is spent → length
+ *     abort → next segment (interrupt_mode = discard: tokens so far dropped, back to the prompt and B)
+ *     a leftover abort when B is spent → length
  * </pre>
  *
  * <p><b>Threading.</b> Thread-safe; meant to be shared by every workflow of a node, each calling
@@ -93,6 +95,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private final Map<ServerAddress, ResyncBackoff> resyncBackoff = new ConcurrentHashMap<>();
     private volatile LoadedWeights lastLoaded;
     private volatile boolean closed;
+    private final boolean discardOnAbort;
+    private final LongAdder discardedTokens = new LongAdder();
 
     /** An engine with its own HTTP client, closed by {@link #close()}. */
     public RemoteInferenceEngine(InferenceConfig config) {
@@ -124,6 +128,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
         this.config = Objects.requireNonNull(config, "config");
         this.protocol = config.protocol();
+        this.discardOnAbort = config.interruptMode() == InterruptMode.DISCARD;
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.ownsClient = ownsClient;
         this.pool = ServerPool.of(config, random);
@@ -231,6 +236,12 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             Segment segment = runSegment(rid, prompt, out, g, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
+            if (reason == StopReason.ABORT && discardOnAbort && out.size < budget) {
+                // interrupt_mode = discard: throw the interrupted work away and start over from the
+                // prompt with the whole budget (what engines without interruptible generation do).
+                discardedTokens.add(out.size);
+                out.size = 0;
+            }
             emptyAborts = reason == StopReason.ABORT && segment.generated().length() == 0 ? emptyAborts + 1 : 0;
         }
         if (reason == StopReason.ABORT) {
@@ -546,6 +557,14 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         } finally {
             updateLock.unlock();
         }
+    }
+
+    /**
+     * Tokens thrown away so far because {@code interrupt_mode = discard} restarted an interrupted
+     * generation from its prompt (always 0 under {@code resume}).
+     */
+    public long discardedTokens() {
+        return discardedTokens.sum();
     }
 
     /** A snapshot of every server: outstanding requests, rotation, last error, counts. */

@@ -23,6 +23,8 @@ final class Generation {
     int length;
     int[] counts;
     FinishReason finish;
+    /** With simulated output lengths: the sequence length (prompt + output) where it ends; else 0. */
+    long simulatedEnd;
 
     Generation(String rid, int[] prompt, SamplingParams params, long seed) {
         this.rid = rid;

@@ -71,7 +71,16 @@ final class GenerationScheduler {
     private final AtomicLong tokensGenerated = new AtomicLong();
     private final AtomicLong busyNanos = new AtomicLong();
 
+    private final SimulatedLengths simulatedLengths;
+
     GenerationScheduler(TinyLmWeights initial, LatencyModel latency, int maxRunning, String name) {
+        this(initial, latency, maxRunning, null, name);
+    }
+
+    /** @param outputLengths simulated output lengths, or null for the model's own stopping */
+    GenerationScheduler(
+            TinyLmWeights initial, LatencyModel latency, int maxRunning, OutputLengths outputLengths, String name) {
+        this.simulatedLengths = outputLengths == null ? null : new SimulatedLengths(outputLengths);
         this.weights = initial;
         this.servedWeights = initial;
         this.latency = latency;
@@ -365,6 +374,9 @@ final class GenerationScheduler {
         for (Generation g : admitted) {
             g.prefill(w.decay());
             prefillTokens += g.prompt.length;
+            if (simulatedLengths != null) {
+                g.simulatedEnd = simulatedLengths.endOf(g.rid, g.prompt.length);
+            }
             if (g.params.maxNewTokens() == 0) {
                 g.finish = new FinishReason.Length(0);
                 done.add(g);
@@ -426,6 +438,13 @@ final class GenerationScheduler {
         }
         int token = sampler.sample(logits, p.temperature(), p.topK(), p.topP(), g.random);
         g.append(token, sampler.lastLogprob());
+        if (g.simulatedEnd > 0) {
+            // OutputLengths: the drawn length alone ends the sequence (capped by max_new_tokens).
+            if (g.length >= p.maxNewTokens() || g.prompt.length + g.length >= g.simulatedEnd) {
+                g.finish = new FinishReason.Length(g.length);
+            }
+            return;
+        }
         // SGLang checks the length first: a stop token sampled as the last allowed token is "length".
         boolean full = g.length >= p.maxNewTokens();
         if (full && p.lengthCheckedFirst()) {
@@ -493,6 +512,9 @@ final class GenerationScheduler {
             requestsAborted.incrementAndGet();
         } else {
             requestsFinished.incrementAndGet();
+            if (simulatedLengths != null) {
+                simulatedLengths.finished(g.rid);
+            }
         }
         g.result.complete(g.toResult(weights.version(), System.nanoTime()));
     }

@@ -55,7 +55,11 @@ public final class ModelServer implements AutoCloseable {
         this.modelPath = modelPath;
         this.faults = new FaultInjector(config.faults());
         this.scheduler = new GenerationScheduler(
-                weights, config.latency(), config.maxRunningRequests(), "model-server-scheduler");
+                weights,
+                config.latency(),
+                config.maxRunningRequests(),
+                config.outputLengths(),
+                "model-server-scheduler");
         this.scheduler.start();
         try {
             this.http = Http1Server.start(config.host(), config.port(), this::route, "model-server");
@@ -496,6 +500,13 @@ public final class ModelServer implements AutoCloseable {
         latency.put(
                 "decode_us_per_sequence", config.latency().decodePerSequence().toNanos() / 1000.0);
         o.set("faults", faults.plan().toJson());
+        if (config.outputLengths() == null) {
+            o.putNull("output_lengths");
+        } else {
+            ObjectNode lengths = o.putObject("output_lengths");
+            lengths.put("distribution", config.outputLengths().distribution().spec());
+            lengths.put("seed", config.outputLengths().seed());
+        }
         return ok(o);
     }
 

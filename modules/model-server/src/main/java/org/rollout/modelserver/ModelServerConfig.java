@@ -19,6 +19,8 @@ import java.nio.file.Path;
  *     max_running_requests)
  * @param latency the simulated accelerator's step time; {@link LatencyModel#NONE} by default
  * @param faults the faults injected from the start; {@link FaultPlan#NONE} by default
+ * @param outputLengths simulated output lengths, or null (the default): the model's own EOS and the
+ *     request's stop rules end generations
  */
 public record ModelServerConfig(
         String host,
@@ -28,7 +30,8 @@ public record ModelServerConfig(
         TinyLmWeights weights,
         int maxRunningRequests,
         LatencyModel latency,
-        FaultPlan faults) {
+        FaultPlan faults,
+        OutputLengths outputLengths) {
 
     public ModelServerConfig {
         if (host == null || host.isBlank()) {
@@ -48,48 +51,65 @@ public record ModelServerConfig(
         }
     }
 
-    /** 127.0.0.1, a free port, seed 0, seeded weights, 256 running requests, no latency, no faults. */
+    /**
+     * 127.0.0.1, a free port, seed 0, seeded weights, 256 running requests, no latency, no faults,
+     * no simulated output lengths.
+     */
     public static ModelServerConfig defaults() {
-        return new ModelServerConfig("127.0.0.1", 0, 0, null, null, 256, LatencyModel.NONE, FaultPlan.NONE);
+        return new ModelServerConfig("127.0.0.1", 0, 0, null, null, 256, LatencyModel.NONE, FaultPlan.NONE, null);
     }
 
     /** This config binding {@code h}. */
     public ModelServerConfig withHost(String h) {
-        return new ModelServerConfig(h, port, seed, weightsPath, weights, maxRunningRequests, latency, faults);
+        return new ModelServerConfig(
+                h, port, seed, weightsPath, weights, maxRunningRequests, latency, faults, outputLengths);
     }
 
     /** This config listening on port {@code p} (0: a free one). */
     public ModelServerConfig withPort(int p) {
-        return new ModelServerConfig(host, p, seed, weightsPath, weights, maxRunningRequests, latency, faults);
+        return new ModelServerConfig(
+                host, p, seed, weightsPath, weights, maxRunningRequests, latency, faults, outputLengths);
     }
 
     /** This config seeding the weights with {@code s} (used without weights or a weights path). */
     public ModelServerConfig withSeed(long s) {
-        return new ModelServerConfig(host, port, s, weightsPath, weights, maxRunningRequests, latency, faults);
+        return new ModelServerConfig(
+                host, port, s, weightsPath, weights, maxRunningRequests, latency, faults, outputLengths);
     }
 
     /** This config serving the weight file {@code p}. */
     public ModelServerConfig withWeightsPath(Path p) {
-        return new ModelServerConfig(host, port, seed, p, weights, maxRunningRequests, latency, faults);
+        return new ModelServerConfig(host, port, seed, p, weights, maxRunningRequests, latency, faults, outputLengths);
     }
 
     /** This config serving the in-memory weights {@code w}. */
     public ModelServerConfig withWeights(TinyLmWeights w) {
-        return new ModelServerConfig(host, port, seed, weightsPath, w, maxRunningRequests, latency, faults);
+        return new ModelServerConfig(
+                host, port, seed, weightsPath, w, maxRunningRequests, latency, faults, outputLengths);
     }
 
     /** This config decoding at most {@code n} sequences at once. */
     public ModelServerConfig withMaxRunningRequests(int n) {
-        return new ModelServerConfig(host, port, seed, weightsPath, weights, n, latency, faults);
+        return new ModelServerConfig(host, port, seed, weightsPath, weights, n, latency, faults, outputLengths);
     }
 
     /** This config with the latency model {@code l}. */
     public ModelServerConfig withLatency(LatencyModel l) {
-        return new ModelServerConfig(host, port, seed, weightsPath, weights, maxRunningRequests, l, faults);
+        return new ModelServerConfig(
+                host, port, seed, weightsPath, weights, maxRunningRequests, l, faults, outputLengths);
     }
 
     /** This config injecting the faults {@code f} from the start. */
     public ModelServerConfig withFaults(FaultPlan f) {
-        return new ModelServerConfig(host, port, seed, weightsPath, weights, maxRunningRequests, latency, f);
+        return new ModelServerConfig(
+                host, port, seed, weightsPath, weights, maxRunningRequests, latency, f, outputLengths);
+    }
+
+    /**
+     * This config ending every generation at a simulated length ({@link OutputLengths}); null turns
+     * it off.
+     */
+    public ModelServerConfig withOutputLengths(OutputLengths o) {
+        return new ModelServerConfig(host, port, seed, weightsPath, weights, maxRunningRequests, latency, faults, o);
     }
 }

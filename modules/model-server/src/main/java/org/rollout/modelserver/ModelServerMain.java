@@ -106,6 +106,18 @@ public final class ModelServerMain implements Callable<Integer> {
             defaultValue = "0")
     long faultSeed;
 
+    @Option(
+            names = "--output-lengths",
+            description = "Simulated output lengths: every generation ends with 'length' after a drawn length, e.g. "
+                    + "lognormal:median=256,sigma=1, pareto:min=64,alpha=1.5 or fixed:length=100 (default: off).")
+    String outputLengths;
+
+    @Option(
+            names = "--output-length-seed",
+            description = "Seed of the simulated output lengths (default: ${DEFAULT-VALUE}).",
+            defaultValue = "0")
+    long outputLengthSeed;
+
     /** The configuration these options describe; option errors are {@link IllegalArgumentException}s naming the option. */
     ModelServerConfig config() {
         LatencyModel latency = new LatencyModel(
@@ -125,6 +137,14 @@ public final class ModelServerMain implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--fault-*: " + e.getMessage(), e);
         }
+        OutputLengths lengths;
+        try {
+            lengths = outputLengths == null
+                    ? null
+                    : new OutputLengths(LengthDistribution.parse(outputLengths), outputLengthSeed);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--output-lengths: " + e.getMessage(), e);
+        }
         return ModelServerConfig.defaults()
                 .withHost(host)
                 .withPort(port)
@@ -132,7 +152,8 @@ public final class ModelServerMain implements Callable<Integer> {
                 .withWeightsPath(weights)
                 .withMaxRunningRequests(maxRunningRequests)
                 .withLatency(latency)
-                .withFaults(faults);
+                .withFaults(faults)
+                .withOutputLengths(lengths);
     }
 
     private static Duration micros(double value, String option) {

@@ -74,6 +74,26 @@ class ModelServerMainTest {
         assertThat(c.port()).isZero();
         assertThat(c.latency().isNone()).isTrue();
         assertThat(c.faults().isNone()).isTrue();
+        assertThat(c.outputLengths()).isNull();
+    }
+
+    @Test
+    void outputLengthOptionsBecomeSimulatedOutputLengths() {
+        ModelServerMain main = new ModelServerMain();
+        new CommandLine(main)
+                .parseArgs("--output-lengths", "lognormal:median=256,sigma=1", "--output-length-seed", "5");
+        assertThat(main.config().outputLengths())
+                .isEqualTo(new OutputLengths(new LengthDistribution.LogNormal(256, 1), 5));
+    }
+
+    @Test
+    void aBadOutputLengthSpecExitsWith2NamingTheOption() {
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new ModelServerMain());
+        cli.setErr(new PrintWriter(err, true));
+        assertThat(cli.execute("--output-lengths", "zipf:s=1")).isEqualTo(2);
+        assertThat(err.toString())
+                .contains("model server: --output-lengths: output length distribution 'zipf:s=1': unknown kind 'zipf'");
     }
 
     @Test

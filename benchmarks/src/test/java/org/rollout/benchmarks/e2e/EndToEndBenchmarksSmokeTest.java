@@ -1,0 +1,144 @@
+package org.rollout.benchmarks.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Each end-to-end benchmark runs one tiny iteration and prints one parseable line that carries
+ * every flag. Nothing is measured or compared here: the settings are far too small to mean
+ * anything, and timings are never asserted.
+ */
+class EndToEndBenchmarksSmokeTest {
+    private record Run(int exit, String out, String log) {}
+
+    private static Run run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        int exit = EndToEndBenchmarks.run(
+                List.of(args),
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(log, true, StandardCharsets.UTF_8));
+        return new Run(exit, out.toString(StandardCharsets.UTF_8), log.toString(StandardCharsets.UTF_8));
+    }
+
+    /** Runs {@code name} with {@code flags} and returns its summary line's pairs, checking the common shape. */
+    private static Map<String, String> summary(String name, String... flags) {
+        String[] args = new String[flags.length + 1];
+        args[0] = name;
+        System.arraycopy(flags, 0, args, 1, flags.length);
+        Run r = run(args);
+        assertThat(r.exit()).as(r.log()).isZero();
+        assertThat(r.out().lines().toList()).as("exactly one summary line").hasSize(1);
+        Map<String, String> values = SummaryLine.parse(r.out());
+        assertThat(values.get("bench")).isEqualTo(name);
+        assertThat(values.get("met")).isIn("yes", "no");
+        EndToEndBenchmark bench = EndToEndBenchmarks.named(name).orElseThrow();
+        for (Flag f : bench.flags()) {
+            assertThat(values).as("the line carries --" + f.name()).containsKey(f.name());
+        }
+        for (int i = 0; i < flags.length; i += 2) {
+            assertThat(values).containsEntry(flags[i].substring(2), flags[i + 1]);
+        }
+        return values;
+    }
+
+    @Test
+    void orchestrationRunsOnceAndPrintsItsRatioAndAddedLatency() {
+        Map<String, String> v = summary(
+                "orchestration",
+                "--groups",
+                "4",
+                "--warmup-groups",
+                "1",
+                "--latency-groups",
+                "3",
+                "--group-size",
+                "2",
+                "--concurrency",
+                "2",
+                "--batch",
+                "2");
+        assertThat(v)
+                .containsKeys("ratio", "pipeline_groups_per_s", "plain_groups_per_s", "added_p50_ms", "added_p99_ms");
+    }
+
+    @Test
+    void asyncRunsBothModesOnceAndPrintsTheirTimesAndUtilisation() {
+        Map<String, String> v = summary(
+                "async",
+                "--servers",
+                "1",
+                "--steps",
+                "2",
+                "--group-size",
+                "2",
+                "--batch",
+                "1",
+                "--concurrency",
+                "2",
+                "--lengths",
+                "fixed:length=3",
+                "--decode-base-us",
+                "0",
+                "--step-cost-ms",
+                "0");
+        assertThat(v).containsKeys("ratio", "sync_s", "async_s", "sync_utilisation", "async_utilisation");
+    }
+
+    @Test
+    void interruptRunsBothModesOnceAndPrintsKeptAndGeneratedTokens() {
+        Map<String, String> v = summary(
+                "interrupt",
+                "--servers",
+                "1",
+                "--concurrency",
+                "2",
+                "--lengths",
+                "fixed:length=20",
+                "--decode-base-us",
+                "1000",
+                "--update-interval-s",
+                "0.2",
+                "--duration-s",
+                "0.6");
+        assertThat(v)
+                .containsKeys(
+                        "ratio",
+                        "resume_kept_tokens_per_s",
+                        "discard_kept_tokens_per_s",
+                        "resume_generated_tokens_per_s",
+                        "discard_thrown_away_tokens");
+    }
+
+    @Test
+    void weightsRunsOnceAndPrintsTheUpdateLatency() {
+        Map<String, String> v = summary("weights", "--servers", "2", "--updates", "2", "--warmup-updates", "0");
+        assertThat(v).containsKeys("p50_ms", "p99_ms", "health_fanout_p50_ms").containsEntry("failed_updates", "0");
+    }
+
+    @Test
+    void anUnknownBenchmarkOrFlagOrABadValueExitsWithTwoSayingWhy() {
+        Run unknown = run("quickest");
+        assertThat(unknown.exit()).isEqualTo(2);
+        assertThat(unknown.log())
+                .contains("unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, or all)");
+        Run flag = run("async", "--severs", "2");
+        assertThat(flag.exit()).isEqualTo(2);
+        assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");
+        Run value = run("weights", "--servers", "0");
+        assertThat(value.exit()).isEqualTo(2);
+        assertThat(value.log()).contains("bench weights: --servers must be an integer >= 1, got '0'");
+        Run lengths = run("interrupt", "--lengths", "zipf:s=2", "--duration-s", "0.1");
+        assertThat(lengths.exit()).isEqualTo(2);
+        assertThat(lengths.log()).contains("bench interrupt: --lengths: output length distribution 'zipf:s=2'");
+        Run all = run("all", "--servers", "2");
+        assertThat(all.exit()).isEqualTo(2);
+        assertThat(all.log()).contains("bench all runs every benchmark with its defaults and takes no flags");
+    }
+}
