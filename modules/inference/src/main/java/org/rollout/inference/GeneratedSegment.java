@@ -2,6 +2,7 @@ package org.rollout.inference;
 
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.OptionalInt;
 import org.rollout.api.StopReason;
 
 /**
@@ -18,8 +19,14 @@ public final class GeneratedSegment {
     private final float[] logprobs;
     private final int length;
     private final StopReason stopReason;
+    private final int serverVersion;
 
     GeneratedSegment(int[] tokens, float[] logprobs, int length, StopReason stopReason) {
+        this(tokens, logprobs, length, stopReason, -1);
+    }
+
+    GeneratedSegment(int[] tokens, float[] logprobs, int length, StopReason stopReason, int serverVersion) {
+        this.serverVersion = serverVersion;
         this.tokens = Objects.requireNonNull(tokens, "tokens");
         this.logprobs = Objects.requireNonNull(logprobs, "logprobs");
         this.stopReason = Objects.requireNonNull(stopReason, "stopReason");
@@ -62,6 +69,14 @@ public final class GeneratedSegment {
 
     public StopReason stopReason() {
         return stopReason;
+    }
+
+    /**
+     * The weight version the server reports having generated this segment with (SGLang's {@code
+     * meta_info.weight_version}, when it is a non-negative integer), or empty when it reports none.
+     */
+    public OptionalInt serverVersion() {
+        return serverVersion < 0 ? OptionalInt.empty() : OptionalInt.of(serverVersion);
     }
 
     /** Copies the tokens into {@code dest} from {@code offset}. */

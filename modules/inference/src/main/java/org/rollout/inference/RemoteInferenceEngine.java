@@ -299,7 +299,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     int status = response.statusCode();
                     if (HttpExchanges.isSuccess(status)) {
                         GeneratedSegment generated = protocol.parseGenerate(response.body(), server, rid, maxNewTokens);
-                        return new Segment(generated, pinned);
+                        return new Segment(generated, labelVersion(pinned, generated, server, rid));
                     }
                     failure = "HTTP " + status + ": " + MalformedResponseException.excerpt(response.body());
                     // 4xx is the server judging the request, not the server being broken: retry
@@ -611,6 +611,30 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
 
     /** A segment's parsed response and the version pinned before it was sent. */
     private record Segment(GeneratedSegment generated, int version) {}
+
+    /**
+     * The version a segment's tokens are labelled with: the one pinned before sending (§2.3),
+     * unless the server says which weights produced them. The two differ only in a narrow race —
+     * a segment that passed the gate just before an update closed it reaches the server after its
+     * pause, waits there, and runs after the load under the new weights — or when a server failed
+     * an update and still serves old weights. In both cases the server's word is the truth, so the
+     * versions tensor stays truthful (ARCHITECTURE §6.2); AReaL labels such a segment with the
+     * pinned version.
+     */
+    private static int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
+        if (generated.serverVersion().isEmpty() || generated.serverVersion().getAsInt() == pinned) {
+            return pinned;
+        }
+        int reported = generated.serverVersion().getAsInt();
+        log.debug(
+                "rid {}: {} generated this segment with weight version {}, not the pinned {}; labelling it {}",
+                rid,
+                server,
+                reported,
+                pinned,
+                reported);
+        return reported;
+    }
 
     /** The weights of the last update that loaded on at least one server. */
     private record LoadedWeights(Path path, int version) {}

@@ -155,6 +155,7 @@ public final class SglangProtocol implements ServerProtocol {
         private int count;
         private int outputIds = -1;
         private int completionTokens = -1;
+        private int serverVersion = -1;
 
         Parse(byte[] body, ServerAddress server, String rid, int maxNewTokens) {
             this.body = body;
@@ -199,6 +200,7 @@ public final class SglangProtocol implements ServerProtocol {
                 switch (name) {
                     case "finish_reason" -> readFinishReason(p, t);
                     case "completion_tokens" -> readCompletionTokens(p, t);
+                    case "weight_version" -> readWeightVersion(p, t);
                     case "output_token_logprobs" -> {
                         if (t == JsonToken.START_ARRAY) {
                             entriesSeen = true;
@@ -209,6 +211,27 @@ public final class SglangProtocol implements ServerProtocol {
                     }
                     default -> p.skipChildren();
                 }
+            }
+        }
+
+        /**
+         * {@code meta_info.weight_version}: kept when it is a non-negative integer (as a number or a
+         * string, as SGLang sends it); anything else (SGLang's {@code "default"} before any update)
+         * counts as absent, and the engine's pinned version labels the segment.
+         */
+        private void readWeightVersion(JsonParser p, JsonToken t) throws IOException {
+            String text = switch (t) {
+                case VALUE_STRING, VALUE_NUMBER_INT -> p.getText();
+                default -> {
+                    p.skipChildren();
+                    yield null;
+                }
+            };
+            if (text != null
+                    && !text.isEmpty()
+                    && text.length() <= 9
+                    && text.chars().allMatch(Character::isDigit)) {
+                serverVersion = Integer.parseInt(text);
             }
         }
 
@@ -296,7 +319,7 @@ public final class SglangProtocol implements ServerProtocol {
             }
             StopReason reason = stopReason(finishType);
             if (reason == StopReason.ABORT && (finishMessage.startsWith(ABORT_BEFORE_PREFILL) || !entriesSeen)) {
-                return new GeneratedSegment(new int[0], new float[0], 0, reason);
+                return new GeneratedSegment(new int[0], new float[0], 0, reason, serverVersion);
             }
             if (!entriesSeen) {
                 throw malformed(ENTRIES, "is missing (return_logprob was requested)");
@@ -311,7 +334,7 @@ public final class SglangProtocol implements ServerProtocol {
             if (count > maxNewTokens) {
                 throw malformed(ENTRIES, "has " + count + " tokens, more than max_new_tokens " + maxNewTokens);
             }
-            return new GeneratedSegment(tokens, logprobs, count, reason);
+            return new GeneratedSegment(tokens, logprobs, count, reason, serverVersion);
         }
 
         private StopReason stopReason(String type) {

@@ -277,6 +277,12 @@ final class FakeInferenceServer implements AutoCloseable {
         return dynamic(req -> sglang(first, req.maxNewTokens(), "length"));
     }
 
+    /** Like {@link #sglang}, with {@code meta_info.weight_version} reported as {@code weightVersion}. */
+    static Reply sglangAtVersion(int first, int count, String finish, String weightVersion) {
+        String body = sglangBody(first, count, finish);
+        return json(200, body.substring(0, body.length() - 2) + ",\"weight_version\":\"" + weightVersion + "\"}}");
+    }
+
     /** A vLLM body of {@code count} tokens {@code first, first+1, …} ending with {@code finish}. */
     static Reply vllm(int first, int count, String finish) {
         return json(200, vllmBody(first, count, finish));
@@ -306,8 +312,7 @@ final class FakeInferenceServer implements AutoCloseable {
         return String.format(
                 Locale.ROOT,
                 "{\"text\":\"\",\"output_ids\":[%s],\"meta_info\":{\"id\":\"fake\",\"finish_reason\":%s,"
-                        + "\"prompt_tokens\":1,\"completion_tokens\":%d,\"output_token_logprobs\":[%s],"
-                        + "\"weight_version\":\"0\"}}",
+                        + "\"prompt_tokens\":1,\"completion_tokens\":%d,\"output_token_logprobs\":[%s]}}",
                 ids,
                 reason,
                 count,

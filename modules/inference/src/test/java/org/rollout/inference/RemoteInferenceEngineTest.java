@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.rollout.inference.FakeInferenceServer.after;
 import static org.rollout.inference.FakeInferenceServer.json;
 import static org.rollout.inference.FakeInferenceServer.sglang;
+import static org.rollout.inference.FakeInferenceServer.sglangAtVersion;
 import static org.rollout.inference.FakeInferenceServer.sglangFillBudget;
 import static org.rollout.inference.FakeInferenceServer.vllm;
 import static org.rollout.inference.TestSupport.await;
@@ -76,6 +77,28 @@ class RemoteInferenceEngineTest {
 
         assertThat(r.outputVersions()).containsExactly(repeat(3, 10));
         assertThat(engine.version()).isEqualTo(4);
+    }
+
+    @Test
+    void aSegmentIsLabelledWithTheVersionTheServerReportsHavingUsed() throws Exception {
+        engine.setVersion(3);
+        // The race a pinned label cannot see: the segment left before an update closed the gate,
+        // waited at the paused server, and ran under the new weights (version 4).
+        server.on("/generate", sglangAtVersion(1, 10, "length", "4"));
+
+        ModelResponse r = engine.generate(request(10));
+
+        assertThat(r.outputVersions()).containsExactly(repeat(4, 10));
+    }
+
+    @Test
+    void aServerVersionThatIsNotANumberLeavesThePinnedLabel() throws Exception {
+        engine.setVersion(3);
+        server.on("/generate", sglangAtVersion(1, 10, "length", "default"));
+
+        ModelResponse r = engine.generate(request(10));
+
+        assertThat(r.outputVersions()).containsExactly(repeat(3, 10));
     }
 
     @Test
