@@ -3,7 +3,6 @@ package org.rollout.benchmarks.e2e;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
 import org.rollout.api.GenerationConfig;
@@ -117,14 +116,7 @@ public final class AsyncVsSyncBenchmark implements EndToEndBenchmark {
                         .serverAddresses(fleet.addresses())
                         .build())) {
             engine.initialize();
-            PromptSource source = new PromptSource() {
-                private long next;
-
-                @Override
-                public Optional<Map<String, Object>> next() {
-                    return Optional.of(SingleGenerationWorkflow.item(next++));
-                }
-            };
+            PromptSource source = index -> Optional.of(SingleGenerationWorkflow.item(index));
             BenchmarkPipeline spec = new BenchmarkPipeline(
                     RemoteEngines.controllable(engine),
                     workflow,

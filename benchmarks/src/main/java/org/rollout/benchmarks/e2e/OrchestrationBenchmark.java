@@ -186,15 +186,9 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
             throws Exception {
         Map<Long, Long> admittedAt = new ConcurrentHashMap<>();
         Map<Long, Long> indexOfTask = new ConcurrentHashMap<>();
-        PromptSource source = new PromptSource() {
-            private long next;
-
-            @Override
-            public Optional<Map<String, Object>> next() {
-                long i = next++;
-                admittedAt.put(i, System.nanoTime());
-                return Optional.of(SingleGenerationWorkflow.item(i));
-            }
+        PromptSource source = index -> {
+            admittedAt.put(index, System.nanoTime());
+            return Optional.of(SingleGenerationWorkflow.item(index));
         };
         RolloutWorkflow recording = (e, data) -> {
             WorkflowContext ctx = WorkflowContext.current();

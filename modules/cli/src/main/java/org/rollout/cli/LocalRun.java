@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -269,8 +268,8 @@ final class LocalRun {
         if (!d.eval().isEmpty()) {
             JsonlPromptSource eval = new JsonlPromptSource(d.eval(), false, null, d.onMalformed());
             List<Map<String, Object>> items = new ArrayList<>();
-            for (Optional<Map<String, Object>> item = eval.next(); item.isPresent(); item = eval.next()) {
-                items.add(item.get());
+            for (long i = 0; i < eval.size(); i++) {
+                items.add(eval.item(i).orElseThrow());
             }
             return items;
         }

@@ -100,8 +100,21 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** Not used for training, and why. */
     record Rejected(RejectReason reason, String detail) implements Outcome {}
 
-    /** Who to tell about finished tasks (the coordinator); sent once at start-up. */
-    record Attach(ActorRef<RolloutCoordinator.Command> coordinator) implements Command, CborSerializable {}
+    /** A coordinator introduces itself; the collector answers {@link RolloutCoordinator.CollectorIs}. */
+    record Introduce(ActorRef<RolloutCoordinator.Command> coordinator) implements Command, CborSerializable {}
+
+    /**
+     * The coordinator is ready: tell it about finished tasks. {@code incarnation} goes into batch
+     * ids; of the tasks below {@code firstNewTaskId} only those in {@code open} are still wanted (a
+     * predecessor was done with the others, so a late outcome of one is a duplicate).
+     */
+    record Attach(
+            ActorRef<RolloutCoordinator.Command> coordinator, long incarnation, long firstNewTaskId, List<Long> open)
+            implements Command, CborSerializable {
+        Attach {
+            open = List.copyOf(open);
+        }
+    }
 
     /**
      * A trainer asks for the next batch; answered now or when ready, at the latest after {@code
@@ -126,8 +139,16 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     record StreamedBatchReply(long batchId, int groups, long estimatedBytes, SourceRef<ByteString> bytes)
             implements PullReply, CborSerializable {}
 
-    /** A trainer consumed batch {@code batchId}. */
-    record Ack(long batchId, ActorRef<AckReply> replyTo) implements Command, CborSerializable {}
+    /**
+     * A trainer consumed batch {@code batchId}, which carried {@code taskIds} (empty when the
+     * trainer did not say): with them, a batch this collector does not know (handed out by a
+     * predecessor) is still retired.
+     */
+    record Ack(long batchId, List<Long> taskIds, ActorRef<AckReply> replyTo) implements Command, CborSerializable {
+        Ack {
+            taskIds = List.copyOf(taskIds);
+        }
+    }
 
     /** {@code known} is false when the id was never handed out or was already acknowledged. */
     record AckReply(long batchId, boolean known) implements CborSerializable {}
@@ -170,6 +191,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private final long stalenessLimit;
     private final StatsBook stats;
     private ActorRef<RolloutCoordinator.Command> coordinator;
+    private final List<GroupFinished> early = new ArrayList<>();
+    private boolean attached;
+    private Set<Long> wantedOld = Set.of();
+    private long firstNewTaskId;
     private final Set<Long> finished = new HashSet<>();
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
     private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
@@ -192,10 +217,30 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             long stalenessLimit,
             StatsBook stats,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic) {
+        return create(consumerBatchSize, ackTimeout, stalenessLimit, stats, versionTopic, null, false);
+    }
+
+    /**
+     * @param coordinator told who this collector is at start (a proxy in a cluster), or null when
+     *     the coordinator introduces itself ({@link Introduce})
+     * @param awaitAttach hold outcomes until a coordinator attaches (it decides which tasks are
+     *     still wanted); false for a collector used on its own
+     */
+    static Behavior<Command> create(
+            int consumerBatchSize,
+            Duration ackTimeout,
+            long stalenessLimit,
+            StatsBook stats,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            boolean awaitAttach) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             versionTopic.tell(Topic.subscribe(
                     ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new VersionChanged(v.version()))));
-            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stalenessLimit, stats);
+            if (coordinator != null) {
+                coordinator.tell(new RolloutCoordinator.CollectorIs(ctx.getSelf()));
+            }
+            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stalenessLimit, stats, awaitAttach);
         }));
     }
 
@@ -205,8 +250,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             int consumerBatchSize,
             Duration ackTimeout,
             long stalenessLimit,
-            StatsBook stats) {
+            StatsBook stats,
+            boolean awaitAttach) {
         super(ctx);
+        this.attached = !awaitAttach;
         this.payloads = LargePayloads.get(ctx.getSystem());
         this.consumerBatchSize = consumerBatchSize;
         this.ackTimeout = ackTimeout;
@@ -218,10 +265,13 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(Attach.class, a -> {
-                    coordinator = a.coordinator();
+                .onMessage(Introduce.class, i -> {
+                    i.coordinator()
+                            .tell(new RolloutCoordinator.CollectorIs(
+                                    getContext().getSelf()));
                     return this;
                 })
+                .onMessage(Attach.class, this::onAttach)
                 .onMessage(GroupFinished.class, this::onGroupFinished)
                 .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
                 .onMessage(Reassembled.class, this::onReassembled)
@@ -246,7 +296,37 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .build();
     }
 
+    private Behavior<Command> onAttach(Attach a) {
+        boolean first = !attached || coordinator == null;
+        attached = true;
+        coordinator = a.coordinator();
+        firstNewTaskId = a.firstNewTaskId();
+        wantedOld = new HashSet<>();
+        wantedOld.addAll(a.open());
+        if (first) {
+            nextBatchId = a.incarnation() << 32;
+        }
+        List<GroupFinished> held = List.copyOf(early);
+        early.clear();
+        held.forEach(this::onGroupFinished);
+        return this;
+    }
+
     private Behavior<Command> onGroupFinished(GroupFinished g) {
+        if (!attached) {
+            early.add(g); // before the coordinator is ready: it decides which tasks are still wanted
+            return this;
+        }
+        if (g.taskId() < firstNewTaskId && !wantedOld.contains(g.taskId())) {
+            duplicates++;
+            getContext()
+                    .getLog()
+                    .info(
+                            "task {} attempt {}: a predecessor was already done with it; dropped",
+                            g.taskId(),
+                            g.attempt());
+            return this;
+        }
         if (!finished.add(g.taskId())) {
             duplicates++;
             getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
@@ -416,12 +496,47 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
     }
 
+    /**
+     * The trainer consumed a batch: the coordinator removes its tasks from the durable ledger and
+     * only then answers, so an acknowledged batch is never delivered again, even by a successor.
+     */
     private Behavior<Command> onAck(Ack ack) {
-        boolean known = outstanding.remove(ack.batchId()) != null;
-        if (!known) {
-            known = redeliveries.removeIf(b -> b.batchId() == ack.batchId());
+        Outstanding o = outstanding.remove(ack.batchId());
+        TrainingBatch batch = o != null ? o.batch() : null;
+        if (batch == null) {
+            for (Iterator<TrainingBatch> it = redeliveries.iterator(); it.hasNext(); ) {
+                TrainingBatch b = it.next();
+                if (b.batchId() == ack.batchId()) {
+                    it.remove();
+                    batch = b;
+                    break;
+                }
+            }
         }
-        ack.replyTo().tell(new AckReply(ack.batchId(), known));
+        if (batch == null && !ack.taskIds().isEmpty() && coordinator != null) {
+            // Handed out by a predecessor: its groups may be here again (delivered again by their
+            // runners); they are taken out so they are not handed out twice.
+            Set<Long> ids = new HashSet<>(ack.taskIds());
+            buffer.removeIf(g -> ids.contains(g.taskId()));
+            for (Outstanding held : outstanding.values()) {
+                if (held.batch().groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
+                    getContext()
+                            .getLog()
+                            .warn(
+                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
+                                    ack.batchId(),
+                                    held.batch().batchId());
+                }
+            }
+            coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ack.taskIds(), ack.replyTo()));
+            return this;
+        }
+        if (batch == null || coordinator == null) {
+            ack.replyTo().tell(new AckReply(ack.batchId(), batch != null));
+            return this;
+        }
+        List<Long> ids = batch.groups().stream().map(TrainingGroup::taskId).toList();
+        coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ids, ack.replyTo()));
         return this;
     }
 

@@ -12,7 +12,6 @@ import java.util.function.LongFunction;
 public final class GeneratedPromptSource implements PromptSource {
     private final LongFunction<Map<String, Object>> generator;
     private final long limit;
-    private long index;
 
     public GeneratedPromptSource(LongFunction<Map<String, Object>> generator, long limit) {
         this.generator = Objects.requireNonNull(generator, "generator");
@@ -20,11 +19,10 @@ public final class GeneratedPromptSource implements PromptSource {
     }
 
     @Override
-    public Optional<Map<String, Object>> next() {
-        if (limit >= 0 && index >= limit) {
+    public Optional<Map<String, Object>> item(long index) {
+        if (index < 0 || (limit >= 0 && index >= limit)) {
             return Optional.empty();
         }
-        long i = index++;
-        return Optional.of(Objects.requireNonNull(generator.apply(i), () -> "generated prompt " + i));
+        return Optional.of(Objects.requireNonNull(generator.apply(index), () -> "generated prompt " + index));
     }
 }

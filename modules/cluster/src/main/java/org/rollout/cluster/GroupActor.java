@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  *               [virtual thread] format check → GroupMerger → should_accept → dump
  *                   │
  *                   ▼
- *               Collector.GroupFinished (accepted or rejected with a reason), then stop
+ *               GroupRunner.Finished (accepted or rejected with a reason), then stop
+ *               (the runner keeps it until the coordinator is done with the task, and delivers it)
  * </pre>
  *
  * <p>Failure: when a slot throws, the group fails at once: every sibling slot is stopped (its
@@ -50,9 +51,8 @@ import org.slf4j.LoggerFactory;
  * current version is rejected as {@code stale}.
  *
  * <p>The group cache shared by the slots is released when this actor stops, whatever the outcome.
- * Exactly one {@code GroupFinished} is sent per actor; when the collector is on another node and
- * the group is bigger than {@code rollout.large_payload_threshold}, it is streamed in chunks
- * ({@link Collector#deliver}).
+ * Exactly one {@code GroupFinished} is sent per actor, to its runner, which delivers it to the
+ * collector ({@link GroupRunner}).
  *
  * <p>Messages: node-local. Slots and the runner on this node are the only senders, and the
  * messages carry episode results and exceptions that are never serialized ({@link NodeLocal}).
@@ -82,7 +82,7 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
     private final GroupRunner.RunGroup task;
     private final NodeServices svc;
     private final GroupOptions options;
-    private final ActorRef<Collector.Command> collector;
+    private final ActorRef<GroupRunner.Command> runner;
     private final GroupCache groupCache = GroupCache.create();
     private final ScalarStats workflowStats = new ScalarStats();
     private final EpisodeResult[] results;
@@ -90,17 +90,21 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
     private int remaining;
     private boolean reported;
 
-    static Behavior<Command> create(GroupRunner.RunGroup task, NodeServices svc) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new GroupActor(ctx, timers, task, svc)));
+    static Behavior<Command> create(GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new GroupActor(ctx, timers, task, svc, runner)));
     }
 
     private GroupActor(
-            ActorContext<Command> ctx, TimerScheduler<Command> timers, GroupRunner.RunGroup task, NodeServices svc) {
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            GroupRunner.RunGroup task,
+            NodeServices svc,
+            ActorRef<GroupRunner.Command> runner) {
         super(ctx);
+        this.runner = runner;
         this.task = task;
         this.svc = svc;
         this.options = task.isEval() ? svc.evalGroup() : svc.trainGroup();
-        this.collector = task.collector();
         int g = options.groupSize();
         this.results = new EpisodeResult[g];
         this.remaining = g;
@@ -292,8 +296,7 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
     private void report(Collector.GroupFinished finished) {
         if (!reported) {
             reported = true;
-            Collector.deliver(
-                    collector, finished, LargePayloads.get(getContext().getSystem()));
+            runner.tell(new GroupRunner.Finished(finished));
         }
     }
 

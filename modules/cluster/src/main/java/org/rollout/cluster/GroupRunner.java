@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -26,6 +27,14 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * sends {@link PrepareWeightUpdate} (the node's engine closes its gate: no new segment is sent)
  * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
  * {@link AbandonWeightUpdate}.
+ *
+ * <p>Outbox: a group's outcome goes from its GroupActor to the runner, which delivers it to the
+ * collector and keeps it until the coordinator says it is done with the task ({@link Forget}: the
+ * rejection is recorded, or the trainer acknowledged the batch). When the coordinator's node is
+ * lost, its successor asks every runner what it holds ({@link GetHoldings}) and has the outcomes
+ * its new collector never saw delivered again ({@link Resend}); so an accepted group that was
+ * buffered, or handed out and not acknowledged, is not lost with the collector. A group cancelled
+ * by the coordinator (another attempt finished first) is delivered but not kept.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
@@ -74,6 +83,35 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
     public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
+    /** A group's outcome, from its GroupActor (same node). */
+    record Finished(Collector.GroupFinished finished) implements Command, NodeLocal {}
+
+    /** The coordinator is done with these tasks: drop their outcomes. */
+    public record Forget(List<Long> taskIds) implements Command, CborSerializable {
+        public Forget {
+            taskIds = List.copyOf(taskIds);
+        }
+    }
+
+    /** Asks what this runner runs and holds; {@code collector} is where outcomes go from now on. */
+    public record GetHoldings(ActorRef<Collector.Command> collector, ActorRef<Holdings> replyTo)
+            implements Command, CborSerializable {}
+
+    /** A task this runner runs ({@code finished} false) or holds the outcome of ({@code finished} true). */
+    public record Held(long taskId, int attempt, boolean finished, boolean accepted) implements CborSerializable {}
+
+    /** The reply to {@link GetHoldings}. */
+    public record Holdings(ActorRef<Command> runner, String node, java.util.List<Held> held)
+            implements CborSerializable {}
+
+    /** Deliver the held outcomes of {@code taskIds} again, to {@code collector}. */
+    public record Resend(List<Long> taskIds, ActorRef<Collector.Command> collector)
+            implements Command, CborSerializable {
+        public Resend {
+            taskIds = List.copyOf(taskIds);
+        }
+    }
+
     private record NewVersion(int version) implements Command, NodeLocal {}
 
     private record GroupEnded(String name) implements Command, NodeLocal {}
@@ -86,6 +124,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
     private final Map<String, ActorRef<GroupActor.Command>> groups = new HashMap<>();
+    private final Map<String, GroupRunner.RunGroup> running = new HashMap<>();
+    private final java.util.Set<String> cancelled = new java.util.HashSet<>();
+    private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+    private final LargePayloads payloads;
+    private ActorRef<Collector.Command> collector;
     private long pausedFor = -1;
 
     /**
@@ -122,6 +165,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         this.node = node;
         this.capacity = capacity;
         this.updateTimeout = updateTimeout;
+        this.payloads = LargePayloads.get(ctx.getSystem());
     }
 
     @Override
@@ -144,8 +188,19 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 .onMessage(PauseExpired.class, this::onPauseExpired)
                 .onMessage(GroupEnded.class, e -> {
                     groups.remove(e.name());
+                    running.remove(e.name());
+                    cancelled.remove(e.name());
                     return this;
                 })
+                .onMessage(Finished.class, this::onFinished)
+                .onMessage(Forget.class, f -> {
+                    for (Long id : f.taskIds()) {
+                        outbox.remove(id);
+                    }
+                    return this;
+                })
+                .onMessage(GetHoldings.class, this::onGetHoldings)
+                .onMessage(Resend.class, this::onResend)
                 .build();
     }
 
@@ -157,15 +212,57 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
             return this;
         }
-        ActorRef<GroupActor.Command> group = getContext().spawn(GroupActor.create(run, svc), name);
+        collector = run.collector();
+        ActorRef<GroupActor.Command> group =
+                getContext().spawn(GroupActor.create(run, svc, getContext().getSelf()), name);
         getContext().watchWith(group, new GroupEnded(name));
         groups.put(name, group);
+        running.put(name, run);
+        return this;
+    }
+
+    private Behavior<Command> onFinished(Finished f) {
+        Collector.GroupFinished g = f.finished();
+        String name = groupName(g.taskId(), g.attempt());
+        running.remove(name);
+        if (!cancelled.remove(name)) {
+            outbox.put(g.taskId(), g);
+        }
+        if (collector != null) {
+            Collector.deliver(collector, g, payloads);
+        }
+        return this;
+    }
+
+    private Behavior<Command> onGetHoldings(GetHoldings get) {
+        collector = get.collector();
+        java.util.List<Held> held = new java.util.ArrayList<>();
+        for (RunGroup r : running.values()) {
+            held.add(new Held(r.taskId(), r.attempt(), false, false));
+        }
+        for (Collector.GroupFinished g : outbox.values()) {
+            held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
+        }
+        get.replyTo().tell(new Holdings(getContext().getSelf(), node, held));
+        return this;
+    }
+
+    private Behavior<Command> onResend(Resend resend) {
+        collector = resend.collector();
+        for (Long id : resend.taskIds()) {
+            Collector.GroupFinished g = outbox.get(id);
+            if (g != null) {
+                Collector.deliver(collector, g, payloads);
+            }
+        }
         return this;
     }
 
     private Behavior<Command> onCancelGroup(CancelGroup cancel) {
-        ActorRef<GroupActor.Command> group = groups.get(groupName(cancel.taskId(), cancel.attempt()));
+        String name = groupName(cancel.taskId(), cancel.attempt());
+        ActorRef<GroupActor.Command> group = groups.get(name);
         if (group != null) {
+            cancelled.add(name);
             group.tell(new GroupActor.Cancel(cancel.reason(), cancel.detail()));
         }
         return this;

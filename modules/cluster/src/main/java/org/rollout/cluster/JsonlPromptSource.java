@@ -41,9 +41,9 @@ public final class JsonlPromptSource implements PromptSource {
     private final List<Map<String, Object>> items;
     private final List<String> problems;
     private final boolean cycle;
-    private final Random shuffle;
+    private final Long shuffleSeed;
+    private long epoch = -1;
     private List<Map<String, Object>> order;
-    private int position;
 
     /**
      * @param files the dataset files, read in order
@@ -65,8 +65,7 @@ public final class JsonlPromptSource implements PromptSource {
         this.items = List.copyOf(read);
         this.problems = List.copyOf(bad);
         this.cycle = cycle;
-        this.shuffle = shuffleSeed == null ? null : new Random(shuffleSeed);
-        this.order = nextOrder();
+        this.shuffleSeed = shuffleSeed;
     }
 
     private static void readFile(Path file, OnMalformed onMalformed, List<Map<String, Object>> out, List<String> bad) {
@@ -119,23 +118,25 @@ public final class JsonlPromptSource implements PromptSource {
     }
 
     @Override
-    public Optional<Map<String, Object>> next() {
-        if (position == order.size()) {
-            if (!cycle) {
-                return Optional.empty();
-            }
-            order = nextOrder();
-            position = 0;
+    public Optional<Map<String, Object>> item(long index) {
+        long e = index / items.size();
+        if (index < 0 || (!cycle && e > 0)) {
+            return Optional.empty();
         }
-        return Optional.of(order.get(position++));
+        return Optional.of(orderOf(e).get((int) (index % items.size())));
     }
 
-    private List<Map<String, Object>> nextOrder() {
-        if (shuffle == null) {
+    /** Epoch {@code e}'s order: file order, or a shuffle seeded by the seed and the epoch. */
+    private List<Map<String, Object>> orderOf(long e) {
+        if (shuffleSeed == null) {
             return items;
         }
-        List<Map<String, Object>> o = new ArrayList<>(items);
-        Collections.shuffle(o, shuffle);
-        return o;
+        if (e != epoch) {
+            List<Map<String, Object>> o = new ArrayList<>(items);
+            Collections.shuffle(o, new Random(shuffleSeed * 1_000_003L + e));
+            order = o;
+            epoch = e;
+        }
+        return order;
     }
 }

@@ -105,6 +105,7 @@ public final class LocalRollout implements AutoCloseable {
     public static LocalRollout start(Spec spec, Config pekko) {
         StatsBook stats = new StatsBook(spec.statsFile());
         CompletableFuture<Refs> started = new CompletableFuture<>();
+        DurableState state = DurableState.inMemory();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
@@ -116,7 +117,9 @@ public final class LocalRollout implements AutoCloseable {
                                     ? spec.services().maxHeadOffpolicyness()
                                     : Long.MAX_VALUE,
                             stats,
-                            topic),
+                            topic,
+                            null,
+                            true),
                     "collector");
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
                     RolloutCoordinator.create(
@@ -126,9 +129,10 @@ public final class LocalRollout implements AutoCloseable {
                             spec.evalEvery(),
                             spec.evalMaxConcurrent(),
                             spec.queueSize(),
-                            collector),
+                            collector,
+                            state,
+                            Duration.ofSeconds(10)),
                     "coordinator");
-            collector.tell(new Collector.Attach(coordinator));
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
                     WeightVersion.create(
                             spec.initialVersion(),
@@ -136,7 +140,8 @@ public final class LocalRollout implements AutoCloseable {
                             coordinator,
                             topic,
                             spec.services().blocking(),
-                            spec.prepareTimeout()),
+                            spec.prepareTimeout(),
+                            state),
                     "weight-version");
             ctx.spawn(
                     GroupRunner.create(

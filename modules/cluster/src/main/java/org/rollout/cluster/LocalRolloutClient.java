@@ -32,6 +32,7 @@ public final class LocalRolloutClient implements RolloutClient {
     private static final Logger log = LoggerFactory.getLogger(LocalRolloutClient.class);
     private static final Duration PULL_WAIT = Duration.ofSeconds(20);
     private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration ACK_RETRY = Duration.ofMinutes(2);
 
     private final ActorSystem<Void> system;
     private final LocalRollout.Refs refs;
@@ -95,11 +96,41 @@ public final class LocalRolloutClient implements RolloutClient {
 
     @Override
     public void acknowledge(TrainingBatch batch) throws InterruptedException {
-        Collector.AckReply reply = ask(
-                refs.collector(), r -> new Collector.Ack(batch.batchId(), r), CONTROL_TIMEOUT, "acknowledge a batch");
-        if (!reply.known()) {
-            log.debug("batch {} was acknowledged already", batch.batchId());
+        acknowledge(
+                batch.batchId(), batch.groups().stream().map(g -> g.taskId()).toList());
+    }
+
+    /**
+     * Acknowledges batch {@code batchId}; retried for up to {@link #ACK_RETRY} while the engine's
+     * singletons move to another node (the acknowledgement is idempotent). Returns once the
+     * engine has written that the tasks are done with: they are never delivered again.
+     */
+    @Override
+    public void acknowledge(long batchId, java.util.List<Long> taskIds) throws InterruptedException {
+        long deadline = System.nanoTime() + ACK_RETRY.toNanos();
+        while (true) {
+            try {
+                Collector.AckReply reply = ask(
+                        refs.collector(),
+                        r -> new Collector.Ack(batchId, taskIds, r),
+                        CONTROL_TIMEOUT,
+                        "acknowledge batch " + batchId);
+                if (!reply.known()) {
+                    log.debug("batch {} was acknowledged already", batchId);
+                }
+                return;
+            } catch (IllegalStateException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                log.warn("{}; trying again", e.getMessage());
+            }
         }
+    }
+
+    @Override
+    public void acknowledge(long batchId) throws InterruptedException {
+        acknowledge(batchId, java.util.List.of());
     }
 
     @Override

@@ -31,6 +31,12 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  *     └─► coordinator: ResumeAdmission(v)               staleness budget grows by B
  * </pre>
  *
+ * <p>Durability: the new version is written to {@link DurableState} after the servers loaded it
+ * and before anyone is told, and a weight version that starts (its node took over the singleton)
+ * begins at the newest version written, so the version never goes backwards. A publish of the
+ * version already current with the same path succeeds without loading anything again: a trainer
+ * that retries a publish whose reply was lost with the old node gets its answer.
+ *
  * <p>Publishes are handled one at a time, in arrival order. When no server could load the weights
  * the version does not move: runners get {@code AbandonWeightUpdate}, admission resumes at the old
  * version, and the publisher gets the reason. A runner that does not confirm the prepare within
@@ -68,6 +74,11 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     private record Updated(long updateId, WeightPublisher.Report report, Throwable error)
             implements Command, NodeLocal {}
 
+    private record Recovered(DurableState.VersionRecord record, Throwable error) implements Command, NodeLocal {}
+
+    private record Written(long updateId, WeightPublisher.Report report, Throwable error)
+            implements Command, NodeLocal {}
+
     private final WeightPublisher publisher;
     private final ActorRef<RolloutCoordinator.Command> coordinator;
     private final ActorRef<Topic.Command<VersionChanged>> topic;
@@ -76,7 +87,10 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     private final TimerScheduler<Command> timers;
     private final ArrayDeque<Publish> queue = new ArrayDeque<>();
     private Set<ActorRef<GroupRunner.Command>> runners = Set.of();
+    private final DurableState state;
     private int version;
+    private String path = "";
+    private boolean ready;
     private long updateId;
     private Publish current;
     private Set<ActorRef<GroupRunner.Command>> awaiting = Set.of();
@@ -87,13 +101,15 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             ActorRef<RolloutCoordinator.Command> coordinator,
             ActorRef<Topic.Command<VersionChanged>> topic,
             ExecutorService blocking,
-            Duration prepareTimeout) {
+            Duration prepareTimeout,
+            DurableState state) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
                     Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
             ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
+            ctx.pipeToSelf(state.readVersion().toCompletableFuture(), Recovered::new);
             return new WeightVersion(
-                    ctx, timers, initialVersion, publisher, coordinator, topic, blocking, prepareTimeout);
+                    ctx, timers, initialVersion, publisher, coordinator, topic, blocking, prepareTimeout, state);
         }));
     }
 
@@ -105,8 +121,10 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             ActorRef<RolloutCoordinator.Command> coordinator,
             ActorRef<Topic.Command<VersionChanged>> topic,
             ExecutorService blocking,
-            Duration prepareTimeout) {
+            Duration prepareTimeout,
+            DurableState state) {
         super(ctx);
+        this.state = state;
         this.timers = timers;
         this.version = initialVersion;
         this.publisher = publisher;
@@ -121,6 +139,13 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         return newReceiveBuilder()
                 .onMessage(Publish.class, this::onPublish)
                 .onMessage(GetVersion.class, g -> {
+                    if (!ready) {
+                        // Answer once the replicated version is known, never with an older one.
+                        getContext()
+                                .scheduleOnce(
+                                        Duration.ofMillis(50), getContext().getSelf(), g);
+                        return this;
+                    }
                     g.replyTo().tell(version);
                     return this;
                 })
@@ -131,6 +156,8 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                 .onMessage(RunnerPrepared.class, this::onRunnerPrepared)
                 .onMessage(PrepareTimedOut.class, this::onPrepareTimedOut)
                 .onMessage(Updated.class, this::onUpdated)
+                .onMessage(Written.class, this::onWritten)
+                .onMessage(Recovered.class, this::onRecovered)
                 .build();
     }
 
@@ -142,9 +169,37 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         return this;
     }
 
+    private Behavior<Command> onRecovered(Recovered r) {
+        if (r.error() != null) {
+            getContext()
+                    .getLog()
+                    .error("reading the replicated weight version failed; starting at version {}", version, r.error());
+        } else if (r.record().version() > version) {
+            getContext()
+                    .getLog()
+                    .warn(
+                            "taking over at weight version {} ({}), as written by the previous weight version",
+                            r.record().version(),
+                            r.record().path());
+            version = r.record().version();
+            path = r.record().path();
+            topic.tell(Topic.publish(new VersionChanged(version)));
+            coordinator.tell(new RolloutCoordinator.ResumeAdmission(-1, version));
+        }
+        ready = true;
+        startNext();
+        return this;
+    }
+
     private void startNext() {
-        while (current == null && !queue.isEmpty()) {
+        while (ready && current == null && !queue.isEmpty()) {
             Publish p = queue.pollFirst();
+            if (p.version() == version && p.path().equals(path) && !path.isEmpty()) {
+                p.replyTo()
+                        .tell(new PublishReply(
+                                version, null, new WeightPublisher.Report(Duration.ZERO, 0, java.util.Map.of())));
+                continue;
+            }
             if (p.version() <= version) {
                 p.replyTo()
                         .tell(new PublishReply(
@@ -233,20 +288,46 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
             p.replyTo().tell(new PublishReply(p.version(), error, u.report()));
         } else {
-            version = p.version();
-            if (!u.report().failures().isEmpty()) {
-                getContext()
-                        .getLog()
-                        .warn(
-                                "version {}: {} server(s) failed to load the weights and are out of rotation: {}",
-                                version,
-                                u.report().failures().size(),
-                                u.report().failures());
-            }
-            topic.tell(Topic.publish(new VersionChanged(version)));
-            coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
-            p.replyTo().tell(new PublishReply(version, null, u.report()));
+            // Written before anyone hears of it: a successor never starts below it.
+            current = p;
+            CompletableFuture<Void> w = state.writeVersion(new DurableState.VersionRecord(p.version(), p.path()))
+                    .toCompletableFuture();
+            getContext().pipeToSelf(w, (ok, e) -> new Written(u.updateId(), u.report(), e));
+            return this;
         }
+        startNext();
+        return this;
+    }
+
+    private Behavior<Command> onWritten(Written w) {
+        if (current == null || w.updateId() != updateId) {
+            return this;
+        }
+        Publish p = current;
+        current = null;
+        WeightPublisher.Report report = w.report();
+        if (w.error() != null) {
+            getContext()
+                    .getLog()
+                    .warn(
+                            "version {} is loaded but its record was not confirmed by a majority ({}); going on",
+                            p.version(),
+                            GroupActor.describe(w.error()));
+        }
+        version = p.version();
+        path = p.path();
+        if (!report.failures().isEmpty()) {
+            getContext()
+                    .getLog()
+                    .warn(
+                            "version {}: {} server(s) failed to load the weights and are out of rotation: {}",
+                            version,
+                            report.failures().size(),
+                            report.failures());
+        }
+        topic.tell(Topic.publish(new VersionChanged(version)));
+        coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));
+        p.replyTo().tell(new PublishReply(version, null, report));
         startNext();
         return this;
     }

@@ -31,7 +31,7 @@ class CollectorTest {
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         ActorRef<Collector.Command> c =
                 kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), name);
-        c.tell(new Collector.Attach(coordinator.getRef()));
+        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of()));
         return c;
     }
 
@@ -87,7 +87,7 @@ class CollectorTest {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
         ActorRef<Collector.Command> c = collector("ack", coordinator);
         TestProbe<Collector.AckReply> probe = kit.createTestProbe();
-        c.tell(new Collector.Ack(42, probe.getRef()));
+        c.tell(new Collector.Ack(42, java.util.List.of(), probe.getRef()));
         assertThat(probe.receiveMessage().known()).isFalse();
     }
 }

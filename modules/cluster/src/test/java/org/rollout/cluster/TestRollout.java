@@ -77,6 +77,11 @@ final class TestRollout {
     }
 
     LocalRollout start() {
+        return LocalRollout.start(spec(), pekko);
+    }
+
+    /** What {@link #start} runs; also one node of a {@link ClusterRollout}. */
+    LocalRollout.Spec spec() {
         GenerationConfig g = gconfig();
         RolloutWorkflow wf = workflow != null ? workflow : echo(g);
         NodeServices svc = new NodeServices(
@@ -114,7 +119,7 @@ final class TestRollout {
                 Duration.ofSeconds(10),
                 Duration.ofSeconds(60),
                 statsFile);
-        return LocalRollout.start(spec, pekko);
+        return spec;
     }
 
     /** Waits until {@code condition} holds, failing with {@code what} after {@code deadline}. */

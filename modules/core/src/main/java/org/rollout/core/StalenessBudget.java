@@ -205,6 +205,28 @@ public final class StalenessBudget {
         accepted = saturatedMultiply(v, consumerBatchSize);
     }
 
+    /**
+     * A coordinator takes over from one whose node was lost: sets the version and the counters its
+     * durable ledger kept ({@code accepted}) and the tasks it found still open ({@code running}).
+     * Only on a budget no task went through yet ({@code accepted} may have been set by {@link
+     * #onVersionRecovered}; it is replaced).
+     *
+     * @throws IllegalStateException when this budget already ran tasks, or a value is negative
+     */
+    public synchronized void restore(int v, long acceptedSoFar, long runningNow) {
+        if (enqueued != 0 || running != 0 || rejected != 0) {
+            throw new IllegalStateException("staleness budget: restore on a budget in use (" + counters() + ")");
+        }
+        if (acceptedSoFar < 0 || runningNow < 0) {
+            throw new IllegalStateException("staleness budget: restore with accepted=" + acceptedSoFar + ", running="
+                    + runningNow + " (must be >= 0)");
+        }
+        requireNotBackwards(v, "restore");
+        version = v;
+        accepted = acceptedSoFar;
+        running = runningNow;
+    }
+
     private void requireNotBackwards(int v, String transition) {
         if (v < version) {
             throw new IllegalStateException("staleness budget: weight version must not go backwards on " + transition

@@ -10,6 +10,7 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -166,7 +167,8 @@ final class GatewayHandler implements HttpHandler {
             return;
         }
         TrainingBatch batch = next.get();
-        handedOut.add(batch.batchId());
+        handedOut.add(
+                batch.batchId(), batch.groups().stream().map(g -> g.taskId()).toList());
         ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
         ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(batch.batchId()));
         ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(batch.size()));
@@ -222,8 +224,13 @@ final class GatewayHandler implements HttpHandler {
         } catch (NumberFormatException e) {
             throw new Refusal(400, "bad_request", "batch id must be an integer, got '" + rawId + "'");
         }
-        engine.acknowledge(id);
-        json(ex, 200, GatewayJson.ack(id, handedOut.remove(id)));
+        List<Long> taskIds = handedOut.remove(id);
+        if (taskIds != null) {
+            engine.acknowledge(id, taskIds);
+        } else {
+            engine.acknowledge(id);
+        }
+        json(ex, 200, GatewayJson.ack(id, taskIds != null));
     }
 
     private void publish(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {

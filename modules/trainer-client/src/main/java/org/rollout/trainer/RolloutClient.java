@@ -71,6 +71,15 @@ public interface RolloutClient extends AutoCloseable {
     }
 
     /**
+     * Acknowledges batch {@code batchId}, which carried the groups of tasks {@code taskIds}. An
+     * engine whose collector was lost with its node, and so no longer knows the id, still retires
+     * those tasks, so they are not delivered again. The default ignores the task ids.
+     */
+    default void acknowledge(long batchId, List<Long> taskIds) throws InterruptedException {
+        acknowledge(batchId);
+    }
+
+    /**
      * Makes every inference server load {@code weights} and labels tokens generated from now on with
      * {@code version}. Returns when the servers have loaded it (or failed to). The servers read the
      * file themselves: it must be at a path they can read (a shared file system when the trainer

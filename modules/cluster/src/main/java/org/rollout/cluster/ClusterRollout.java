@@ -1,0 +1,221 @@
+package org.rollout.cluster;
+
+import com.typesafe.config.Config;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.ClusterSingleton;
+import org.apache.pekko.cluster.typed.ClusterSingletonSettings;
+import org.apache.pekko.cluster.typed.SingletonActor;
+import org.rollout.core.StalenessBudget;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One node of a rollout cluster: an {@link ActorSystem} named {@code rollout} that joins a Pekko
+ * cluster and runs what its roles say.
+ *
+ * <ul>
+ *   <li>{@value #ROLE_COORDINATOR}: may host the cluster singletons — {@link RolloutCoordinator},
+ *       {@link Collector} and {@link WeightVersion}. They run on the oldest node with this role,
+ *       all three together; when that node is lost they start on the next one and take over from
+ *       the {@link ReplicatedState} (the version never goes backwards; open tasks, accepted and
+ *       unacknowledged groups are recovered from the ledger and the runners' outboxes).
+ *   <li>{@value #ROLE_ROLLOUT}: runs one {@link GroupRunner}, found by the coordinator through the
+ *       Receptionist; the coordinator balances groups by load over each node's capacity.
+ *   <li>Any node can serve trainers: {@link #client()} talks to the singletons through their
+ *       proxies (the gateway role of {@code rollout node} puts the HTTP trainer gateway on it).
+ * </ul>
+ *
+ * <p>Every node with the coordinator role must be started with the same run configuration
+ * (dataset, budget, servers): whichever of them hosts the singletons uses its own.
+ */
+public final class ClusterRollout implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(ClusterRollout.class);
+
+    public static final String ROLE_COORDINATOR = "coordinator";
+    public static final String ROLE_ROLLOUT = "rollout";
+    public static final String ROLE_GATEWAY = "gateway";
+
+    private final ActorSystem<Void> system;
+    private final LocalRollout.Refs refs;
+    private final StatsBook stats;
+    private final LocalRolloutClient client;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private ClusterRollout(ActorSystem<Void> system, LocalRollout.Refs refs, StatsBook stats, Duration publishTimeout) {
+        this.system = system;
+        this.refs = refs;
+        this.stats = stats;
+        this.client = new LocalRolloutClient(system, refs, publishTimeout);
+    }
+
+    /**
+     * Starts this node; returns once its actors are spawned (joining the cluster goes on in the
+     * background: see {@link #awaitUp}).
+     *
+     * @param spec what the node runs (on a node without the coordinator role only the services,
+     *     capacity and timeouts are used)
+     * @param nodeName this node's name in status and logs
+     * @param pekko the ActorSystem's configuration: cluster provider, roles ({@code
+     *     pekko.cluster.roles}), seed nodes, transport
+     * @param replicationTimeout how long a replicated write or read waits for a majority
+     */
+    public static ClusterRollout start(
+            LocalRollout.Spec spec, String nodeName, Config pekko, Duration replicationTimeout) {
+        StatsBook stats = new StatsBook(spec.statsFile());
+        CompletableFuture<LocalRollout.Refs> started = new CompletableFuture<>();
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorSystem<Void> sys = ctx.getSystem();
+            Set<String> roles = Cluster.get(sys).selfMember().getRoles();
+            DurableState state = new ReplicatedState(sys, replicationTimeout);
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                    Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ClusterSingleton singletons = ClusterSingleton.get(sys);
+            ClusterSingletonSettings onCoordinators =
+                    ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);
+            AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
+            ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
+                            Behaviors.<Collector.Command>setup(c -> Collector.create(
+                                    spec.budget().consumerBatchSize(),
+                                    spec.batchAckTimeout(),
+                                    spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
+                                            ? spec.services().maxHeadOffpolicyness()
+                                            : Long.MAX_VALUE,
+                                    stats,
+                                    topic,
+                                    coordinatorProxy.get(),
+                                    true)),
+                            "rollout-collector")
+                    .withSettings(onCoordinators));
+            ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
+                            Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
+                                    freshBudget(spec.budget()),
+                                    spec.source(),
+                                    spec.evalItems(),
+                                    spec.evalEvery(),
+                                    spec.evalMaxConcurrent(),
+                                    spec.queueSize(),
+                                    collector,
+                                    state,
+                                    replicationTimeout.plusSeconds(5))),
+                            "rollout-coordinator")
+                    .withSettings(onCoordinators));
+            coordinatorProxy.set(coordinator);
+            ActorRef<WeightVersion.Command> weightVersion = singletons.init(SingletonActor.of(
+                            Behaviors.<WeightVersion.Command>setup(c -> WeightVersion.create(
+                                    spec.initialVersion(),
+                                    spec.publisher(),
+                                    coordinator,
+                                    topic,
+                                    spec.services().blocking(),
+                                    spec.prepareTimeout(),
+                                    state)),
+                            "rollout-weight-version")
+                    .withSettings(onCoordinators));
+            if (roles.contains(ROLE_ROLLOUT)) {
+                ctx.spawn(
+                        GroupRunner.create(
+                                spec.services(), nodeName, spec.nodeCapacity(), topic, spec.weightUpdateTimeout()),
+                        "runner");
+            }
+            log.info("node {} started with roles {}", nodeName, roles);
+            started.complete(new LocalRollout.Refs(coordinator, collector, weightVersion));
+            return Behaviors.empty();
+        });
+        ActorSystem<Void> system = ActorSystem.create(guardian, "rollout", pekko);
+        try {
+            LocalRollout.Refs refs = started.get(30, TimeUnit.SECONDS);
+            return new ClusterRollout(
+                    system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            system.terminate();
+            throw new IllegalStateException("interrupted while starting the node", e);
+        } catch (ExecutionException | TimeoutException e) {
+            system.terminate();
+            throw new IllegalStateException("the node did not start within 30 s", e);
+        }
+    }
+
+    /** A budget with the template's limits and nothing counted: each coordinator incarnation starts from one. */
+    private static StalenessBudget freshBudget(StalenessBudget template) {
+        StalenessBudget b = new StalenessBudget(
+                template.maxConcurrentRollouts(), template.consumerBatchSize(), template.maxHeadOffpolicyness());
+        if (template.version() > 0) {
+            b.onVersionRecovered(template.version());
+        }
+        return b;
+    }
+
+    /** Waits until this node is Up in its own view of the cluster. */
+    public void awaitUp(Duration timeout) throws InterruptedException, TimeoutException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Cluster cluster = Cluster.get(system);
+        while (cluster.selfMember().status() != org.apache.pekko.cluster.MemberStatus.up()) {
+            if (System.nanoTime() > deadline) {
+                throw new TimeoutException("node " + cluster.selfMember().address() + " not Up within " + timeout
+                        + " (status " + cluster.selfMember().status() + "); are the seed nodes reachable?");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /** A trainer's handle, through the singletons' proxies. */
+    public LocalRolloutClient client() {
+        return client;
+    }
+
+    /** This node's statistics (written on the node that hosts the collector). */
+    public StatsBook stats() {
+        return stats;
+    }
+
+    public ActorSystem<Void> system() {
+        return system;
+    }
+
+    /** This node's address, as {@code host:port}. */
+    public String address() {
+        var a = Cluster.get(system).selfMember().address();
+        return a.getHost().orElse("?") + ":" + a.getPort().orElse(0);
+    }
+
+    /** The roles this node runs. */
+    public List<String> roles() {
+        return List.copyOf(Cluster.get(system).selfMember().getRoles());
+    }
+
+    LocalRollout.Refs refs() {
+        return refs;
+    }
+
+    /** Leaves the cluster (singletons hand over) and stops the node; waits up to 30 s; idempotent. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        system.terminate();
+        try {
+            system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            log.warn("node did not terminate within 30 s: {}", e.toString());
+        }
+        stats.flushAll();
+    }
+}

@@ -1,0 +1,177 @@
+package org.rollout.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.rollout.api.TrainingBatch;
+import org.rollout.api.TrainingGroup;
+
+/**
+ * Three cluster nodes in this JVM (three ActorSystems over Artery TCP on 127.0.0.1): the first two
+ * may host the singletons, all three run groups. The node holding the singletons crashes (it stops
+ * without leaving; the others see it unreachable and the split brain resolver downs it), and the
+ * singletons start on the second node from the replicated state.
+ */
+@Timeout(180)
+class ClusterFailoverTest {
+    private static final Duration DEADLINE = Duration.ofSeconds(90);
+    private final List<ClusterRollout> nodes = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        nodes.forEach(ClusterRollout::close);
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static Config nodeConfig(int port, int seedPort, String... roles) {
+        return ConfigFactory.parseString("""
+                        pekko.actor.provider = cluster
+                        pekko.remote.artery.transport = tcp
+                        pekko.remote.artery.canonical.hostname = "127.0.0.1"
+                        pekko.remote.artery.canonical.port = %d
+                        pekko.cluster.seed-nodes = ["pekko://rollout@127.0.0.1:%d"]
+                        pekko.cluster.roles = [%s]
+                        pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                        pekko.cluster.downing-provider-class = "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider"
+                        pekko.cluster.split-brain-resolver.active-strategy = keep-majority
+                        pekko.cluster.split-brain-resolver.stable-after = 3s
+                        pekko.cluster.failure-detector.acceptable-heartbeat-pause = 4s
+                        pekko.cluster.singleton.hand-over-retry-interval = 500ms
+                        pekko.actor.default-dispatcher.fork-join-executor.parallelism-max = 2
+                        # A crash: terminating the system does not leave the cluster first.
+                        pekko.coordinated-shutdown.run-by-actor-system-terminate = off
+                        pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+                        """.formatted(port, seedPort, String.join(",", roles)))
+                .withFallback(TestRollout.PEKKO);
+    }
+
+    private ClusterRollout start(String name, int port, int seedPort, Path stats, String... roles) {
+        TestRollout t = new TestRollout();
+        t.consumerBatchSize = 2;
+        t.maxConcurrent = 4;
+        t.eta = 0;
+        t.statsFile = stats;
+        ClusterRollout node =
+                ClusterRollout.start(t.spec(), name, nodeConfig(port, seedPort, roles), Duration.ofSeconds(3));
+        nodes.add(node);
+        return node;
+    }
+
+    @Test
+    void theSingletonsNodeCrashesTheVersionHoldsAndNoBatchIsLostOrDeliveredTwice(
+            @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        int p1 = freePort();
+        int p2 = freePort();
+        int p3 = freePort();
+        ClusterRollout n1 = start("node-1", p1, p1, dir.resolve("s1.jsonl"), "coordinator", "rollout");
+        TestRollout.await("node 1 up", DEADLINE, () -> isUp(n1));
+        ClusterRollout n2 = start("node-2", p2, p1, dir.resolve("s2.jsonl"), "coordinator", "rollout");
+        ClusterRollout n3 = start("node-3", p3, p1, dir.resolve("s3.jsonl"), "rollout");
+        TestRollout.await("three nodes up", DEADLINE, () -> upMembers(n3) == 3 && upMembers(n1) == 3);
+        LocalRolloutClient trainer = n3.client();
+
+        List<Long> acked = new ArrayList<>();
+        int version = 0;
+        for (int step = 1; step <= 3; step++) {
+            TrainingBatch b = retry(() -> pull(trainer));
+            b.groups().forEach(g -> acked.add(g.taskId()));
+            trainer.acknowledge(b);
+            version = step;
+            int v = version;
+            retry(() -> trainer.publishWeights(v, dir.resolve("w" + v)));
+        }
+        TrainingBatch unacked = retry(() -> pull(trainer));
+        Set<Long> pending = new HashSet<>(
+                unacked.groups().stream().map(TrainingGroup::taskId).toList());
+        assertThat(pending).hasSize(2).doesNotContainAnyElementsOf(acked);
+
+        n1.system().terminate(); // crash: no leave, no hand-over
+        n1.system().getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+
+        // The successor starts at the replicated version, never below it.
+        int seen = retry(() -> trainer.status().version());
+        assertThat(seen).isEqualTo(version);
+
+        // Every task of the unacknowledged batch comes again; no acknowledged task does.
+        List<Long> after = new ArrayList<>();
+        while (!pending.isEmpty()) {
+            TrainingBatch b = retry(() -> pull(trainer));
+            for (TrainingGroup g : b.groups()) {
+                assertThat(acked).as("an acknowledged task delivered again").doesNotContain(g.taskId());
+                pending.remove(g.taskId());
+                after.add(g.taskId());
+                acked.add(g.taskId());
+            }
+            trainer.acknowledge(b);
+            version++;
+            int v = version;
+            retry(() -> trainer.publishWeights(v, dir.resolve("w" + v)));
+        }
+        // And the run goes on past the failover.
+        for (int i = 0; i < 2; i++) {
+            TrainingBatch b = retry(() -> pull(trainer));
+            b.groups().forEach(g -> assertThat(acked).doesNotContain(g.taskId()));
+            b.groups().forEach(g -> acked.add(g.taskId()));
+            trainer.acknowledge(b);
+            version++;
+            int v = version;
+            retry(() -> trainer.publishWeights(v, dir.resolve("w" + v)));
+        }
+        assertThat(new HashSet<>(acked)).hasSize(acked.size());
+        assertThat(retry(() -> trainer.status().version())).isEqualTo(version);
+        assertThat(n2.system().whenTerminated().isCompleted()).isFalse();
+    }
+
+    private static TrainingBatch pull(LocalRolloutClient c) throws InterruptedException {
+        Optional<TrainingBatch> b = c.nextBatch(Duration.ofSeconds(5));
+        if (b.isEmpty()) {
+            throw new IllegalStateException("no batch yet");
+        }
+        return b.get();
+    }
+
+    /** Calls {@code call} until it succeeds: requests sent to a node that just crashed time out. */
+    private static <T> T retry(Callable<T> call) throws Exception {
+        long end = System.nanoTime() + DEADLINE.toNanos();
+        while (true) {
+            try {
+                return call.call();
+            } catch (IllegalStateException e) {
+                if (System.nanoTime() > end) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static boolean isUp(ClusterRollout n) {
+        return Cluster.get(n.system()).selfMember().status() == MemberStatus.up();
+    }
+
+    private static long upMembers(ClusterRollout n) {
+        return TestRollout.list(Cluster.get(n.system()).state().getMembers()).stream()
+                .filter(m -> m.status() == MemberStatus.up())
+                .count();
+    }
+}
