@@ -3,47 +3,23 @@ package org.rollout.cli;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import java.io.PrintStream;
-import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
-import org.rollout.agent.AgentOptions;
-import org.rollout.agent.AgentWorkflows;
-import org.rollout.agent.OpenAIProxy;
-import org.rollout.agent.ProxyConfig;
-import org.rollout.api.AcceptFilter;
-import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.api.RolloutWorkflow;
-import org.rollout.api.Tokenizer;
-import org.rollout.cluster.GeneratedPromptSource;
-import org.rollout.cluster.JsonlPromptSource;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.LocalRolloutClient;
-import org.rollout.cluster.NodeServices;
-import org.rollout.cluster.PromptSource;
-import org.rollout.cluster.RemoteEngines;
 import org.rollout.cluster.RolloutSettings;
-import org.rollout.core.AcceptFilters;
-import org.rollout.core.Tokenizers;
-import org.rollout.core.TrajectoryDumper;
-import org.rollout.core.TrajectoryFormatChecker;
-import org.rollout.core.WorkflowResolver;
-import org.rollout.examples.BuiltinWorkflows;
 import org.rollout.examples.demo.DemoConfig;
 import org.rollout.examples.demo.DemoTraining;
 import org.rollout.examples.demo.GrpoTrainer;
-import org.rollout.examples.demo.LetterTask;
 import org.rollout.examples.demo.StepReport;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerAddress;
@@ -124,46 +100,9 @@ final class LocalRun {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig(addresses));
             toClose.add(engine);
             engine.initialize();
-            Tokenizer tokenizer = Tokenizers.load(settings.rollout().tokenizerPath());
-            ExecutorService blocking = NodeServices.virtualThreads();
-            toClose.add(blocking::shutdownNow);
-            HttpClient http = HttpClient.newBuilder()
-                    .version(HttpClient.Version.HTTP_1_1)
-                    .connectTimeout(Duration.ofSeconds(10))
-                    .build();
-            Workflows wf = workflows(engine, tokenizer);
+            NodeAssembly assembly = new NodeAssembly(settings, workflow, toClose);
             RolloutSettings.Rollout r = settings.rollout();
-            NodeServices svc = new NodeServices(
-                    RemoteEngines.controllable(engine),
-                    wf.train(),
-                    wf.eval(),
-                    settings.trainGroupOptions(),
-                    settings.evalGroupOptions(),
-                    acceptFilter(settings.acceptSpec()),
-                    r.dumpToFile()
-                            ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
-                            : null,
-                    r.checkTrajectoryFormat() ? new TrajectoryFormatChecker() : null,
-                    settings.stalenessPolicy(),
-                    r.maxHeadOffpolicyness(),
-                    r.episodeTimeout(),
-                    http,
-                    blocking);
-            LocalRollout.Spec spec = new LocalRollout.Spec(
-                    svc,
-                    settings.stalenessBudget(),
-                    promptSource(),
-                    evalItems(),
-                    evalEvery(),
-                    r.evalMaxConcurrent(),
-                    r.queueSize(),
-                    RemoteEngines.publisher(engine),
-                    0,
-                    r.nodeCapacity(),
-                    r.batchAckTimeout(),
-                    r.prepareTimeout(),
-                    r.weightUpdateTimeout(),
-                    runDir.resolve("stats.jsonl"));
+            LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats.jsonl"));
             printHeader(runDir, addresses);
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
@@ -202,78 +141,6 @@ final class LocalRun {
             addresses.add(new ServerAddress("127.0.0.1", server.port()));
         }
         return addresses;
-    }
-
-    record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
-
-    private Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
-        String name = settings.workflow();
-        if (workflow.equals("agent") || name.equals("agent")) {
-            AgentOptions options = AgentOptions.defaults();
-            OpenAIProxy proxy = OpenAIProxy.start(
-                    ProxyConfig.defaults().withAdminApiKey(options.adminApiKey()),
-                    engine,
-                    tokenizer,
-                    settings.gconfig());
-            toClose.add(proxy::close);
-            WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
-            RolloutWorkflow agent = resolver.resolve(LETTER_AGENT, Map.of()).workflow();
-            return new Workflows(agent, agent);
-        }
-        if (BuiltinWorkflows.isBuiltin(name)) {
-            return new Workflows(
-                    BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
-                    BuiltinWorkflows.create(name, settings.evalGconfig(), tokenizer, settings.workflowKwargs()));
-        }
-        WorkflowResolver resolver = new WorkflowResolver(WorkflowResolver.MODE_INLINE, null);
-        return new Workflows(
-                resolver.resolve(name, withInjected(settings.gconfig(), tokenizer))
-                        .workflow(),
-                resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
-                        .workflow());
-    }
-
-    /** A class-named workflow gets the GenerationConfig and tokenizer objects in its kwargs, as AReaL passes them. */
-    private Map<String, Object> withInjected(GenerationConfig g, Tokenizer tokenizer) {
-        Map<String, Object> kwargs = new HashMap<>(settings.workflowKwargs());
-        kwargs.put("gconfig", g);
-        kwargs.put("tokenizer", tokenizer);
-        return kwargs;
-    }
-
-    private static AcceptFilter acceptFilter(String spec) {
-        return switch (spec) {
-            case "all" -> AcceptFilters.all();
-            case "drop_equal_rewards" -> AcceptFilters.dropEqualRewards();
-            default -> WorkflowResolver.resolveAcceptFilter(spec);
-        };
-    }
-
-    private PromptSource promptSource() {
-        RolloutSettings.Dataset d = settings.dataset();
-        if (!d.train().isEmpty()) {
-            return new JsonlPromptSource(d.train(), true, d.shuffleSeed(), d.onMalformed());
-        }
-        return new GeneratedPromptSource(LetterTask::item, -1);
-    }
-
-    /** With the built-in letters as eval items, evaluate every {@value #DEMO_EVAL_EVERY} versions by default. */
-    private int evalEvery() {
-        int configured = settings.rollout().evalEvery();
-        return configured == 0 && settings.dataset().eval().isEmpty() ? DEMO_EVAL_EVERY : configured;
-    }
-
-    private List<Map<String, Object>> evalItems() {
-        RolloutSettings.Dataset d = settings.dataset();
-        if (!d.eval().isEmpty()) {
-            JsonlPromptSource eval = new JsonlPromptSource(d.eval(), false, null, d.onMalformed());
-            List<Map<String, Object>> items = new ArrayList<>();
-            for (long i = 0; i < eval.size(); i++) {
-                items.add(eval.item(i).orElseThrow());
-            }
-            return items;
-        }
-        return LetterTask.evalItems();
     }
 
     /** Small thread pools for two cores; the runtime's blocking work runs on virtual threads. */

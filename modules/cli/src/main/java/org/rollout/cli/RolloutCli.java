@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
  *
  * <pre>
  *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
+ *   rollout node --roles coordinator,rollout,gateway --seed-nodes 127.0.0.1:25520 --port 25520 [--profile f.conf …] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
  *   rollout bench orchestration|async|interrupt|weights|all [--flag value …]
@@ -22,7 +23,14 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "rollout 0.1.0",
         description = "The Rollout Engine: produces training trajectories for LLM reinforcement learning.",
-        subcommands = {LocalCommand.class, TrainerDemoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            LocalCommand.class,
+            NodeCommand.class,
+            DemoWeightsCommand.class,
+            TrainerDemoCommand.class,
+            BenchCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class RolloutCli implements Runnable {
 
     public static void main(String[] args) {

@@ -55,7 +55,15 @@ public final class ClusterRollout implements AutoCloseable {
     private final LocalRolloutClient client;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private ClusterRollout(ActorSystem<Void> system, LocalRollout.Refs refs, StatsBook stats, Duration publishTimeout) {
+    private final java.util.concurrent.atomic.LongAdder groupsStarted;
+
+    private ClusterRollout(
+            ActorSystem<Void> system,
+            LocalRollout.Refs refs,
+            StatsBook stats,
+            Duration publishTimeout,
+            java.util.concurrent.atomic.LongAdder groupsStarted) {
+        this.groupsStarted = groupsStarted;
         this.system = system;
         this.refs = refs;
         this.stats = stats;
@@ -76,6 +84,7 @@ public final class ClusterRollout implements AutoCloseable {
     public static ClusterRollout start(
             LocalRollout.Spec spec, String nodeName, Config pekko, Duration replicationTimeout) {
         StatsBook stats = new StatsBook(spec.statsFile());
+        java.util.concurrent.atomic.LongAdder groupsStarted = new java.util.concurrent.atomic.LongAdder();
         CompletableFuture<LocalRollout.Refs> started = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorSystem<Void> sys = ctx.getSystem();
@@ -128,7 +137,12 @@ public final class ClusterRollout implements AutoCloseable {
             if (roles.contains(ROLE_ROLLOUT)) {
                 ctx.spawn(
                         GroupRunner.create(
-                                spec.services(), nodeName, spec.nodeCapacity(), topic, spec.weightUpdateTimeout()),
+                                spec.services(),
+                                nodeName,
+                                spec.nodeCapacity(),
+                                topic,
+                                spec.weightUpdateTimeout(),
+                                groupsStarted),
                         "runner");
             }
             log.info("node {} started with roles {}", nodeName, roles);
@@ -139,7 +153,7 @@ public final class ClusterRollout implements AutoCloseable {
         try {
             LocalRollout.Refs refs = started.get(30, TimeUnit.SECONDS);
             return new ClusterRollout(
-                    system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30));
+                    system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30), groupsStarted);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             system.terminate();
@@ -171,6 +185,11 @@ public final class ClusterRollout implements AutoCloseable {
             }
             Thread.sleep(50);
         }
+    }
+
+    /** Groups (attempts) this node's runner has started (0 without the rollout role). */
+    public long groupsStarted() {
+        return groupsStarted.sum();
     }
 
     /** A trainer's handle, through the singletons' proxies. */

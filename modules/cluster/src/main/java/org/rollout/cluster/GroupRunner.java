@@ -128,6 +128,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final java.util.Set<String> cancelled = new java.util.HashSet<>();
     private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
     private final LargePayloads payloads;
+    private final java.util.concurrent.atomic.LongAdder started;
     private ActorRef<Collector.Command> collector;
     private long pausedFor = -1;
 
@@ -143,12 +144,23 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout) {
+        return create(svc, node, capacity, versionTopic, updateTimeout, new java.util.concurrent.atomic.LongAdder());
+    }
+
+    /** As above, counting the groups this runner starts into {@code started}. */
+    public static Behavior<Command> create(
+            NodeServices svc,
+            String node,
+            int capacity,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            Duration updateTimeout,
+            java.util.concurrent.atomic.LongAdder started) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
             ActorRef<WeightVersion.VersionChanged> adapter =
                     ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
             versionTopic.tell(Topic.subscribe(adapter));
-            return new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout);
+            return new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started);
         }));
     }
 
@@ -158,8 +170,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             NodeServices svc,
             String node,
             int capacity,
-            Duration updateTimeout) {
+            Duration updateTimeout,
+            java.util.concurrent.atomic.LongAdder started) {
         super(ctx);
+        this.started = started;
         this.timers = timers;
         this.svc = svc;
         this.node = node;
@@ -218,6 +232,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         getContext().watchWith(group, new GroupEnded(name));
         groups.put(name, group);
         running.put(name, run);
+        started.increment();
         return this;
     }
 

@@ -1,0 +1,217 @@
+package org.rollout.cli;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigValueFactory;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.rollout.api.InvalidConfigException;
+import org.rollout.cluster.ClusterRollout;
+import org.rollout.cluster.ConfigErrors;
+import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.RolloutConfig;
+import org.rollout.cluster.RolloutSettings;
+import org.rollout.gateway.GatewayConfig;
+import org.rollout.gateway.TrainerGateway;
+import org.rollout.inference.RemoteInferenceEngine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code rollout node}: one JVM of a rollout cluster. It joins the cluster at {@code
+ * --seed-nodes}, runs what its {@code --roles} say ({@code coordinator}: may host the singletons;
+ * {@code rollout}: runs groups against {@code rollout.servers}; {@code gateway}: serves trainers
+ * over HTTP), prints {@code node up: NAME at HOST:PORT roles=[…]} once it is Up (and {@code
+ * gateway listening on URL} for the gateway role), and runs until SIGTERM, when it leaves the
+ * cluster (singletons hand over) and exits.
+ *
+ * <p>Pekko configuration, each layer over the next: the flags (roles, seed nodes, host, port),
+ * {@code --profile} files in the order given (later wins), the run configuration's {@code pekko}
+ * block, then {@code cluster-config/local.conf} (shipped in the jar). Run configuration ({@code
+ * rollout.*}, {@code gconfig}) as for {@code rollout local}: {@code --config} file, then {@code
+ * key=value}; {@code --demo} puts the letters task's defaults underneath. Every node with the
+ * coordinator role must be given the same run configuration.
+ */
+@Command(
+        name = "node",
+        mixinStandardHelpOptions = true,
+        description = "Join a rollout cluster as one node (coordinator, rollout and/or gateway roles).")
+final class NodeCommand implements Callable<Integer> {
+
+    @Option(
+            names = "--roles",
+            split = ",",
+            defaultValue = "coordinator,rollout,gateway",
+            description = "Roles of this node, comma-separated (default: ${DEFAULT-VALUE}).")
+    List<String> roles;
+
+    @Option(
+            names = "--seed-nodes",
+            split = ",",
+            description = "host:port of the seed nodes, comma-separated (default: this node alone).")
+    List<String> seedNodes = new ArrayList<>();
+
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default: ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "25520", description = "Cluster port (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--name", description = "This node's name in status and logs (default: node-PORT).")
+    String name;
+
+    @Option(names = "--profile", description = "A cluster-config profile (HOCON) to layer; repeatable.")
+    List<Path> profiles = new ArrayList<>();
+
+    @Option(names = "--config", description = "A HOCON file with rollout/gconfig/eval_gconfig settings.")
+    Path config;
+
+    @Option(names = "--demo", description = "Run the letters task with the demo's defaults (as rollout local).")
+    boolean demo;
+
+    @Option(
+            names = "--gateway-port",
+            defaultValue = "8470",
+            description = "Port of the trainer gateway (gateway role; 0 picks one) (default: ${DEFAULT-VALUE}).")
+    int gatewayPort;
+
+    @Option(
+            names = "--gateway-host",
+            defaultValue = "127.0.0.1",
+            description = "Address the trainer gateway binds (default: ${DEFAULT-VALUE}).")
+    String gatewayHost;
+
+    @Option(
+            names = "--gateway-token",
+            description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none).")
+    String gatewayToken;
+
+    @Parameters(paramLabel = "key=value", description = "Configuration overrides, e.g. rollout.servers=[...].")
+    List<String> overrides = new ArrayList<>();
+
+    @Override
+    public Integer call() {
+        PrintStream out = System.out;
+        for (String r : roles) {
+            if (!List.of(ClusterRollout.ROLE_COORDINATOR, ClusterRollout.ROLE_ROLLOUT, ClusterRollout.ROLE_GATEWAY)
+                    .contains(r)) {
+                System.err.println("invalid role '" + r + "' in --roles (allowed: coordinator, rollout, gateway)");
+                return 2;
+            }
+        }
+        if (name == null) {
+            name = "node-" + port;
+        }
+        RolloutSettings settings;
+        Config pekko;
+        try {
+            settings =
+                    RolloutConfig.load(config, overrides, demo ? LocalCommand.profile("demo") : ConfigFactory.empty());
+            pekko = pekkoConfig(settings);
+        } catch (InvalidConfigException | ConfigErrors e) {
+            System.err.println("configuration error: " + e.getMessage());
+            return 2;
+        } catch (com.typesafe.config.ConfigException e) {
+            System.err.println("configuration error in a profile: " + e.getMessage());
+            return 2;
+        }
+        List<AutoCloseable> toClose = new ArrayList<>();
+        try {
+            RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig());
+            toClose.add(engine);
+            engine.initialize();
+            Path runDir = settings.runDirectory().orElse(settings.rollout().fileroot());
+            LocalRollout.Spec spec = new NodeAssembly(settings, demo ? "demo" : settings.workflow(), toClose)
+                    .spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
+            ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
+            toClose.add(node);
+            node.awaitUp(Duration.ofMinutes(2));
+            out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
+            if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
+                String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
+                GatewayConfig gc =
+                        GatewayConfig.defaults().withHost(gatewayHost).withPort(gatewayPort);
+                if (token != null && !token.isBlank()) {
+                    gc = gc.withToken(token);
+                }
+                TrainerGateway gateway = TrainerGateway.start(gc, node.client());
+                toClose.add(gateway);
+                out.println("gateway listening on " + gateway.uri());
+            }
+            out.flush();
+            java.util.concurrent.ScheduledExecutorService progress =
+                    java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                        Thread t = new Thread(r, "node-progress");
+                        t.setDaemon(true);
+                        return t;
+                    });
+            toClose.add(progress::shutdownNow);
+            progress.scheduleAtFixedRate(
+                    () -> out.println("node " + name + ": " + node.groupsStarted() + " groups started here"),
+                    10,
+                    10,
+                    java.util.concurrent.TimeUnit.SECONDS);
+            // Runs until the actor system stops: SIGTERM (coordinated shutdown) or being downed.
+            node.system().getWhenTerminated().toCompletableFuture().get();
+            out.println("node stopped: " + name);
+            return 0;
+        } catch (InvalidConfigException e) {
+            System.err.println("configuration error: " + e.getMessage());
+            return 2;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 1;
+        } catch (Exception e) {
+            System.err.println("the node failed: " + e);
+            e.printStackTrace(System.err);
+            return 1;
+        } finally {
+            for (int i = toClose.size() - 1; i >= 0; i--) {
+                try {
+                    toClose.get(i).close();
+                } catch (Exception e) {
+                    System.err.println("while shutting down: " + e);
+                }
+            }
+        }
+    }
+
+    private Config pekkoConfig(RolloutSettings settings) {
+        List<String> seeds = new ArrayList<>();
+        for (String s : seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes) {
+            if (!s.matches("[^:/\\s]+:\\d+")) {
+                throw new InvalidConfigException("--seed-nodes", s, "host:port");
+            }
+            seeds.add("pekko://rollout@" + s);
+        }
+        Config flags = ConfigFactory.empty()
+                .withValue("pekko.cluster.roles", ConfigValueFactory.fromIterable(roles))
+                .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds))
+                .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(host))
+                .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(port));
+        Config layered = flags;
+        for (int i = profiles.size() - 1; i >= 0; i--) {
+            Path p = profiles.get(i);
+            if (!Files.isReadable(p)) {
+                throw new InvalidConfigException("--profile", p.toString(), "a readable HOCON file");
+            }
+            layered = layered.withFallback(ConfigFactory.parseFile(p.toFile()));
+        }
+        Config logging = ConfigFactory.parseString("""
+                pekko.loglevel = INFO
+                pekko.loggers = ["org.apache.pekko.event.slf4j.Slf4jLogger"]
+                pekko.logging-filter = "org.apache.pekko.event.slf4j.Slf4jLoggingFilter"
+                """);
+        return layered.withFallback(settings.config())
+                .withFallback(ConfigFactory.parseResources("cluster-config/local.conf"))
+                .withFallback(logging)
+                .withFallback(ConfigFactory.load())
+                .resolve();
+    }
+}
