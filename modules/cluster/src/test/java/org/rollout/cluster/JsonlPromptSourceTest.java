@@ -15,7 +15,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.JsonlPromptSource.OnMalformed;
@@ -181,6 +183,7 @@ class JsonlPromptSourceTest {
      * InvalidConfigException} is thrown.
      */
     @Test
+    @Timeout(value = 6, unit = TimeUnit.HOURS) // a soak outlasts the default; the watchdog bounds each input
     void anyFileIsReadLineByLineOrRefusedNamingFileAndLine() throws Exception {
         List<byte[]> samples = List.of(
                 "{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"answer\": 4}\n".getBytes(StandardCharsets.UTF_8),

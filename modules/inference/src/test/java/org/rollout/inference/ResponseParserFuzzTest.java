@@ -11,7 +11,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.rollout.api.StopReason;
 import org.rollout.testing.Fuzz;
 import org.rollout.testing.Gen;
@@ -114,11 +116,13 @@ class ResponseParserFuzzTest {
                     + "\"token_logprobs\":[-0.25]}}]}"));
 
     @Test
+    @Timeout(value = 6, unit = TimeUnit.HOURS) // a soak outlasts the default; the watchdog bounds each input
     void everySglangBodyParsesToWhatItSaysOrFailsWithMalformedResponse() throws Exception {
         fuzz("sglangBodies", SglangProtocol.INSTANCE, SGLANG_SAMPLES, SGLANG_TOKENS);
     }
 
     @Test
+    @Timeout(value = 6, unit = TimeUnit.HOURS) // a soak outlasts the default; the watchdog bounds each input
     void everyVllmBodyParsesToWhatItSaysOrFailsWithMalformedResponse() throws Exception {
         fuzz("vllmBodies", VllmProtocol.INSTANCE, VLLM_SAMPLES, VLLM_TOKENS);
     }
