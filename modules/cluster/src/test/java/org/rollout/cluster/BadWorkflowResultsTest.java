@@ -473,7 +473,9 @@ class BadWorkflowResultsTest {
                     run((engine, slot, t) -> stubborn.spin(), "timeout", t -> t.episodeTimeout = Duration.ofSeconds(1));
             Map<Long, List<String>> lines = new LinkedHashMap<>();
             for (long task : o.tasks(true)) {
-                lines.put(task, log.warningsContaining("task " + task));
+                List<String> l = new ArrayList<>(log.warningsContaining("task " + task));
+                l.addAll(log.errorsContaining("task " + task));
+                lines.put(task, l);
             }
             assertThat(lines).allSatisfy((task, l) -> assertThat(l).anyMatch(s -> s.contains("episode_timeout")));
         } finally {
