@@ -151,6 +151,11 @@ public final class OpenAIProxy implements AutoCloseable {
         return server.getAddress().getPort();
     }
 
+    /** The address and port it listens on: 127.0.0.1 unless the config names another host. */
+    public java.net.InetSocketAddress address() {
+        return server.getAddress();
+    }
+
     /** {@code http://host:port}, IPv6 hosts bracketed. */
     public String baseUrl() {
         String host = config.host().contains(":") ? "[" + config.host() + "]" : config.host();

@@ -39,6 +39,15 @@ final class LogCapture extends AppenderBase<ILoggingEvent> implements AutoClosea
                 .toList();
     }
 
+    /** Warning events whose message, or whose exception's message, contains {@code text}. */
+    List<String> warningsContaining(String text) {
+        return events.stream()
+                .filter(e -> e.getLevel() == Level.WARN)
+                .map(LogCapture::render)
+                .filter(s -> s.contains(text))
+                .toList();
+    }
+
     private static String render(ILoggingEvent e) {
         String s = e.getFormattedMessage();
         for (var t = e.getThrowableProxy(); t != null; t = t.getCause()) {

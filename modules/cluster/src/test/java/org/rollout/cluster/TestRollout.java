@@ -58,6 +58,7 @@ final class TestRollout {
     int queueSize = 64;
     Path dumpRoot;
     Path statsFile;
+    org.rollout.core.TrajectoryFormatChecker formatChecker;
     PromptSource source = new GeneratedPromptSource(i -> Map.of("prompt", "p" + i), -1);
     Config pekko = PEKKO;
     final ScriptedEngine engine;
@@ -94,7 +95,7 @@ final class TestRollout {
                 dumpRoot == null
                         ? null
                         : new TrajectoryDumper(dumpRoot, "exp", "trial", org.rollout.core.ByteLevelTokenizer.INSTANCE),
-                null,
+                formatChecker,
                 policy,
                 eta,
                 episodeTimeout,

@@ -16,8 +16,9 @@ import org.rollout.api.GenerationConfig;
  *   WeightUpdater: {@link #pauseCalls()} → {@link #updateWeightsCall} → {@link #continueCall()} (always)
  * </pre>
  *
- * <p>Parsing is strict: anything but a valid response is a {@link MalformedResponseException}
- * naming the server, the rid and the field; a response is never half-accepted.
+ * <p>Parsing is strict: anything but a valid response (a duplicate key or content after the JSON
+ * object included) is a {@link MalformedResponseException} naming the server, the rid and the
+ * field; a response is never half-accepted. Fuzzed (ResponseParserFuzzTest).
  */
 public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
 

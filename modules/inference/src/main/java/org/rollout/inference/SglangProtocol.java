@@ -95,6 +95,9 @@ public final class SglangProtocol implements ServerProtocol {
         Parse r = new Parse(body, server, rid, maxNewTokens);
         try (JsonParser p = WireJson.FACTORY.createParser(body)) {
             r.read(p);
+            if (!WireJson.atEnd(p)) {
+                throw r.malformed("body", "has content after the JSON object");
+            }
         } catch (JsonProcessingException e) {
             throw r.malformed("body", "is not valid JSON (" + e.getOriginalMessage() + ")");
         } catch (IOException e) {
@@ -341,7 +344,10 @@ public final class SglangProtocol implements ServerProtocol {
             try {
                 return StopReason.fromWire(type);
             } catch (IllegalArgumentException e) {
-                throw malformed("meta_info.finish_reason.type", "is an unknown finish reason: " + e.getMessage());
+                throw malformed(
+                        "meta_info.finish_reason.type",
+                        "is an unknown finish reason \"" + WireJson.clip(type) + "\" (known: " + WireJson.KNOWN_REASONS
+                                + ")");
             }
         }
     }

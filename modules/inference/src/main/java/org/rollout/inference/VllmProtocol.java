@@ -89,6 +89,9 @@ public final class VllmProtocol implements ServerProtocol {
         Parse r = new Parse(body, server, rid, maxNewTokens);
         try (JsonParser p = WireJson.FACTORY.createParser(body)) {
             r.read(p);
+            if (!WireJson.atEnd(p)) {
+                throw r.malformed("body", "has content after the JSON object");
+            }
         } catch (JsonProcessingException e) {
             throw r.malformed("body", "is not valid JSON (" + e.getOriginalMessage() + ")");
         } catch (IOException e) {
@@ -236,7 +239,8 @@ public final class VllmProtocol implements ServerProtocol {
                 String text = p.getText();
                 int token = parseToken(text);
                 if (token < 0) {
-                    throw malformed(field, "is \"" + clip(text) + "\", not \"token_id:<n>\" with a token id >= 0");
+                    throw malformed(
+                            field, "is \"" + WireJson.clip(text) + "\", not \"token_id:<n>\" with a token id >= 0");
                 }
                 tokens = WireJson.grow(tokens, tokenCount + 1);
                 tokens[tokenCount++] = token;
@@ -279,10 +283,6 @@ public final class VllmProtocol implements ServerProtocol {
             return (int) v;
         }
 
-        private static String clip(String s) {
-            return s.length() <= 40 ? s : s.substring(0, 40) + "…";
-        }
-
         GeneratedSegment result() {
             if (!choicesSeen) {
                 throw malformed("choices", "is missing");
@@ -297,7 +297,10 @@ public final class VllmProtocol implements ServerProtocol {
             try {
                 reason = StopReason.fromWire(finishReason);
             } catch (IllegalArgumentException e) {
-                throw malformed("choices[0].finish_reason", "is an unknown finish reason: " + e.getMessage());
+                throw malformed(
+                        "choices[0].finish_reason",
+                        "is an unknown finish reason \"" + WireJson.clip(finishReason) + "\" (known: "
+                                + WireJson.KNOWN_REASONS + ")");
             }
             if (!logprobsSeen) {
                 if (reason == StopReason.ABORT) {

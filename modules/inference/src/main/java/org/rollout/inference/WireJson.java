@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.io.JsonEOFException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -19,7 +20,13 @@ import org.rollout.api.GenerationConfig;
  * tree, no data binding) keeps the per-segment path to one pass over the bytes.
  */
 final class WireJson {
-    static final JsonFactory FACTORY = JsonFactory.builder().build();
+    /** Parsers refuse duplicate keys: a repeated field would otherwise be read twice, or half-replaced. */
+    static final JsonFactory FACTORY = JsonFactory.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
+
+    /** Known finish reasons, for messages. */
+    static final String KNOWN_REASONS = "stop, length, tool_calls, abort";
 
     private WireJson() {}
 
@@ -105,6 +112,19 @@ final class WireJson {
             throw new JsonEOFException(p, null, "unexpected end of input");
         }
         return t;
+    }
+
+    /**
+     * Whether only whitespace follows the value just read; a parser calls it after the root
+     * object, so a body with anything after its object is refused rather than half-read.
+     */
+    static boolean atEnd(JsonParser p) throws IOException {
+        return p.nextToken() == null;
+    }
+
+    /** {@code s} cut at 40 chars, so that a message can quote server text without carrying a payload. */
+    static String clip(String s) {
+        return s.length() <= 40 ? s : s.substring(0, 40) + "…";
     }
 
     static boolean isNumber(JsonToken t) {

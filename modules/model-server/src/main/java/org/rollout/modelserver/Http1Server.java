@@ -180,6 +180,11 @@ final class Http1Server {
         return serverSocket.getLocalPort();
     }
 
+    /** The address and port the socket is bound to. */
+    java.net.InetSocketAddress address() {
+        return (java.net.InetSocketAddress) serverSocket.getLocalSocketAddress();
+    }
+
     private void acceptLoop() {
         while (!closing) {
             Socket s;

@@ -103,6 +103,11 @@ public final class ModelServer implements AutoCloseable {
         return http.port();
     }
 
+    /** The address and port it listens on: 127.0.0.1 unless the config names another host. */
+    public java.net.InetSocketAddress address() {
+        return http.address();
+    }
+
     /** {@code http://host:port}, IPv6 hosts bracketed. */
     public String baseUrl() {
         String host = config.host().contains(":") ? "[" + config.host() + "]" : config.host();
