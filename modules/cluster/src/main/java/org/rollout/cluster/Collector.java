@@ -341,6 +341,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         if (g.outcome() instanceof Rejected r) {
             reason = r.reason().wireName();
             rejectedByReason.merge(reason, 1L, Long::sum);
+            logRejection(g, r);
         }
         if (accepted && !g.isEval()) {
             buffer.addLast(((Accepted) g.outcome()).group());
@@ -351,6 +352,48 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                     g.taskId(), g.attempt(), g.isEval(), accepted, reason, buffer.size()));
         }
         return this;
+    }
+
+    /**
+     * Says why a group was rejected, naming its task: a timeout, a stale or cancelled group, or a
+     * filter that threw is a warning; a filter's "no" and a group with too few usable slots are
+     * routine (info). Failures and contract breaks were logged where they happened. Details are cut
+     * at 500 characters so that one huge exception message cannot flood the log.
+     */
+    private void logRejection(GroupFinished g, Rejected r) {
+        String detail = r.detail() == null ? "" : r.detail();
+        if (detail.length() > 500) {
+            detail = detail.substring(0, 500) + "… (" + detail.length() + " characters)";
+        }
+        switch (r.reason()) {
+            case TIMEOUT, STALE, CANCELLED, ACCEPT_ERROR ->
+                getContext()
+                        .getLog()
+                        .warn(
+                                "task {} attempt {}: rejected as {}: {}",
+                                g.taskId(),
+                                g.attempt(),
+                                r.reason().wireName(),
+                                detail);
+            case REJECTED, RETURNED_NONE ->
+                getContext()
+                        .getLog()
+                        .info(
+                                "task {} attempt {}: rejected as {}: {}",
+                                g.taskId(),
+                                g.attempt(),
+                                r.reason().wireName(),
+                                detail);
+            default ->
+                getContext()
+                        .getLog()
+                        .debug(
+                                "task {} attempt {}: rejected as {}: {}",
+                                g.taskId(),
+                                g.attempt(),
+                                r.reason().wireName(),
+                                detail);
+        }
     }
 
     /**

@@ -241,8 +241,10 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
                 return new Collector.Rejected(RejectReason.ACCEPT_ERROR, "should_accept threw " + describe(e));
             }
         }
-        int completion = svc.engine().version();
         int[] range = Trajectories.generatedVersionRange(rows, task.dispatchVersion());
+        // A server may report a newer version than this node's engine has heard of yet (the
+        // broadcast is on its way): the group completed no earlier than its newest token.
+        int completion = Math.max(svc.engine().version(), range[1]);
         return new Collector.Accepted(new TrainingGroup(
                 task.taskId(),
                 task.attempt(),
@@ -311,8 +313,12 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
         return this;
     }
 
+    /** The exception's class and message, the message cut at 500 characters (a log line, a rejection detail). */
     static String describe(Throwable e) {
         String m = e.getMessage();
+        if (m != null && m.length() > 500) {
+            m = m.substring(0, 500) + "… (" + m.length() + " characters)";
+        }
         return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 }

@@ -13,7 +13,6 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.Float32Tensor;
@@ -463,9 +462,6 @@ class BadWorkflowResultsTest {
     }
 
     @Test
-    @Disabled("needs fix in GroupActor: a group rejected as timeout (also stale, cancelled, accept_error) is only"
-            + " counted; its detail ('not finished within episode_timeout=…', naming no task) is neither logged"
-            + " nor kept anywhere a user can read it. Collector drops Rejected.detail too.")
     void aTimedOutGroupIsLoggedNamingItsTaskAndTheTimeout() throws Exception {
         Stubborn stubborn = new Stubborn();
         try (LogCapture log = new LogCapture()) {
