@@ -580,7 +580,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                                 (info, error) -> info != null ? new RunnerJoined(info) : new RunnerGone(r));
             }
         }
-        for (ActorRef<GroupRunner.Command> r : List.copyOf(runners.keySet())) {
+        Set<ActorRef<GroupRunner.Command>> known = new HashSet<>(runners.keySet());
+        ledger.values().stream()
+                .map(InFlight::runner)
+                .filter(java.util.Objects::nonNull)
+                .forEach(known::add);
+        for (ActorRef<GroupRunner.Command> r : known) {
             if (!listing.runners().contains(r)) {
                 onRunnerGone(r);
             }
@@ -617,20 +622,22 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onRunnerGone(ActorRef<GroupRunner.Command> runner) {
         asked.remove(runner);
         RunnerState gone = runners.remove(runner);
-        if (gone == null) {
-            return this;
-        }
         List<InFlight> orphans = new ArrayList<>();
         for (InFlight f : ledger.values()) {
-            if (runner.equals(f.runner())) {
+            if (runner.equals(f.runner()) && !toRedispatch.contains(f)) {
                 orphans.add(f);
             }
         }
+        if (gone == null && orphans.isEmpty()) {
+            return this;
+        }
+        // Also a runner that never joined here: a successor may have learnt of its tasks from
+        // its holdings before it was lost.
         getContext()
                 .getLog()
                 .warn(
                         "runner on {} is gone with {} task(s) in flight; dispatching them again",
-                        gone.info.node(),
+                        gone != null ? gone.info.node() : runner.path().address(),
                         orphans.size());
         for (InFlight f : orphans) {
             toRedispatch.addLast(f);
