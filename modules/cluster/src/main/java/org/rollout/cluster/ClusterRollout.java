@@ -97,16 +97,8 @@ public final class ClusterRollout implements AutoCloseable {
                     ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);
             AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
             ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
-                            Behaviors.<Collector.Command>setup(c -> Collector.create(
-                                    spec.budget().consumerBatchSize(),
-                                    spec.batchAckTimeout(),
-                                    spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
-                                            ? spec.services().maxHeadOffpolicyness()
-                                            : Long.MAX_VALUE,
-                                    stats,
-                                    topic,
-                                    coordinatorProxy.get(),
-                                    true)),
+                            Behaviors.<Collector.Command>setup(
+                                    c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
                             "rollout-collector")
                     .withSettings(onCoordinators));
             ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(

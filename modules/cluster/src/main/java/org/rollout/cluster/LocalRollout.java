@@ -109,18 +109,7 @@ public final class LocalRollout implements AutoCloseable {
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
-            ActorRef<Collector.Command> collector = ctx.spawn(
-                    Collector.create(
-                            spec.budget().consumerBatchSize(),
-                            spec.batchAckTimeout(),
-                            spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
-                                    ? spec.services().maxHeadOffpolicyness()
-                                    : Long.MAX_VALUE,
-                            stats,
-                            topic,
-                            null,
-                            true),
-                    "collector");
+            ActorRef<Collector.Command> collector = ctx.spawn(collector(spec, stats, topic, null), "collector");
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
                     RolloutCoordinator.create(
                             spec.budget(),
@@ -163,6 +152,28 @@ public final class LocalRollout implements AutoCloseable {
             system.terminate();
             throw new IllegalStateException("the rollout engine did not start within 30 s", e);
         }
+    }
+
+    /**
+     * The collector of {@code spec}'s engine, waiting for its coordinator to attach ({@code
+     * coordinator}: told who the collector is at start, or null when it introduces itself).
+     */
+    static Behavior<Collector.Command> collector(
+            Spec spec,
+            StatsBook stats,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic,
+            ActorRef<RolloutCoordinator.Command> coordinator) {
+        long stalenessLimit = spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
+                ? spec.services().maxHeadOffpolicyness()
+                : Long.MAX_VALUE;
+        return Collector.create(
+                spec.budget().consumerBatchSize(),
+                spec.batchAckTimeout(),
+                stalenessLimit,
+                stats,
+                topic,
+                coordinator,
+                true);
     }
 
     /** The trainer's handle on this engine. */
