@@ -40,7 +40,11 @@ class JsonlPromptSourceTest {
 
     private static List<Map<String, Object>> drain(JsonlPromptSource s) {
         List<Map<String, Object>> out = new ArrayList<>();
-        for (Optional<Map<String, Object>> item = s.next(); item.isPresent(); item = s.next()) {
+        for (long i = 0; ; i++) {
+            Optional<Map<String, Object>> item = s.item(i);
+            if (item.isEmpty()) {
+                break;
+            }
             out.add(item.get());
         }
         return out;
@@ -62,6 +66,35 @@ class JsonlPromptSourceTest {
         b.writeBytes("{\"prompt\": \"x\"} {\"prompt\": \"y\"}\n".getBytes(StandardCharsets.UTF_8)); // 7
         b.writeBytes("{\"prompt\": \"three\", \"n\": 3}".getBytes(StandardCharsets.UTF_8)); // 8, no newline
         return file("mixed.jsonl", b.toByteArray());
+    }
+
+    @Test
+    void itemsAreAFunctionOfTheirIndexSoASuccessorCoordinatorReReadsTheSamePrompts() throws IOException {
+        StringBuilder lines = new StringBuilder();
+        for (int i = 0; i < 5; i++) {
+            lines.append("{\"i\": ").append(i).append("}\n");
+        }
+        Path f = file("five.jsonl", lines.toString());
+        JsonlPromptSource ordered = new JsonlPromptSource(List.of(f), true, null, OnMalformed.FAIL);
+        assertThat(ordered.item(7)).contains(Map.of("i", 2)); // epoch 1, position 2
+        JsonlPromptSource a = new JsonlPromptSource(List.of(f), true, 42L, OnMalformed.FAIL);
+        JsonlPromptSource b = new JsonlPromptSource(List.of(f), true, 42L, OnMalformed.FAIL);
+        List<Object> forward = new ArrayList<>();
+        for (long i = 0; i < 15; i++) {
+            forward.add(a.item(i).orElseThrow().get("i"));
+        }
+        List<Object> backward = new ArrayList<>();
+        for (long i = 14; i >= 0; i--) {
+            backward.add(0, b.item(i).orElseThrow().get("i"));
+        }
+        assertThat(backward).isEqualTo(forward);
+        for (int epoch = 0; epoch < 3; epoch++) {
+            assertThat(forward.subList(5 * epoch, 5 * epoch + 5)).containsExactlyInAnyOrder(0, 1, 2, 3, 4);
+        }
+        JsonlPromptSource once = new JsonlPromptSource(List.of(f), false, 42L, OnMalformed.FAIL);
+        assertThat(once.item(4)).isPresent();
+        assertThat(once.item(5)).isEmpty();
+        assertThat(once.item(-1)).isEmpty();
     }
 
     @Test
