@@ -319,6 +319,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         if (g.taskId() < firstNewTaskId && !wantedOld.contains(g.taskId())) {
             duplicates++;
+            TaskJournal.duplicate(g.taskId(), g.attempt());
             getContext()
                     .getLog()
                     .info(
@@ -329,6 +330,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         if (!finished.add(g.taskId())) {
             duplicates++;
+            TaskJournal.duplicate(g.taskId(), g.attempt());
             getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             return this;
         }
@@ -342,6 +344,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             reason = r.reason().wireName();
             rejectedByReason.merge(reason, 1L, Long::sum);
         }
+        TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
         if (accepted && !g.isEval()) {
             buffer.addLast(((Accepted) g.outcome()).group());
             serveWaiting();
@@ -481,6 +484,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 it.remove();
                 rejectedByReason.merge(RejectReason.STALE.wireName(), 1L, Long::sum);
                 stats.recordDiscarded(version, RejectReason.STALE);
+                TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
                 getContext()
                         .getLog()
                         .info(
