@@ -52,6 +52,8 @@ final class CheckedTrainer implements AutoCloseable {
     private final AtomicLong redeliveryChecks = new AtomicLong();
     private final AtomicLong statusErrors = new AtomicLong();
     private final AtomicLong publishFailures = new AtomicLong();
+    private final AtomicLong trainerErrors = new AtomicLong();
+    private final Object observations = new Object();
     private long redeliveries;
     private int version;
     private Thread monitor;
@@ -155,19 +157,25 @@ final class CheckedTrainer implements AutoCloseable {
             synchronized (this) {
                 version = Math.max(version, next);
             }
-            checker.onVersion(next);
+            synchronized (observations) {
+                checker.onVersion(next);
+            }
             return true;
         } catch (WeightPublishException e) {
             publishFailures.incrementAndGet();
             if (e.kind() == WeightPublishException.Kind.REFUSED) {
-                int now = client().status().version();
-                synchronized (this) {
-                    version = Math.max(version, now);
+                try {
+                    int now = client().status().version();
+                    synchronized (this) {
+                        version = Math.max(version, now);
+                    }
+                } catch (RuntimeException statusFailed) {
+                    statusErrors.incrementAndGet(); // the next publish finds out again
                 }
             }
             TestCluster.log("publish of version " + next + " failed: " + e.getMessage());
             return false;
-        } catch (EngineUnreachableException | GatewayRequestException e) {
+        } catch (EngineUnreachableException | GatewayRequestException | IllegalStateException e) {
             publishFailures.incrementAndGet();
             TestCluster.log("publish of version " + next + " failed: " + e.getMessage());
             return false;
@@ -178,9 +186,21 @@ final class CheckedTrainer implements AutoCloseable {
      * One training step: pull (at most {@code wait}); a new batch is acknowledged and, when {@code
      * publish}, followed by the next version; a batch acknowledged before is only acknowledged
      * again. Returns the batch, if one came.
+     *
+     * <p>As a real trainer: a pull that fails (a gateway's node is gone, the singletons are moving)
+     * is counted and tried again at the next step; an acknowledgement that fails is repeated until
+     * it is answered (it is idempotent), at most {@link #ACK_DEADLINE}.
      */
     Optional<TrainingBatch> step(Duration wait, boolean publish) throws InterruptedException {
-        Optional<TrainingBatch> b = pull(wait);
+        Optional<TrainingBatch> b;
+        try {
+            b = pull(wait);
+        } catch (RuntimeException e) {
+            trainerErrors.incrementAndGet();
+            TestCluster.log("pull failed: " + e);
+            Thread.sleep(200);
+            return Optional.empty();
+        }
         if (b.isEmpty()) {
             return b;
         }
@@ -188,19 +208,51 @@ final class CheckedTrainer implements AutoCloseable {
         synchronized (this) {
             known = acknowledgedBatches.contains(b.get().batchId());
         }
-        acknowledge(b.get());
+        acknowledgeUntilAnswered(b.get());
         if (!known && publish) {
             publishNext();
         }
         return b;
     }
 
-    /** Reads the status once and checks version and budget. */
+    static final Duration ACK_DEADLINE = Duration.ofSeconds(120);
+
+    /** Acknowledges {@code batch}, repeating the call while it fails, at most {@link #ACK_DEADLINE}. */
+    void acknowledgeUntilAnswered(TrainingBatch batch) throws InterruptedException {
+        long deadline = System.nanoTime() + ACK_DEADLINE.toNanos();
+        while (true) {
+            try {
+                acknowledge(batch);
+                return;
+            } catch (RuntimeException e) {
+                trainerErrors.incrementAndGet();
+                if (System.nanoTime() - deadline >= 0) {
+                    throw new AssertionError(
+                            "batch " + batch.batchId() + " could not be acknowledged within " + ACK_DEADLINE, e);
+                }
+                TestCluster.log("acknowledging batch " + batch.batchId() + " failed (" + e + "); again");
+                Thread.sleep(500);
+            }
+        }
+    }
+
+    /** Calls that failed and were repeated (pulls, acknowledgements). */
+    long trainerErrors() {
+        return trainerErrors.get();
+    }
+
+    /**
+     * Reads the status once and checks version and budget. Observations are serialized (one at a
+     * time, each fed to the checker before the next read starts), so that a read that began before
+     * a publish returned is never compared with one that began after it.
+     */
     RolloutStatus observe() throws InterruptedException {
-        RolloutStatus s = client().status();
-        checker.onVersion(s.version());
-        checker.onBudget(s.version(), s.accepted(), s.running(), maxConcurrent, batchSize);
-        return s;
+        synchronized (observations) {
+            RolloutStatus s = client().status();
+            checker.onVersion(s.version());
+            checker.onBudget(s.version(), s.accepted(), s.running(), maxConcurrent, batchSize);
+            return s;
+        }
     }
 
     /** Observes the status every {@code period} on a background thread until {@link #close()}. */

@@ -63,6 +63,9 @@ final class RunReport {
                 "batches acknowledged (redeliveries seen)",
                 trainer.batchesAcknowledged() + " (" + trainer.redeliveries() + ")");
         r.rows.put("weight version at the end", Integer.toString(trainer.version()));
+        r.rows.put(
+                "trainer calls repeated (pull/ack), publishes failed, status reads failed",
+                trainer.trainerErrors() + ", " + trainer.publishFailures() + ", " + trainer.statusErrors());
         Map<String, Long> faultKinds = new TreeMap<>(cluster.faults().byKind());
         extraFaults.byKind().forEach((k, v) -> faultKinds.merge(k, v, Long::sum));
         r.faults = faultKinds.values().stream().mapToLong(Long::longValue).sum();

@@ -44,6 +44,9 @@ final class TaskAccounting {
     long redispatches;
     long duplicatesDropped;
     long rerunsEndedAfterDelivery;
+    /** The nodes each task was dispatched to, in dispatch order. */
+    final Map<Long, List<String>> nodesByTask = new HashMap<>();
+
     private final Map<Long, End> ends = new HashMap<>();
     private final Set<Long> withOutcome = new HashSet<>();
     final Map<String, Long> rejectedByReason = new TreeMap<>();
@@ -75,6 +78,7 @@ final class TaskAccounting {
             }
             (Boolean.parseBoolean(m.group(4)) ? eval : training).add(task);
             dispatchesByNode.merge(m.group(7), 1L, Long::sum);
+            nodesByTask.computeIfAbsent(task, k -> new ArrayList<>()).add(m.group(7));
             return;
         }
         m = OUTCOME.matcher(line);
@@ -132,6 +136,22 @@ final class TaskAccounting {
             }
         }
         violations.forEach(trainer::addViolation);
+    }
+
+    /** Tasks whose latest dispatch went to {@code node} and that have no outcome yet. */
+    Set<Long> inFlightOn(String node) {
+        Set<Long> running = new HashSet<>();
+        nodesByTask.forEach((task, nodes) -> {
+            if (nodes.getLast().equals(node) && !withOutcome.contains(task) && !ends.containsKey(task)) {
+                running.add(task);
+            }
+        });
+        return running;
+    }
+
+    /** Whether task {@code task} has an outcome or a discard. */
+    boolean ended(long task) {
+        return ends.containsKey(task);
     }
 
     long rejectedCount() {

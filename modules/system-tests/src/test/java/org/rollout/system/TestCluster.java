@@ -355,6 +355,10 @@ final class TestCluster implements AutoCloseable {
             if (Files.isRegularFile(archive)) {
                 jvm.add("-XX:SharedArchiveFile=" + archive);
                 jvm.add("-Xshare:auto");
+                // The archive is used with --add-opens, which only turns off its optimized module
+                // graph; the JVM reports that as an error line in every node log otherwise.
+                jvm.add("-Xlog:cds=off");
+                jvm.add("-Xlog:aot=off");
             } else if (!archiveInProgress) {
                 // This node records the classes it loads; a clean exit writes the archive that
                 // later nodes start from (JVM start is most of a node's start-up on 2 cores).
