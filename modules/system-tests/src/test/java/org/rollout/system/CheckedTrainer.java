@@ -120,8 +120,14 @@ final class CheckedTrainer implements AutoCloseable {
                         + batch.batchId());
             }
         }
-        if (pulledBatches.containsKey(batch.batchId())) {
+        List<Long> before = pulledBatches.get(batch.batchId());
+        if (before != null) {
             redeliveries++;
+            redeliveryChecks.incrementAndGet();
+            if (!before.equals(tasks)) {
+                violations.add("batch " + batch.batchId() + " delivered again with other tasks: " + before + " then "
+                        + tasks);
+            }
         }
         pulledBatches.put(batch.batchId(), tasks);
     }
@@ -336,6 +342,11 @@ final class CheckedTrainer implements AutoCloseable {
 
     synchronized Set<Long> consumedTasks() {
         return Set.copyOf(consumedTaskToBatch.keySet());
+    }
+
+    /** Whether batch {@code batchId} was acknowledged (by this trainer, after it pulled it). */
+    synchronized boolean acknowledged(long batchId) {
+        return acknowledgedBatches.contains(batchId);
     }
 
     synchronized long redeliveries() {

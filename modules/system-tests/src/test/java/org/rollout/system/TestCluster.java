@@ -726,6 +726,11 @@ final class TestCluster implements AutoCloseable {
         return byNode;
     }
 
+    /** The lines of node {@code index}'s current log. */
+    List<String> nodeLog(int index) throws IOException {
+        return node(index).process.lines();
+    }
+
     /** Every node log, all incarnations (killed ones too). */
     List<ManagedProcess> nodeProcesses() {
         List<ManagedProcess> all = new ArrayList<>();
