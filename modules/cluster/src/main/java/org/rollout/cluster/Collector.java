@@ -193,7 +193,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private ActorRef<RolloutCoordinator.Command> coordinator;
     private final List<GroupFinished> early = new ArrayList<>();
     private boolean attached;
-    private Set<Long> wantedOld = Set.of();
+    private Set<Long> wantedOld = new HashSet<>();
+    /** Acknowledgements of a predecessor's batches that came before a coordinator attached. */
+    private final List<Ack> earlyAcks = new ArrayList<>();
+
     private long firstNewTaskId;
     private final Set<Long> finished = new HashSet<>();
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
@@ -309,6 +312,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         List<GroupFinished> held = List.copyOf(early);
         early.clear();
         held.forEach(this::onGroupFinished);
+        List<Ack> acks = List.copyOf(earlyAcks);
+        earlyAcks.clear();
+        acks.forEach(this::onAck);
         return this;
     }
 
@@ -319,6 +325,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         if (g.taskId() < firstNewTaskId && !wantedOld.contains(g.taskId())) {
             duplicates++;
+            TaskJournal.duplicate(g.taskId(), g.attempt());
             getContext()
                     .getLog()
                     .info(
@@ -329,6 +336,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         if (!finished.add(g.taskId())) {
             duplicates++;
+            TaskJournal.duplicate(g.taskId(), g.attempt());
             getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             return this;
         }
@@ -343,6 +351,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             rejectedByReason.merge(reason, 1L, Long::sum);
             logRejection(g, r);
         }
+        TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
         if (accepted && !g.isEval()) {
             buffer.addLast(((Accepted) g.outcome()).group());
             serveWaiting();
@@ -524,6 +533,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 it.remove();
                 rejectedByReason.merge(RejectReason.STALE.wireName(), 1L, Long::sum);
                 stats.recordDiscarded(version, RejectReason.STALE);
+                TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
                 getContext()
                         .getLog()
                         .info(
@@ -556,11 +566,21 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 }
             }
         }
+        if (batch == null && !ack.taskIds().isEmpty() && coordinator == null && !attached) {
+            // A successor whose coordinator is still recovering: only the coordinator can retire
+            // the tasks, so the acknowledgement waits for it (answering "unknown" now would have
+            // the batch's tasks delivered again).
+            earlyAcks.add(ack);
+            return this;
+        }
         if (batch == null && !ack.taskIds().isEmpty() && coordinator != null) {
             // Handed out by a predecessor: its groups may be here again (delivered again by their
-            // runners); they are taken out so they are not handed out twice.
+            // runners); they are taken out so they are not handed out twice, and an outcome of
+            // theirs that arrives later is a duplicate.
             Set<Long> ids = new HashSet<>(ack.taskIds());
             buffer.removeIf(g -> ids.contains(g.taskId()));
+            finished.addAll(ids);
+            wantedOld.removeAll(ids);
             for (Outstanding held : outstanding.values()) {
                 if (held.batch().groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
                     getContext()

@@ -864,6 +864,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             admit();
             return;
         }
+        RunnerState on = runners.get(f.runner());
+        TaskJournal.dispatched(
+                f.taskId(), f.attempt(), f.isEval(), f.sourceIndex(), f.dispatchVersion(), on.info.node());
         f.runner()
                 .tell(new GroupRunner.RunGroup(
                         f.taskId(), f.attempt(), f.data(), f.isEval(), f.dispatchVersion(), collector));

@@ -83,6 +83,38 @@ class CollectorTest {
     }
 
     @Test
+    void aPredecessorsBatchAcknowledgedBeforeTheCoordinatorAttachedIsRetiredOnceItDoes() {
+        // A successor collector: the trainer's acknowledgement (with task ids, of a batch the lost
+        // collector handed out) arrives before the recovering coordinator attaches.
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "early-ack-topic"), "early-ack-topic");
+        ActorRef<Collector.Command> c = kit.spawn(
+                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                "early-ack");
+        TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
+        c.tell(new Collector.Ack(4L << 32, java.util.List.of(5L, 6L), trainer.getRef()));
+        trainer.expectNoMessage(Duration.ofMillis(200));
+
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        c.tell(new Collector.Attach(coordinator.getRef(), 5, 10, java.util.List.of(5L, 6L, 7L)));
+        RolloutCoordinator.BatchConsumed consumed =
+                coordinator.expectMessageClass(RolloutCoordinator.BatchConsumed.class);
+        assertThat(consumed.taskIds()).containsExactly(5L, 6L);
+
+        // The held outcome of task 5, delivered again by its runner, is not handed out again.
+        c.tell(accepted(5, 0));
+        c.tell(accepted(7, 0));
+        RolloutCoordinator.TaskFinished finished =
+                coordinator.expectMessageClass(RolloutCoordinator.TaskFinished.class);
+        assertThat(finished.taskId()).isEqualTo(7);
+        TestProbe<Collector.Status> status = kit.createTestProbe();
+        c.tell(new Collector.GetStatus(status.getRef()));
+        Collector.Status s = status.receiveMessage();
+        assertThat(s.bufferedGroups()).isEqualTo(1);
+        assertThat(s.duplicates()).isEqualTo(1);
+    }
+
+    @Test
     void acknowledgingAnUnknownBatchSaysSo() {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
         ActorRef<Collector.Command> c = collector("ack", coordinator);

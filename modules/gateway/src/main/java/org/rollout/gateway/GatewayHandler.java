@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * <pre>
  *   GET  /health                     no token; {"status":"ok"}
  *   POST /v1/batches/next?wait=S     engine.nextBatch(min(S, max_poll_wait)) → 200 RBATCH stream | 204
- *   POST /v1/batches/{id}/ack        engine.acknowledge(id)                 → 200 {"batch_id","known"}
+ *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
+ *        [{"task_ids": [..]}]
  *   POST /v1/weights                 engine.publishWeights(version, path)  → 200 | 409 | 502
  *   GET  /v1/status                  engine.status()                        → 200
  * </pre>
@@ -108,7 +109,7 @@ final class GatewayHandler implements HttpHandler {
                                         + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET /health)");
                     }
                     expect(ex, "POST");
-                    acknowledge(ex, ack.group(1));
+                    acknowledge(ex, ack.group(1), body);
                 }
             }
         } catch (Refusal r) {
@@ -217,20 +218,37 @@ final class GatewayHandler implements HttpHandler {
         return Duration.ofNanos(Math.round(capped * 1e9));
     }
 
-    private void acknowledge(HttpExchange ex, String rawId) throws Refusal, IOException, InterruptedException {
+    /**
+     * Acknowledges batch {@code rawId} with the task ids this gateway recorded when it handed the
+     * batch out, or else those of the body ({@code {"task_ids": [..]}}, sent by a trainer whose
+     * call failed over from the gateway that handed it out): with them the engine retires the tasks
+     * even when the batch was handed out by a collector lost with its node.
+     */
+    private void acknowledge(HttpExchange ex, String rawId, byte[] body)
+            throws Refusal, IOException, InterruptedException {
         long id;
         try {
             id = Long.parseLong(rawId);
         } catch (NumberFormatException e) {
             throw new Refusal(400, "bad_request", "batch id must be an integer, got '" + rawId + "'");
         }
+        List<Long> fromTrainer;
+        try {
+            fromTrainer = GatewayJson.parseAckRequest(body);
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", "batch " + id + ": " + e.getMessage());
+        }
         List<Long> taskIds = handedOut.remove(id);
+        boolean known = taskIds != null;
+        if (taskIds == null && !fromTrainer.isEmpty()) {
+            taskIds = fromTrainer;
+        }
         if (taskIds != null) {
             engine.acknowledge(id, taskIds);
         } else {
             engine.acknowledge(id);
         }
-        json(ex, 200, GatewayJson.ack(id, taskIds != null));
+        json(ex, 200, GatewayJson.ack(id, known));
     }
 
     private void publish(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {

@@ -46,11 +46,25 @@ final class FakeEngine implements RolloutClient {
         return Optional.ofNullable(b);
     }
 
+    /** The last acknowledgement: batch id and the task ids it came with. */
+    volatile long lastAckBatch = -1;
+
+    volatile java.util.List<Long> lastAckTaskIds;
+
     @Override
     public void acknowledge(TrainingBatch b) {
         if (failure != null) {
             throw failure;
         }
+    }
+
+    @Override
+    public void acknowledge(long batchId, java.util.List<Long> taskIds) {
+        if (failure != null) {
+            throw failure;
+        }
+        lastAckBatch = batchId;
+        lastAckTaskIds = taskIds;
     }
 
     @Override

@@ -216,6 +216,28 @@ class GatewayHttpTest {
     }
 
     @Test
+    void anAcknowledgementOfABatchHandedOutElsewhereRetiresTheTaskIdsItCarries() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        Answer a = send(g, "POST", "/v1/batches/12/ack", "{\"task_ids\":[5,6]}");
+        assertThat(a.status()).isEqualTo(200);
+        assertThat(a.body()).isEqualTo("{\"batch_id\":12,\"known\":false}");
+        assertThat(engine.lastAckBatch).isEqualTo(12);
+        assertThat(engine.lastAckTaskIds).containsExactly(5L, 6L);
+    }
+
+    @Test
+    void anAcknowledgementWhoseTaskIdsAreNotAListOfIdsIs400() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        Answer a = send(g, "POST", "/v1/batches/12/ack", "{\"task_ids\":[5,\"six\"]}");
+        assertThat(a.status()).isEqualTo(400);
+        assertThat(a.body())
+                .isEqualTo(error(
+                        "bad_request",
+                        "batch 12: acknowledgement request: field 'task_ids' must be an integer, got \\\"six\\\""));
+        assertThat(engine.lastAckBatch).isEqualTo(-1);
+    }
+
+    @Test
     void aPublishBodyThatIsNotJsonIs400() throws Exception {
         TrainerGateway g = start(GatewayConfig.defaults());
         Answer a = send(g, "POST", "/v1/weights", "version=1");

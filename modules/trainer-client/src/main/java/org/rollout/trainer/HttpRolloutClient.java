@@ -14,6 +14,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -35,7 +36,7 @@ import org.rollout.trainer.wire.GatewayJson;
  *
  * <pre>
  *   nextBatch()      POST /v1/batches/next?wait=poll_wait   repeated until a batch comes (200), 204 = none yet
- *   acknowledge(b)   POST /v1/batches/{id}/ack
+ *   acknowledge(b)   POST /v1/batches/{id}/ack {"task_ids": [..]}
  *   publishWeights   POST /v1/weights {"version", "path"}   409 → REFUSED, 502 → NOT_LOADED
  *   status()         GET  /v1/status
  * </pre>
@@ -143,18 +144,38 @@ public final class HttpRolloutClient implements RolloutClient {
                 });
     }
 
+    /** Acknowledges with the batch's task ids, so that any gateway can retire its tasks (below). */
     @Override
     public void acknowledge(TrainingBatch batch) throws InterruptedException {
-        acknowledge(batch.batchId());
+        acknowledge(
+                batch.batchId(), batch.groups().stream().map(g -> g.taskId()).toList());
     }
 
     @Override
     public void acknowledge(long batchId) throws InterruptedException {
+        acknowledge(batchId, List.of());
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The task ids travel in the request's body ({@code {"task_ids": [..]}}). A gateway other
+     * than the one that handed the batch out (that one's node is gone, the call failed over) does
+     * not know the batch; with the ids it still retires its tasks, also on a collector that took
+     * over from one lost with its node. Without them (an empty list) such an acknowledgement would
+     * be answered {@code known: false} and the tasks delivered again.
+     */
+    @Override
+    public void acknowledge(long batchId, List<Long> taskIds) throws InterruptedException {
         String what = "acknowledge batch " + batchId;
+        HttpRequest.BodyPublisher ids = taskIds.isEmpty()
+                ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofByteArray(GatewayJson.ackRequest(taskIds));
         GatewayJson.AckReply reply = call(
                 what,
                 base -> request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
-                        .POST(HttpRequest.BodyPublishers.noBody())
+                        .header("Content-Type", "application/json")
+                        .POST(ids)
                         .build(),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {

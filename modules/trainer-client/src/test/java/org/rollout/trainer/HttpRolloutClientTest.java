@@ -215,6 +215,20 @@ class HttpRolloutClientTest {
     }
 
     @Test
+    void anAcknowledgementCarriesTheBatchsTaskIdsSoThatAnyGatewayCanRetireThem() throws Exception {
+        StubGateway g = stub((ex, n) -> StubGateway.json(ex, 200, GatewayJson.ack(17, false)));
+        client(fast(g.uri())).acknowledge(batch(17));
+        assertThat(g.seen).extracting(StubGateway.Seen::body).containsExactly("{\"task_ids\":[4]}");
+    }
+
+    @Test
+    void anAcknowledgementByIdAloneHasNoBody() throws Exception {
+        StubGateway g = stub((ex, n) -> StubGateway.json(ex, 200, GatewayJson.ack(17, true)));
+        client(fast(g.uri())).acknowledge(17L);
+        assertThat(g.seen).extracting(StubGateway.Seen::body).containsExactly("");
+    }
+
+    @Test
     void aMalformedBatchIsAnErrorNamingTheGateway() throws Exception {
         StubGateway g = stub((ex, n) -> {
             ex.sendResponseHeaders(200, 0);

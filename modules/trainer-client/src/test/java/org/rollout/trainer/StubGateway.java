@@ -26,7 +26,7 @@ final class StubGateway implements AutoCloseable {
     }
 
     /** One request as the stub saw it. */
-    record Seen(String method, String pathAndQuery, String authorization) {}
+    record Seen(String method, String pathAndQuery, String authorization, String body) {}
 
     final List<Seen> seen = new CopyOnWriteArrayList<>();
     final CountDownLatch release = new CountDownLatch(1);
@@ -39,15 +39,16 @@ final class StubGateway implements AutoCloseable {
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         server.createContext("/", ex -> {
             int n;
+            byte[] body = ex.getRequestBody().readAllBytes();
             synchronized (seen) {
                 seen.add(new Seen(
                         ex.getRequestMethod(),
                         ex.getRequestURI().toString(),
-                        ex.getRequestHeaders().getFirst("Authorization")));
+                        ex.getRequestHeaders().getFirst("Authorization"),
+                        new String(body, java.nio.charset.StandardCharsets.UTF_8)));
                 n = seen.size();
             }
             try {
-                ex.getRequestBody().readAllBytes();
                 this.script.answer(ex, n);
             } catch (IOException e) {
                 throw e;

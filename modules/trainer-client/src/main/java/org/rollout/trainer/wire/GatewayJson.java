@@ -7,7 +7,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutStatus;
@@ -144,6 +146,44 @@ public final class GatewayJson {
                 Duration.ofNanos(Math.round(ms * 1e6)),
                 (int) integralField(o, "servers_updated", "publish result"),
                 failures);
+    }
+
+    /**
+     * The optional body of {@code POST /v1/batches/{id}/ack}: {@code {"task_ids": [..]}}, the task
+     * ids of the batch's groups, so that any gateway (not only the one that handed the batch out)
+     * can retire its tasks on an engine whose collector was lost with its node.
+     */
+    public static byte[] ackRequest(List<Long> taskIds) {
+        ObjectNode o = JSON.createObjectNode();
+        var a = o.putArray("task_ids");
+        taskIds.forEach(a::add);
+        return bytes(o);
+    }
+
+    /** The task ids of an acknowledgement's body; an empty body, or one without {@code task_ids}, has none. */
+    public static List<Long> parseAckRequest(byte[] body) {
+        if (body.length == 0) {
+            return List.of();
+        }
+        JsonNode o = object(body, "acknowledgement request");
+        JsonNode ids = o.get("task_ids");
+        if (ids == null || ids.isNull()) {
+            return List.of();
+        }
+        if (!ids.isArray()) {
+            throw new IllegalArgumentException(
+                    "acknowledgement request: field 'task_ids' must be an array of task ids, got " + ids);
+        }
+        List<Long> out = new ArrayList<>(ids.size());
+        for (JsonNode id : ids) {
+            long v = integral(id, "task_ids", "acknowledgement request");
+            if (v < 0) {
+                throw new IllegalArgumentException(
+                        "acknowledgement request: field 'task_ids' must hold task ids >= 0, got " + v);
+            }
+            out.add(v);
+        }
+        return List.copyOf(out);
     }
 
     public static byte[] ack(long batchId, boolean known) {

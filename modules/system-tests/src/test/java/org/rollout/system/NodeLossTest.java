@@ -1,0 +1,141 @@
+package org.rollout.system;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.rollout.api.TrainingBatch;
+import org.rollout.api.TrainingGroup;
+
+/**
+ * A node JVM is killed with SIGKILL in the middle of a run (no leave, no hand-over): nothing the
+ * trainer was promised is lost, nothing it acknowledged comes again.
+ */
+@Timeout(300)
+class NodeLossTest {
+    /** 20 ms per decode step: a group takes long enough that a node has several in flight. */
+    private static final String[] SLOW_DECODE = {"--decode-base-us", "20000"};
+
+    @RegisterExtension
+    final SystemTestRun run = new SystemTestRun();
+
+    @Test
+    void shouldFinishTheGroupsOfAKilledRolloutNodeElsewhere() throws Exception {
+        try (TestCluster c = TestCluster.aCluster(run)
+                        .withNodes(3)
+                        .withServerFlags(SLOW_DECODE)
+                        .start();
+                CheckedTrainer t = c.checkedTrainer(1, false)) {
+            t.startMonitor(Duration.ofMillis(500));
+            steps(t, 8);
+            // Node 3 has only the rollout and gateway roles; wait until it runs some groups.
+            Set<Long> inFlight = Waits.until("groups in flight on node-3", Duration.ofSeconds(60), () -> {
+                Set<Long> running = TaskAccounting.read(c.nodeProcesses()).inFlightOn("node-3");
+                return running.size() >= 2 ? Optional.of(running) : Optional.empty();
+            });
+            c.killNode(3);
+            int acknowledgedAtKill = t.batchesAcknowledged();
+
+            // The run goes on: more batches than node 3 could have held come through.
+            steps(t, acknowledgedAtKill + 10);
+            t.drain(Duration.ofSeconds(120));
+
+            TaskAccounting journal = TaskAccounting.read(c.nodeProcesses());
+            List<Long> movedElsewhere = inFlight.stream()
+                    .filter(task -> journal.nodesByTask.get(task).stream().anyMatch(n -> !n.equals("node-3")))
+                    .toList();
+            RunReport report = RunReport.of(run.testName(), c, t, new Faults())
+                    .with("groups in flight on node-3 at its kill", inFlight)
+                    .with("  of them dispatched again to another node", movedElsewhere);
+            for (long task : inFlight) {
+                assertThat(journal.ended(task))
+                        .as("task %d, in flight on the killed node, ended", task)
+                        .isTrue();
+            }
+            assertThat(movedElsewhere)
+                    .as("groups of the killed node finished elsewhere")
+                    .isNotEmpty();
+            assertThat(t.batchesAcknowledged()).isGreaterThanOrEqualTo(acknowledgedAtKill + 10);
+            report.printAndAssertClean();
+        }
+    }
+
+    @Test
+    void shouldKeepTheVersionAndEveryAcknowledgementWhenTheSingletonNodeIsKilled() throws Exception {
+        try (TestCluster c = TestCluster.aCluster(run)
+                        .withNodes(3)
+                        .withServerFlags(SLOW_DECODE)
+                        .start();
+                CheckedTrainer t = c.checkedTrainer(1, false)) {
+            t.startMonitor(Duration.ofMillis(200));
+            steps(t, 10);
+            int versionBefore = t.version();
+            // Two batches pulled (through node 1's gateway, the trainer's first contact point) when
+            // the singletons' node dies: one is acknowledged after the kill, one never.
+            TrainingBatch ackedAfterKill = Waits.until(
+                    "a batch to acknowledge after the kill",
+                    Duration.ofSeconds(60),
+                    () -> t.pull(Duration.ofSeconds(2)));
+            TrainingBatch unacknowledged = Waits.until(
+                    "a batch to hold unacknowledged", Duration.ofSeconds(60), () -> t.pull(Duration.ofSeconds(2)));
+            Set<Long> pending = new HashSet<>(
+                    unacknowledged.groups().stream().map(TrainingGroup::taskId).toList());
+
+            int holder = c.killSingletonNode();
+            assertThat(holder)
+                    .as("the seed, the oldest node, held the singletons")
+                    .isEqualTo(1);
+            // Answered once the successor has taken over; its tasks must never come again.
+            t.acknowledgeUntilAnswered(ackedAfterKill);
+
+            // The successor serves the version written before the kill, never an older one.
+            int versionAfter = Waits.until(
+                    "the status from the successor",
+                    Duration.ofSeconds(90),
+                    () -> Optional.of(t.observe().version()));
+            assertThat(versionAfter).isEqualTo(versionBefore);
+            assertThat(c.singletonNode(Duration.ofSeconds(60))).isEqualTo(2);
+
+            // Every task of the unacknowledged batch comes again; the monitor and the trainer check
+            // that no acknowledged task does.
+            Set<Long> redelivered = new HashSet<>();
+            Waits.untilTrue("the unacknowledged batch's tasks delivered again", Duration.ofSeconds(120), () -> {
+                t.step(Duration.ofSeconds(2), true)
+                        .ifPresent(b -> b.groups().stream()
+                                .map(TrainingGroup::taskId)
+                                .filter(pending::contains)
+                                .forEach(redelivered::add));
+                return redelivered.containsAll(pending);
+            });
+            int afterKill = t.batchesAcknowledged();
+            steps(t, afterKill + 5);
+            t.drain(Duration.ofSeconds(120));
+
+            RunReport report = RunReport.of(run.testName(), c, t, new Faults())
+                    .with("version before the kill / read from the successor", versionBefore + " / " + versionAfter)
+                    .with(
+                            "tasks of the batch acknowledged after the kill",
+                            ackedAfterKill.groups().stream()
+                                    .map(TrainingGroup::taskId)
+                                    .toList())
+                    .with("tasks of the batch unacknowledged at the kill", pending)
+                    .with("  delivered again", redelivered);
+            assertThat(t.version()).isGreaterThan(versionBefore);
+            report.printAndAssertClean();
+        }
+    }
+
+    /** Trains until {@code acknowledged} batches were acknowledged, publishing after each. */
+    static void steps(CheckedTrainer t, int acknowledged) throws InterruptedException {
+        Waits.untilTrue(acknowledged + " acknowledged batches", Duration.ofSeconds(180), () -> {
+            t.step(Duration.ofSeconds(2), true);
+            return t.batchesAcknowledged() >= acknowledged;
+        });
+    }
+}

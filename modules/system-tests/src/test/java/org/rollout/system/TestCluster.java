@@ -1,0 +1,818 @@
+package org.rollout.system;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.rollout.trainer.ClientConfig;
+import org.rollout.trainer.RolloutClient;
+
+/**
+ * A rollout cluster of real processes on 127.0.0.1 for a system test: model servers ({@code
+ * rollout model-server}), cluster nodes ({@code rollout node}, every one with the gateway role) and
+ * the means to hurt them.
+ *
+ * <pre>
+ *   try (TestCluster c = TestCluster.aCluster(run).withNodes(3).withModelServers(2)
+ *           .withTransport(Transport.TCP).withConfig("rollout.consumer_batch_size=4").start()) {
+ *       CheckedTrainer t = c.checkedTrainer();
+ *       c.killNode(3);  c.restartNode(3);  c.killSingletonNode();
+ *       c.crashServer(1);  c.restartServer(1);  c.hangServer(0);  c.resumeServer(0);
+ *   }
+ * </pre>
+ *
+ * <p>Layout: node 1 is the seed and starts first, so it is the oldest node and holds the
+ * singletons (coordinator, collector, weight version); nodes 1 and 2 have the coordinator role
+ * ({@link Builder#withCoordinators}), so node 2 takes the singletons over when node 1 is lost;
+ * every node runs groups and serves trainers. Each node and server keeps its ports across restarts
+ * (a restarted node joins through the nodes alive at the time). Nodes use {@code
+ * cluster-config/local.conf} with faster failure detection (a killed node is downed after about
+ * 7 s: {@code fast-failure-detection.conf}), the demo's letters workflow, and the run
+ * configuration given with {@link Builder#withConfig}; the task journal ({@code rollout.tasks}) is
+ * on, so that every task can be accounted for ({@link TaskAccounting}).
+ *
+ * <p>Faults: {@link #killNode} and {@link #crashServer} are SIGKILL, {@link #hangServer} is
+ * SIGSTOP; each is counted in {@link #faults()}. {@link #close()} stops everything (SIGTERM, then
+ * SIGKILL), and the test's {@link SystemTestRun} kills whatever is left even when the test failed.
+ */
+final class TestCluster implements AutoCloseable {
+    static final Pattern NODE_UP = Pattern.compile("node up: (\\S+) at (\\S+) roles=\\[(.*)\\]");
+    static final Pattern GATEWAY = Pattern.compile("gateway listening on (http\\S+)");
+    static final Pattern PROGRESS = Pattern.compile("node (\\S+): (\\d+) groups started here");
+    static final Pattern SERVER_UP = Pattern.compile("model server listening on (http://\\S+)");
+    /** Pekko's singleton manager on the node where a singleton starts. */
+    static final Pattern SINGLETON_STARTED =
+            Pattern.compile("^(\\S+) .*[Ss]ingleton manager start(ing|ed) singleton actor.*rollout-coordinator");
+
+    private static final Duration START_TIMEOUT = SystemTestRun.START_TIMEOUT;
+    private static final Duration STOP_GRACE = Duration.ofSeconds(20);
+    private static final Object ARCHIVE_LOCK = new Object();
+    private static boolean archiveInProgress;
+
+    /** How the nodes talk to each other. */
+    enum Transport {
+        /** Artery TCP: {@code cluster-config/local.conf} alone. */
+        TCP,
+        /** Artery over Aeron UDP: {@code aeron.conf}, an embedded media driver per node. */
+        AERON_UDP,
+        /** Artery over TLS 1.3 with mutual authentication: {@code tls.conf}, stores from {@code gen-keystores.sh}. */
+        TLS
+    }
+
+    static Builder aCluster(SystemTestRun run) {
+        return new Builder(run);
+    }
+
+    /** What to start; {@link #start()} starts it. */
+    static final class Builder {
+        private final SystemTestRun run;
+        private int nodes = 3;
+        private int coordinators = 2;
+        private int servers = 2;
+        private Transport transport = Transport.TCP;
+        private final List<String> config = new ArrayList<>();
+        private final List<String> serverFlags = new ArrayList<>();
+        private final Map<Integer, List<String>> serverFlagsFor = new HashMap<>();
+        private String nodeHeap = "256m";
+
+        private Builder(SystemTestRun run) {
+            this.run = run;
+        }
+
+        Builder withNodes(int n) {
+            this.nodes = n;
+            return this;
+        }
+
+        /** The first {@code n} nodes may host the singletons (default 2). */
+        Builder withCoordinators(int n) {
+            this.coordinators = n;
+            return this;
+        }
+
+        Builder withModelServers(int n) {
+            this.servers = n;
+            return this;
+        }
+
+        Builder withTransport(Transport t) {
+            this.transport = t;
+            return this;
+        }
+
+        /** Run configuration overrides ({@code key=value}), after the system tests' defaults. */
+        Builder withConfig(String... keyValues) {
+            config.addAll(List.of(keyValues));
+            return this;
+        }
+
+        /** Flags of every model server ({@code --decode-base-us 2000}, …). */
+        Builder withServerFlags(String... flags) {
+            serverFlags.addAll(List.of(flags));
+            return this;
+        }
+
+        /** Flags of model server {@code index} (0-based), after the common ones. */
+        Builder withServerFlagsFor(int index, String... flags) {
+            serverFlagsFor.computeIfAbsent(index, k -> new ArrayList<>()).addAll(List.of(flags));
+            return this;
+        }
+
+        Builder withNodeHeap(String heap) {
+            this.nodeHeap = heap;
+            return this;
+        }
+
+        TestCluster start() throws IOException, InterruptedException {
+            TestCluster c = new TestCluster(this);
+            c.startAll();
+            return c;
+        }
+    }
+
+    /** A model server's slot: its port outlives its processes. */
+    private static final class ServerSlot {
+        final int index;
+        final int port;
+        List<String> flags;
+        ManagedProcess process;
+        int incarnation;
+
+        ServerSlot(int index, int port, List<String> flags) {
+            this.index = index;
+            this.port = port;
+            this.flags = flags;
+        }
+    }
+
+    /** A node's slot: name and ports outlive its processes. */
+    private static final class NodeSlot {
+        final int index;
+        final String name;
+        final int port;
+        final int gatewayPort;
+        final List<String> roles;
+        final List<ManagedProcess> incarnations = new ArrayList<>();
+        ManagedProcess process;
+        Path archiveInProgress;
+
+        NodeSlot(int index, int port, int gatewayPort, List<String> roles) {
+            this.index = index;
+            this.name = "node-" + index;
+            this.port = port;
+            this.gatewayPort = gatewayPort;
+            this.roles = roles;
+        }
+
+        boolean alive() {
+            return process != null && process.isAlive();
+        }
+    }
+
+    private final SystemTestRun run;
+    private final Builder spec;
+    private final Path dir;
+    private final Path java;
+    private final Path cliJar;
+    private final Path repoRoot;
+    private final Faults faults = new Faults();
+    private final List<ServerSlot> servers = new ArrayList<>();
+    private final List<NodeSlot> nodes = new ArrayList<>();
+    private final Map<String, String> nodeEnv = new HashMap<>();
+    private final List<String> transportProfiles = new ArrayList<>();
+    private final List<String> transportJvmFlags = new ArrayList<>();
+    private Path weights;
+    private Path tlsDir;
+    private boolean closed;
+
+    private TestCluster(Builder spec) {
+        this.run = spec.run;
+        this.spec = spec;
+        this.dir = spec.run.dir();
+        this.java = Path.of(System.getProperty("java.home"), "bin", "java");
+        this.cliJar = Path.of(System.getProperty("rollout.cli.jar", "../cli/target/rollout-cli.jar"))
+                .toAbsolutePath()
+                .normalize();
+        this.repoRoot = Path.of(System.getProperty("rollout.repo.root", "../.."))
+                .toAbsolutePath()
+                .normalize();
+        if (!Files.isRegularFile(cliJar)) {
+            throw new IllegalStateException("the CLI jar " + cliJar + " is missing: build modules/cli first (mvn -pl"
+                    + " modules/system-tests -am verify packages it)");
+        }
+    }
+
+    // ---- start ----
+
+    private void startAll() throws IOException, InterruptedException {
+        String out = ManagedProcess.run(
+                cliCommand(
+                        List.of("-Xmx128m"),
+                        List.of("demo-weights", dir.resolve("weights").toString())),
+                Map.of(),
+                dir,
+                START_TIMEOUT);
+        weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
+        prepareTransport();
+        for (int i = 0; i < spec.servers; i++) {
+            List<String> flags = new ArrayList<>(spec.serverFlags);
+            flags.addAll(spec.serverFlagsFor.getOrDefault(i, List.of()));
+            servers.add(new ServerSlot(i, freePort(), flags));
+        }
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        try {
+            List<Future<?>> started = new ArrayList<>();
+            for (ServerSlot s : servers) {
+                started.add(pool.submit(() -> {
+                    startServer(s);
+                    return null;
+                }));
+            }
+            for (Future<?> f : started) {
+                get(f);
+            }
+            for (int i = 1; i <= spec.nodes; i++) {
+                List<String> roles = new ArrayList<>();
+                if (i <= spec.coordinators) {
+                    roles.add("coordinator");
+                }
+                roles.add("rollout");
+                roles.add("gateway");
+                nodes.add(new NodeSlot(i, freePort(), freePort(), roles));
+            }
+            // The seed first: it is the oldest node, so it holds the singletons.
+            startNode(nodes.get(0), List.of(nodes.get(0)));
+            started.clear();
+            for (NodeSlot n : nodes.subList(1, nodes.size())) {
+                started.add(pool.submit(() -> {
+                    startNode(n, List.of(nodes.get(0)));
+                    return null;
+                }));
+            }
+            for (Future<?> f : started) {
+                get(f);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static void get(Future<?> f) throws IOException, InterruptedException {
+        try {
+            f.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof IOException io) {
+                throw io;
+            }
+            if (c instanceof InterruptedException ie) {
+                throw ie;
+            }
+            if (c instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(c);
+        }
+    }
+
+    private void prepareTransport() throws IOException, InterruptedException {
+        switch (spec.transport) {
+            case TCP -> {}
+            case AERON_UDP -> {
+                transportProfiles.add(
+                        repoRoot.resolve("cluster-config/aeron.conf").toString());
+                transportJvmFlags.add("-Daeron.term.buffer.length=2097152");
+            }
+            case TLS -> {
+                transportProfiles.add(
+                        repoRoot.resolve("cluster-config/tls.conf").toString());
+                tlsDir = dir.resolve("tls");
+                String password = HexFormat.of().formatHex(new SecureRandom().generateSeed(12));
+                ManagedProcess.run(
+                        List.of(
+                                "bash",
+                                repoRoot.resolve("cluster-config/gen-keystores.sh")
+                                        .toString(),
+                                tlsDir.toString()),
+                        Map.of("ROLLOUT_TLS_PASSWORD", password, "JAVA_HOME", System.getProperty("java.home")),
+                        dir,
+                        START_TIMEOUT);
+                nodeEnv.put("ROLLOUT_TLS_PASSWORD", password);
+                nodeEnv.put("ROLLOUT_TLS_KEY_STORE", tlsDir.resolve("node.p12").toString());
+                nodeEnv.put(
+                        "ROLLOUT_TLS_TRUST_STORE",
+                        tlsDir.resolve("truststore.p12").toString());
+            }
+        }
+    }
+
+    private void startServer(ServerSlot s) throws IOException, InterruptedException {
+        List<String> args = new ArrayList<>(
+                List.of("model-server", "--port", Integer.toString(s.port), "--weights", weights.toString()));
+        args.addAll(s.flags);
+        String name = "server-" + s.index + (s.incarnation == 0 ? "" : "-restart" + s.incarnation);
+        ManagedProcess p = run.register(ManagedProcess.start(
+                name, cliCommand(List.of("-Xmx128m"), args), Map.of(), dir, dir.resolve("logs/" + name + ".log")));
+        s.process = p;
+        s.incarnation++;
+        p.awaitLine(SERVER_UP, START_TIMEOUT);
+    }
+
+    private void startNode(NodeSlot n, List<NodeSlot> seeds) throws IOException, InterruptedException {
+        startNodeProcess(n, seeds, nodeEnv, n.name, n.roles);
+        n.process.awaitLine(NODE_UP, START_TIMEOUT);
+        n.process.awaitLine(GATEWAY, START_TIMEOUT);
+    }
+
+    private ManagedProcess startNodeProcess(
+            NodeSlot n, List<NodeSlot> seeds, Map<String, String> env, String logName, List<String> roles)
+            throws IOException {
+        List<String> jvm = new ArrayList<>(List.of("-Xmx" + spec.nodeHeap));
+        jvm.addAll(transportJvmFlags);
+        jvm.add("-Dlogback.configurationFile=" + resource("node-logback.xml"));
+        Path archiveTmp = null;
+        synchronized (ARCHIVE_LOCK) {
+            Path archive = archive();
+            if (Files.isRegularFile(archive)) {
+                jvm.add("-XX:SharedArchiveFile=" + archive);
+                jvm.add("-Xshare:auto");
+                // The archive is used with --add-opens, which only turns off its optimized module
+                // graph; the JVM reports that as an error line in every node log otherwise.
+                jvm.add("-Xlog:cds=off");
+                jvm.add("-Xlog:aot=off");
+            } else if (!archiveInProgress) {
+                // This node records the classes it loads; a clean exit writes the archive that
+                // later nodes start from (JVM start is most of a node's start-up on 2 cores).
+                archiveInProgress = true;
+                archiveTmp = archive.resolveSibling(archive.getFileName() + ".tmp");
+                Files.createDirectories(archive.getParent());
+                Files.deleteIfExists(archiveTmp);
+                jvm.add("-XX:ArchiveClassesAtExit=" + archiveTmp);
+            }
+        }
+        List<String> args = new ArrayList<>(List.of(
+                "node",
+                "--demo",
+                "--name",
+                n.name,
+                "--port",
+                Integer.toString(n.port),
+                "--seed-nodes",
+                String.join(",", seeds.stream().map(s -> "127.0.0.1:" + s.port).toList()),
+                "--roles",
+                String.join(",", roles),
+                "--gateway-port",
+                Integer.toString(n.gatewayPort),
+                "--profile",
+                resource("fast-failure-detection.conf").toString()));
+        for (String profile : transportProfiles) {
+            args.add("--profile");
+            args.add(profile);
+        }
+        if (spec.transport == Transport.AERON_UDP) {
+            // A driver directory of its own that this harness can remove after a SIGKILL.
+            Path aeronDir = Path.of(
+                    "/dev/shm",
+                    "rollout-systest-" + ProcessHandle.current().pid() + "-" + n.port + "-" + n.incarnations.size());
+            Path profile = dir.resolve("aeron-" + n.name + "-" + n.incarnations.size() + ".conf");
+            Files.writeString(profile, "pekko.remote.artery.advanced.aeron.aeron-dir = \"" + aeronDir + "\"\n");
+            args.add("--profile");
+            args.add(profile.toString());
+            run.onCleanup(() -> SystemTestRun.deleteRecursively(aeronDir));
+        }
+        args.addAll(defaults());
+        args.addAll(spec.config);
+        ManagedProcess p = run.register(
+                ManagedProcess.start(n.name, cliCommand(jvm, args), env, dir, dir.resolve("logs/" + logName + ".log")));
+        n.process = p;
+        n.incarnations.add(p);
+        n.archiveInProgress = archiveTmp;
+        return p;
+    }
+
+    /** The system tests' run configuration, under the test's own. */
+    private List<String> defaults() {
+        return List.of(
+                "rollout.servers="
+                        + String.join(
+                                ",",
+                                servers.stream().map(s -> "127.0.0.1:" + s.port).toList()),
+                "rollout.experiment_name=system",
+                "rollout.trial_name=" + run.testName().replace('.', '-'),
+                "rollout.fileroot=" + dir.resolve("out"),
+                "rollout.dump_to_file=false",
+                "rollout.consumer_batch_size=4",
+                "rollout.max_concurrent_rollouts=12",
+                "rollout.max_head_offpolicyness=1",
+                // One evaluation pass (the 26 letters) at the start, none later.
+                "rollout.eval_every=1000",
+                // A hung server is noticed within seconds, not the default hour.
+                "rollout.request_timeout=5",
+                "rollout.retry_backoff_initial=0.2",
+                "rollout.retry_backoff_max=1",
+                "rollout.health_check_interval=0.5",
+                "rollout.control_timeout=5",
+                "rollout.episode_timeout=120",
+                "rollout.batch_ack_timeout=30",
+                "rollout.weight_update_timeout=20",
+                "rollout.prepare_timeout=10");
+    }
+
+    private List<String> cliCommand(List<String> jvmFlags, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(java.toString());
+        cmd.addAll(jvmFlags);
+        cmd.addAll(List.of(
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--enable-native-access=ALL-UNNAMED",
+                "-jar",
+                cliJar.toString()));
+        cmd.addAll(args);
+        return cmd;
+    }
+
+    /** The class-data archive of node JVMs, named after the jar it was made from. */
+    private Path archive() throws IOException {
+        long stamp = Files.getLastModifiedTime(cliJar).toMillis();
+        Path root = Path.of(System.getProperty("rollout.system.dir", "target/system-tests"));
+        return root.toAbsolutePath().resolve("cds/node-" + stamp + ".jsa");
+    }
+
+    private static Path resource(String name) {
+        try {
+            return Path.of(TestCluster.class.getResource("/" + name).toURI());
+        } catch (URISyntaxException | NullPointerException e) {
+            throw new IllegalStateException("test resource " + name + " is missing", e);
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    // ---- what tests use ----
+
+    /** The test's directory. */
+    Path dir() {
+        return dir;
+    }
+
+    /** The demo's initial weights (version 0): publishing them again with a new version is a weight update. */
+    Path weights() {
+        return weights;
+    }
+
+    /** Faults injected so far. */
+    Faults faults() {
+        return faults;
+    }
+
+    int nodeCount() {
+        return nodes.size();
+    }
+
+    int serverCount() {
+        return servers.size();
+    }
+
+    /** The gateways' URLs, node 1 first. */
+    List<String> gatewayUrls() {
+        return nodes.stream().map(n -> "http://127.0.0.1:" + n.gatewayPort).toList();
+    }
+
+    /** A trainer's client over every node's gateway (node 1 first), with retries long enough for a fail-over. */
+    RolloutClient trainerClient() {
+        return RolloutClient.connect(clientConfig(gatewayUrls()));
+    }
+
+    /** As {@link #trainerClient()}, with the contact points in the given node order (1-based). */
+    RolloutClient trainerClient(int... nodeOrder) {
+        List<String> urls = Arrays.stream(nodeOrder)
+                .mapToObj(i -> "http://127.0.0.1:" + node(i).gatewayPort)
+                .toList();
+        return RolloutClient.connect(clientConfig(urls));
+    }
+
+    static ClientConfig clientConfig(List<String> urls) {
+        return ClientConfig.of(urls.toArray(String[]::new))
+                .withPollWait(Duration.ofSeconds(2))
+                .withConnectTimeout(Duration.ofSeconds(2))
+                .withRequestTimeout(Duration.ofSeconds(40))
+                .withPublishTimeout(Duration.ofSeconds(60))
+                .withRetry(Duration.ofMillis(100), Duration.ofSeconds(1), Duration.ofSeconds(120));
+    }
+
+    /** A trainer that checks every batch against the engine's invariants. */
+    CheckedTrainer checkedTrainer(long maxHeadOffpolicyness, boolean strictStaleness) {
+        return new CheckedTrainer(this, trainerClient(), maxHeadOffpolicyness, strictStaleness);
+    }
+
+    private NodeSlot node(int index) {
+        if (index < 1 || index > nodes.size()) {
+            throw new IllegalArgumentException("no node " + index + " (nodes are 1.." + nodes.size() + ")");
+        }
+        return nodes.get(index - 1);
+    }
+
+    private ServerSlot server(int index) {
+        if (index < 0 || index >= servers.size()) {
+            throw new IllegalArgumentException("no server " + index + " (servers are 0.." + (servers.size() - 1) + ")");
+        }
+        return servers.get(index);
+    }
+
+    boolean isAlive(int nodeIndex) {
+        return node(nodeIndex).alive();
+    }
+
+    long pidOf(int nodeIndex) {
+        return node(nodeIndex).process.pid();
+    }
+
+    /** SIGKILL of node {@code index} (1-based): no leave, no hand-over, as a crash or an OOM kill. */
+    void killNode(int index) throws InterruptedException {
+        NodeSlot n = node(index);
+        if (!n.alive()) {
+            throw new IllegalStateException(n.name + " is not running");
+        }
+        n.process.kill();
+        faults.inject("node_kill");
+        log("SIGKILL " + n.name + " (pid " + n.process.pid() + ")");
+    }
+
+    /**
+     * Starts node {@code index} again with its name and ports, joining through the nodes alive now
+     * (as a supervisor would), and waits until it is Up with its gateway.
+     */
+    void restartNode(int index) throws IOException, InterruptedException {
+        NodeSlot n = node(index);
+        if (n.alive()) {
+            throw new IllegalStateException(n.name + " is still running");
+        }
+        List<NodeSlot> seeds = nodes.stream().filter(NodeSlot::alive).toList();
+        if (seeds.isEmpty()) {
+            throw new IllegalStateException("no node alive to join");
+        }
+        startNodeProcess(n, seeds, nodeEnv, n.name + "-restart" + (n.incarnations.size()), n.roles);
+        n.process.awaitLine(NODE_UP, START_TIMEOUT);
+        n.process.awaitLine(GATEWAY, START_TIMEOUT);
+        log("restarted " + n.name + " (pid " + n.process.pid() + ")");
+    }
+
+    /**
+     * The node that holds the singletons now: the alive node whose log says last that Pekko started
+     * the coordinator singleton there. Waits (at most {@code timeout}) until one does.
+     */
+    int singletonNode(Duration timeout) throws InterruptedException {
+        return Waits.until("a node holding the singletons", timeout, () -> {
+            String latest = null;
+            Integer holder = null;
+            for (NodeSlot n : nodes) {
+                if (!n.alive()) {
+                    continue;
+                }
+                for (String line : n.process.lines()) {
+                    Matcher m = SINGLETON_STARTED.matcher(line);
+                    if (m.find() && (latest == null || m.group(1).compareTo(latest) >= 0)) {
+                        latest = m.group(1);
+                        holder = n.index;
+                    }
+                }
+            }
+            return Optional.ofNullable(holder);
+        });
+    }
+
+    /** SIGKILL of the node that holds the singletons; returns its index. */
+    int killSingletonNode() throws InterruptedException {
+        int holder = singletonNode(Duration.ofSeconds(60));
+        killNode(holder);
+        return holder;
+    }
+
+    /** SIGKILL of model server {@code index} (0-based). */
+    void crashServer(int index) throws InterruptedException {
+        ServerSlot s = server(index);
+        s.process.kill();
+        faults.inject("server_crash");
+        log("SIGKILL server-" + index);
+    }
+
+    /** Starts model server {@code index} again on its port with its flags. */
+    void restartServer(int index) throws IOException, InterruptedException {
+        ServerSlot s = server(index);
+        if (s.process.isAlive()) {
+            throw new IllegalStateException("server-" + index + " is still running");
+        }
+        startServer(s);
+        log("restarted server-" + index);
+    }
+
+    /**
+     * Replaces model server {@code index} by one with {@code flags} (its fault flags, e.g. {@code
+     * --fault-error-rate 0.3}) on the same port; counts the replacement as a fault of {@code kind}
+     * when {@code kind} is not null.
+     */
+    void replaceServer(int index, String kind, String... flags) throws IOException, InterruptedException {
+        ServerSlot s = server(index);
+        if (s.process.isAlive()) {
+            s.process.stop(Duration.ofSeconds(10));
+        }
+        s.flags = new ArrayList<>(spec.serverFlags);
+        s.flags.addAll(List.of(flags));
+        startServer(s);
+        if (kind != null) {
+            faults.inject(kind);
+        }
+        log("server-" + index + " now runs with " + String.join(" ", flags));
+    }
+
+    /** SIGSTOP of model server {@code index}: it keeps its connections and answers nothing. */
+    void hangServer(int index) throws IOException, InterruptedException {
+        server(index).process.suspend();
+        faults.inject("server_hang");
+        log("SIGSTOP server-" + index);
+    }
+
+    /** SIGCONT of model server {@code index}. */
+    void resumeServer(int index) throws IOException, InterruptedException {
+        server(index).process.resume();
+        log("SIGCONT server-" + index);
+    }
+
+    /**
+     * Starts an extra node that presents the self-signed {@code rogue.p12} (TLS only); returns its
+     * process, which must never become Up.
+     */
+    ManagedProcess startRogueNode() throws IOException {
+        if (spec.transport != Transport.TLS) {
+            throw new IllegalStateException("a rogue node needs the TLS transport");
+        }
+        Map<String, String> env = new HashMap<>(nodeEnv);
+        env.put("ROLLOUT_TLS_KEY_STORE", tlsDir.resolve("rogue.p12").toString());
+        NodeSlot rogue = new NodeSlot(nodes.size() + 1, freePort(), freePort(), List.of("rollout", "gateway"));
+        return startNodeProcess(rogue, nodes.stream().filter(NodeSlot::alive).toList(), env, "rogue", rogue.roles);
+    }
+
+    /**
+     * The heap node {@code index} holds after a full collection, in bytes ({@code jcmd GC.run},
+     * then {@code jcmd GC.heap_info}: the sum of the generations' {@code used}).
+     */
+    long heapAfterGc(int index) throws IOException, InterruptedException {
+        long pid = node(index).process.pid();
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        ManagedProcess.run(List.of(jcmd.toString(), Long.toString(pid), "GC.run"), Map.of(), dir, START_TIMEOUT);
+        String info = ManagedProcess.run(
+                List.of(jcmd.toString(), Long.toString(pid), "GC.heap_info"), Map.of(), dir, START_TIMEOUT);
+        long used = 0;
+        boolean any = false;
+        Matcher m = Pattern.compile(
+                        "(?m)^\\s*(def new generation|tenured generation|garbage-first heap)\\s.*?used (\\d+)K")
+                .matcher(info);
+        while (m.find()) {
+            used += Long.parseLong(m.group(2)) * 1024;
+            any = true;
+        }
+        if (!any) {
+            throw new IllegalStateException("jcmd GC.heap_info of " + node(index).name + " has no heap line:\n" + info);
+        }
+        return used;
+    }
+
+    /**
+     * Groups started per node, from the nodes' progress lines ({@code node NAME: K groups started
+     * here}, every 10 s): the last line of each incarnation, summed per node.
+     */
+    Map<String, Long> groupsStartedByNode() throws IOException {
+        Map<String, Long> byNode = new LinkedHashMap<>();
+        for (NodeSlot n : nodes) {
+            long sum = 0;
+            for (ManagedProcess p : n.incarnations) {
+                long last = 0;
+                for (String line : p.lines()) {
+                    Matcher m = PROGRESS.matcher(line);
+                    if (m.find()) {
+                        last = Long.parseLong(m.group(2));
+                    }
+                }
+                sum += last;
+            }
+            byNode.put(n.name, sum);
+        }
+        return byNode;
+    }
+
+    /** The lines of node {@code index}'s current log. */
+    List<String> nodeLog(int index) throws IOException {
+        return node(index).process.lines();
+    }
+
+    /** Every node log, all incarnations (killed ones too). */
+    List<ManagedProcess> nodeProcesses() {
+        List<ManagedProcess> all = new ArrayList<>();
+        nodes.forEach(n -> all.addAll(n.incarnations));
+        return all;
+    }
+
+    /** Waits until every live node has printed at least one progress line (they come every 10 s). */
+    void awaitProgressLines() throws InterruptedException {
+        for (NodeSlot n : nodes) {
+            if (n.alive()) {
+                try {
+                    n.process.awaitLine(PROGRESS, Duration.ofSeconds(30));
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        }
+    }
+
+    static void log(String message) {
+        System.out.println("[system-tests " + LocalDateTime.now().toLocalTime() + "] " + message);
+    }
+
+    /**
+     * Stops every node (SIGTERM: each leaves the cluster, then exits) and every server; whatever is
+     * not gone after the grace period is killed.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            stopAll();
+        } catch (InterruptedException e) {
+            // The test's SystemTestRun kills whatever is left.
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void stopAll() throws InterruptedException {
+        // The youngest first: the singletons move at most once more.
+        for (int i = nodes.size() - 1; i >= 0; i--) {
+            NodeSlot n = nodes.get(i);
+            if (n.alive()) {
+                n.process.terminate();
+            }
+        }
+        for (NodeSlot n : nodes) {
+            if (n.process != null) {
+                n.process.stop(STOP_GRACE);
+                publishArchive(n);
+            }
+        }
+        for (ServerSlot s : servers) {
+            if (s.process != null) {
+                s.process.stop(STOP_GRACE);
+            }
+        }
+    }
+
+    private static void publishArchive(NodeSlot n) {
+        synchronized (ARCHIVE_LOCK) {
+            Path tmp = n.archiveInProgress;
+            if (tmp == null) {
+                return;
+            }
+            n.archiveInProgress = null;
+            archiveInProgress = false;
+            try {
+                if (Files.isRegularFile(tmp) && Files.size(tmp) > 0) {
+                    String name = tmp.getFileName().toString();
+                    Files.move(
+                            tmp,
+                            tmp.resolveSibling(name.substring(0, name.length() - ".tmp".length())),
+                            StandardCopyOption.ATOMIC_MOVE);
+                }
+            } catch (IOException e) {
+                log("the class-data archive " + tmp + " could not be kept: " + e);
+            }
+        }
+    }
+}
