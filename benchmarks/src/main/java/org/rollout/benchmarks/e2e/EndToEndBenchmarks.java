@@ -20,6 +20,7 @@ import java.util.Optional;
  *   async           max_head_offpolicyness 0 vs --eta, simulated fleet (2)
  *   interrupt       interrupt_mode resume vs discard, updates every K s (3)
  *   weights         pause → update → continue across 64 servers       (4)
+ *   scaleout        1, 2, 3 node JVMs; batch hand-off vs raw loopback   (5)
  * </pre>
  *
  * <p>Exit status of {@link #run}: 0 when every benchmark ran (whether or not it met its target: the
@@ -34,7 +35,8 @@ public final class EndToEndBenchmarks {
                 new OrchestrationBenchmark(),
                 new AsyncVsSyncBenchmark(),
                 new InterruptBenchmark(),
-                new WeightUpdateBenchmark());
+                new WeightUpdateBenchmark(),
+                new ScaleOutBenchmark());
     }
 
     /** The benchmark called {@code name}. */

@@ -92,6 +92,12 @@ final class NodeCommand implements Callable<Integer> {
             description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none).")
     String gatewayToken;
 
+    @Option(
+            names = "--progress-every",
+            defaultValue = "10",
+            description = "Seconds between the 'groups started here' lines (default: ${DEFAULT-VALUE}).")
+    int progressEverySeconds;
+
     @Parameters(paramLabel = "key=value", description = "Configuration overrides, e.g. rollout.servers=[...].")
     List<String> overrides = new ArrayList<>();
 
@@ -154,8 +160,8 @@ final class NodeCommand implements Callable<Integer> {
             toClose.add(progress::shutdownNow);
             progress.scheduleAtFixedRate(
                     () -> out.println("node " + name + ": " + node.groupsStarted() + " groups started here"),
-                    10,
-                    10,
+                    Math.max(1, progressEverySeconds),
+                    Math.max(1, progressEverySeconds),
                     java.util.concurrent.TimeUnit.SECONDS);
             // Runs until the actor system stops: SIGTERM (coordinated shutdown) or being downed.
             node.system().getWhenTerminated().toCompletableFuture().get();
