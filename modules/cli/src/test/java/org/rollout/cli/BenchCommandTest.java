@@ -65,4 +65,39 @@ class BenchCommandTest {
                 .containsEntry("servers", "2")
                 .containsKey("p99_ms");
     }
+
+    /**
+     * The scale-out benchmark starts real node JVMs ({@code rollout node} from this class path) on
+     * 127.0.0.1: one point of one node and the two-node hand-off, tiny, only to show that it runs
+     * from a fresh build and reports every figure.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(240)
+    void scaleOutRunsNodeJvmsAndReportsGroupsPerSecondAndHandOffBandwidth() {
+        Run r = run(
+                "bench",
+                "scaleout",
+                "--nodes",
+                "1",
+                "--warmup-batches",
+                "1",
+                "--batches",
+                "2",
+                "--handoff-batches",
+                "1",
+                "--handoff-tokens",
+                "4096",
+                "--handoff-node-heap",
+                "384m");
+        assertThat(r.exit()).as(r.err()).isZero();
+        Map<String, String> values = SummaryLine.parse(r.out().strip());
+        assertThat(values)
+                .containsEntry("bench", "scaleout")
+                .containsEntry("nodes", "1")
+                .containsEntry("handoff-tokens", "4096")
+                .containsKeys("groups_per_s_1", "formation_s_1", "handoff_mb_per_s", "loopback_mb_per_s");
+        assertThat(Double.parseDouble(values.get("groups_per_s_1"))).isPositive();
+        // 1 batch of 4 groups of 16 rows of 32 + 4096 tokens: the hand-off carried all of it.
+        assertThat(Long.parseLong(values.get("handoff_bytes"))).isGreaterThan(4L * 16 * 4096 * 4 * 3);
+    }
 }

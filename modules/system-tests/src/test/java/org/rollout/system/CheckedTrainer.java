@@ -125,8 +125,8 @@ final class CheckedTrainer implements AutoCloseable {
             redeliveries++;
             redeliveryChecks.incrementAndGet();
             if (!before.equals(tasks)) {
-                violations.add("batch " + batch.batchId() + " delivered again with other tasks: " + before + " then "
-                        + tasks);
+                violations.add(
+                        "batch " + batch.batchId() + " delivered again with other tasks: " + before + " then " + tasks);
             }
         }
         pulledBatches.put(batch.batchId(), tasks);

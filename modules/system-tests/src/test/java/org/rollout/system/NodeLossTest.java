@@ -26,7 +26,8 @@ class NodeLossTest {
     final SystemTestRun run = new SystemTestRun();
 
     @Test
-    @org.junit.jupiter.api.Disabled("its precondition (groups in flight on node-3 within 1 min) timed out in a fresh-clone CI run on a loaded machine; to be made robust")
+    @org.junit.jupiter.api.Disabled(
+            "its precondition (groups in flight on node-3 within 1 min) timed out in a fresh-clone CI run on a loaded machine; to be made robust")
     void shouldFinishTheGroupsOfAKilledRolloutNodeElsewhere() throws Exception {
         try (TestCluster c = TestCluster.aCluster(run)
                         .withNodes(3)
