@@ -52,7 +52,13 @@ final class NodeJvms implements AutoCloseable {
                 "-XX:+UseSerialGC",
                 "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
-                "--enable-native-access=ALL-UNNAMED",
+                "--enable-native-access=ALL-UNNAMED"));
+        // Extra JVM flags for every node (a profiler, GC logging), split on spaces.
+        String extra = System.getenv("ROLLOUT_BENCH_NODE_OPTS");
+        if (extra != null && !extra.isBlank()) {
+            cmd.addAll(List.of(extra.strip().split("\\s+")));
+        }
+        cmd.addAll(List.of(
                 "-cp",
                 System.getProperty("java.class.path"),
                 main,

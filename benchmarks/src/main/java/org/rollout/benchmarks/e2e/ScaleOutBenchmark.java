@@ -91,6 +91,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 new Flag("handoff-batch", "4", "hand-off phase: groups per batch"),
                 new Flag("handoff-batches", "4", "hand-off phase: batches pulled back to back through each gateway"),
                 new Flag("handoff-node-heap", "1536m", "hand-off phase: -Xmx of each node JVM"),
+                new Flag(
+                        "node-config",
+                        "none",
+                        "extra key=value settings for every node, separated by ';' (none: no extra)"),
                 new Flag("node-main", "org.rollout.cli.RolloutCli", "main class of the rollout CLI on the class path"));
     }
 
@@ -214,6 +218,7 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                     "rollout.max_head_offpolicyness=1000000",
                     "rollout.trial_name=scaleout-" + n,
                     "rollout.fileroot=" + dir.resolve(n + "-nodes/out"));
+            common = withExtra(common, f);
             long t0 = System.nanoTime();
             for (int i = 1; i <= n; i++) {
                 List<ServerAddress> own = servers.subList((i - 1) * perNode, i * perNode);
@@ -236,6 +241,26 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 return new Point(groups / seconds, formation, firstBatch, utilisation, nodes.groupsStartedPerNode());
             }
         }
+    }
+
+    /** {@code common} followed by the {@code --node-config} settings (later ones win). */
+    static List<String> withExtra(List<String> common, Flags f) {
+        String extra = f.string("node-config").strip();
+        if (extra.isEmpty() || extra.equals("none")) {
+            return common;
+        }
+        List<String> all = new ArrayList<>(common);
+        for (String kv : extra.split(";")) {
+            if (!kv.isBlank()) {
+                if (!kv.contains("=")) {
+                    throw new IllegalArgumentException(
+                            "bench scaleout: --node-config wants key=value settings separated by ';', got '" + kv
+                                    + "'");
+                }
+                all.add(kv.strip());
+            }
+        }
+        return all;
     }
 
     /** Pulls and acknowledges {@code batches} batches; returns the groups they held. */
@@ -276,6 +301,7 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                     "rollout.servers=" + server.host() + ":" + server.port(),
                     "rollout.trial_name=scaleout-handoff",
                     "rollout.fileroot=" + dir.resolve("handoff/out"));
+            common = withExtra(common, f);
             nodes.start(1, "coordinator,rollout,gateway", f.string("handoff-node-heap"), common);
             nodes.start(2, "rollout,gateway", f.string("handoff-node-heap"), common);
             nodes.awaitAllUp(START_TIMEOUT);
