@@ -36,6 +36,11 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * buffered, or handed out and not acknowledged, is not lost with the collector. A group cancelled
  * by the coordinator (another attempt finished first) is delivered but not kept.
  *
+ * <p>Episode timeout: one timer per runner, armed for the oldest running group's deadline ({@code
+ * episode_timeout} after it started); when it fires, every group past its deadline is cancelled as
+ * {@code timeout} (an outcome like any other: kept in the outbox), and the timer is armed again for
+ * the next. Groups that finish in time cost no timer operation.
+ *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
  * version and logs it, so a lost update never leaves generation stopped (LESSONS: a server stuck
@@ -118,6 +123,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private record PauseExpired(long updateId) implements Command, NodeLocal {}
 
+    private record EpisodeTimeouts() implements Command, NodeLocal {}
+
     private final NodeServices svc;
     private final String node;
     private final int capacity;
@@ -127,6 +134,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final Map<String, GroupRunner.RunGroup> running = new HashMap<>();
     private final java.util.Set<String> cancelled = new java.util.HashSet<>();
     private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+    /** Running groups' deadlines (System.nanoTime), oldest first: all share one timeout. */
+    private final java.util.LinkedHashMap<String, Long> deadlines = new java.util.LinkedHashMap<>();
+
+    private boolean timeoutArmed;
     private final LargePayloads payloads;
     private final java.util.concurrent.atomic.LongAdder started;
     private ActorRef<Collector.Command> collector;
@@ -204,8 +215,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     groups.remove(e.name());
                     running.remove(e.name());
                     cancelled.remove(e.name());
+                    deadlines.remove(e.name());
                     return this;
                 })
+                .onMessage(EpisodeTimeouts.class, this::onEpisodeTimeouts)
                 .onMessage(Finished.class, this::onFinished)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
@@ -232,14 +245,48 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         getContext().watchWith(group, new GroupEnded(name));
         groups.put(name, group);
         running.put(name, run);
+        deadlines.put(name, System.nanoTime() + svc.episodeTimeout().toNanos());
+        if (!timeoutArmed) {
+            armEpisodeTimeout();
+        }
         started.increment();
         return this;
+    }
+
+    /** Cancels every group past its deadline as {@code timeout}, then re-arms for the oldest left. */
+    private Behavior<Command> onEpisodeTimeouts(EpisodeTimeouts t) {
+        timeoutArmed = false;
+        long now = System.nanoTime();
+        var it = deadlines.entrySet().iterator();
+        while (it.hasNext()) {
+            var e = it.next();
+            if (e.getValue() - now > 0) {
+                break;
+            }
+            it.remove();
+            ActorRef<GroupActor.Command> group = groups.get(e.getKey());
+            if (group != null && running.containsKey(e.getKey())) {
+                group.tell(new GroupActor.Cancel(
+                        RejectReason.TIMEOUT, "not finished within episode_timeout=" + svc.episodeTimeout()));
+            }
+        }
+        if (!deadlines.isEmpty()) {
+            armEpisodeTimeout();
+        }
+        return this;
+    }
+
+    private void armEpisodeTimeout() {
+        long delay = Math.max(0, deadlines.values().iterator().next() - System.nanoTime());
+        timers.startSingleTimer("episode-timeout", new EpisodeTimeouts(), Duration.ofNanos(delay));
+        timeoutArmed = true;
     }
 
     private Behavior<Command> onFinished(Finished f) {
         Collector.GroupFinished g = f.finished();
         String name = groupName(g.taskId(), g.attempt());
         running.remove(name);
+        deadlines.remove(name);
         if (!cancelled.remove(name)) {
             outbox.put(g.taskId(), g);
         }

@@ -219,11 +219,10 @@ class MessageSerializationTest {
     }
 
     @Test
-    void groupAndSlotMessagesAreNodeLocal() {
+    void groupMessagesAreNodeLocal() {
         assertThat(GroupActor.Command.class.getPermittedSubclasses())
                 .allMatch(NodeLocal.class::isAssignableFrom)
                 .isNotEmpty();
-        assertThat(SlotActor.Command.class.getPermittedSubclasses()).allMatch(NodeLocal.class::isAssignableFrom);
     }
 
     @Test
