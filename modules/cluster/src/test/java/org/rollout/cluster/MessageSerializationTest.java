@@ -219,10 +219,9 @@ class MessageSerializationTest {
     }
 
     @Test
-    void groupMessagesAreNodeLocal() {
-        assertThat(GroupActor.Command.class.getPermittedSubclasses())
-                .allMatch(NodeLocal.class::isAssignableFrom)
-                .isNotEmpty();
+    void slotOutcomesAreNodeLocal() {
+        assertThat(List.of(GroupRunner.SlotFailed.class, GroupRunner.Concluded.class))
+                .allMatch(NodeLocal.class::isAssignableFrom);
     }
 
     @Test

@@ -9,12 +9,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
-import org.apache.pekko.actor.typed.javadsl.ActorContext;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.GroupCache;
 import org.rollout.api.TensorDict;
@@ -30,83 +24,72 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One prompt group in flight: runs a slot per sample on its own virtual thread, and the slot that
- * returns last merges, filters and dumps the group on that same thread before the group reports to
- * its runner, which delivers it to the {@link Collector}.
+ * One prompt group in flight, owned by its node's {@link GroupRunner}: a slot per sample on its own
+ * virtual thread, and the slot that returns last merges, filters and dumps the group on that same
+ * thread, then hands the outcome to the runner, which delivers it to the {@link Collector}.
  *
  * <pre>
- *   RunGroup ─► GroupActor ─starts G─► slot thread 0 … slot thread G-1     runEpisode each
- *                   ▲                        │ the last to return, on its own thread:
- *                   │                        │ format check → GroupMerger → should_accept → dump
- *                   └──── Concluded ─────────┘ (one message per group; SlotFailed at the first throw)
+ *   RunGroup ─► GroupRunner ─starts─► GroupRun ─G virtual threads─► runEpisode × G
+ *                   ▲                                   │ the last to return, on its own thread:
+ *                   │                                   │ format check → GroupMerger → should_accept → dump
+ *                   └────────── Concluded ──────────────┘ (one message per group; SlotFailed at the first throw)
  *                   │
  *                   ▼
- *               GroupRunner.Finished (accepted or rejected with a reason), then stop
- *               (the runner keeps it until the coordinator is done with the task, and delivers it)
+ *               outbox → Collector (accepted or rejected with a reason)
  * </pre>
  *
- * <p>The slots are plain virtual threads owned by this actor, not actors: a group costs one actor,
- * G thread starts and one message back, whatever G is (benchmarks/RESULTS.md, section 1).
+ * <p>Why not an actor per group (or per slot): a group is short-lived work whose only inputs after
+ * its start are its slots' outcomes and a few rare signals (cancel, version change, timeout), all of
+ * which the runner receives anyway. Spawning, watching and stopping an actor per group and one per
+ * slot cost more than the work of a small group (benchmarks/RESULTS.md, section 1); as a plain object
+ * confined to the runner's thread, a group costs G thread starts and one message back.
+ *
+ * <p>Threading: every method but the slot threads' {@link Slots#run} is called on the runner's
+ * thread. The slot threads share only {@link Slots}, which needs no lock.
  *
  * <p>Failure: when a slot throws, the group fails at once: every sibling slot still running is
  * interrupted (the engine then aborts its generation on the server) and the group is rejected as
  * {@code failed} (or {@code contract} for a {@link WorkflowContractException}). AReaL lets the
  * siblings run on (§5.2); we do not waste the capacity. A group not finished within {@code
- * episode_timeout} is cancelled by its runner (one timer per runner) and rejected as {@code
- * timeout} the same way. Under {@code staleness_policy = cancel} a training group whose dispatch
- * version falls more than η behind the current version is rejected as {@code stale}. A workflow
- * that ignores interruption keeps its thread until it returns, but its result goes nowhere.
+ * episode_timeout} is abandoned by its runner (one timer per runner) as {@code timeout} the same
+ * way. Under {@code staleness_policy = cancel} a training group whose dispatch version falls more
+ * than η behind the current version is rejected as {@code stale}. A workflow that ignores
+ * interruption keeps its thread until it returns, but its result goes nowhere.
  *
- * <p>The group cache shared by the slots is released when this actor stops, whatever the outcome.
- * Exactly one {@code GroupFinished} is sent per actor, to its runner, which delivers it to the
- * collector ({@link GroupRunner}).
- *
- * <p>Messages: node-local. Slot threads and the runner on this node are the only senders, and the
- * messages carry episode results and exceptions that are never serialized ({@link NodeLocal}).
+ * <p>Exactly one outcome per group: every method that ends the group returns it once and null
+ * afterwards. The group cache shared by the slots is released when the group ends, whatever the
+ * outcome, and when the runner stops.
  */
-final class GroupActor extends AbstractBehavior<GroupActor.Command> {
-    /** For the blocking stage, which runs off the actor's thread and must not touch its context. */
-    private static final Logger log = LoggerFactory.getLogger(GroupActor.class);
+final class GroupRun {
+    private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
 
-    sealed interface Command extends NodeLocal {}
-
-    /** A slot's episode threw (the first slot to throw; the others are then interrupted). */
-    private record SlotFailed(int slot, Throwable error) implements Command {}
-
-    /** The weight version moved on. */
-    record VersionChanged(int version) implements Command {}
-
-    /** Stop the group and report it rejected. */
-    record Cancel(RejectReason reason, String detail) implements Command {}
-
-    /** Every slot returned; the last one concluded the group on its thread (or that failed: error). */
-    private record Concluded(Collector.GroupFinished finished, Throwable error) implements Command {}
-
-    private final GroupRunner.RunGroup task;
+    final GroupRunner.RunGroup task;
+    final String name;
     private final NodeServices svc;
     private final GroupOptions options;
-    private final ActorRef<GroupRunner.Command> runner;
     private final GroupCache groupCache = GroupCache.create();
     private final ScalarStats workflowStats = new ScalarStats();
     private final Slots slots;
-    private boolean reported;
+    private boolean ended;
 
-    static Behavior<Command> create(GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
-        return Behaviors.setup(ctx -> new GroupActor(ctx, task, svc, runner));
-    }
-
-    private GroupActor(
-            ActorContext<Command> ctx,
-            GroupRunner.RunGroup task,
-            NodeServices svc,
-            ActorRef<GroupRunner.Command> runner) {
-        super(ctx);
-        this.runner = runner;
+    private GroupRun(String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+        this.name = name;
         this.task = task;
         this.svc = svc;
         this.options = task.isEval() ? svc.evalGroup() : svc.trainGroup();
+        this.slots = new Slots(options.groupSize(), runner);
+    }
+
+    /** Starts the group's slots; their outcome comes back to {@code runner}. */
+    static GroupRun start(
+            String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+        GroupRun run = new GroupRun(name, task, svc, runner);
+        run.startSlots();
+        return run;
+    }
+
+    private void startSlots() {
         int g = options.groupSize();
-        this.slots = new Slots(g, ctx.getSelf());
         var workflow = task.isEval() ? svc.evalWorkflow() : svc.trainWorkflow();
         var engine = svc.engine();
         var data = task.data();
@@ -123,6 +106,7 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
                     .build();
             int index = slot;
             slots.start(
+                    this,
                     slot,
                     Thread.ofVirtual()
                             .name("slot-" + task.taskId() + "-" + slot)
@@ -133,62 +117,86 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
         }
     }
 
-    @Override
-    public Receive<Command> createReceive() {
-        return newReceiveBuilder()
-                .onMessage(SlotFailed.class, this::onSlotFailed)
-                .onMessage(VersionChanged.class, this::onVersionChanged)
-                .onMessage(Cancel.class, c -> abandon(c.reason(), c.detail()))
-                .onMessage(Concluded.class, this::onConcluded)
-                .onSignal(PostStop.class, s -> onPostStop())
-                .build();
-    }
-
-    private Behavior<Command> onSlotFailed(SlotFailed failed) {
-        Throwable e = failed.error();
+    /** A slot threw: the group is rejected and its siblings interrupted. */
+    Collector.GroupFinished onSlotFailed(int slot, Throwable e) {
+        if (ended) {
+            return null;
+        }
         RejectReason reason = e instanceof WorkflowContractException ? RejectReason.CONTRACT : RejectReason.FAILED;
-        String detail = "task " + task.taskId() + " slot " + failed.slot() + " threw " + describe(e);
+        String detail = "task " + task.taskId() + " slot " + slot + " threw " + describe(e);
         if (!(e instanceof InterruptedException)) {
-            getContext().getLog().warn("{}; cancelling its {} sibling slot(s)", detail, slots.running(), e);
+            log.warn("{}; cancelling its {} sibling slot(s)", detail, slots.running(), e);
         }
         return abandon(reason, detail);
     }
 
-    private Behavior<Command> onVersionChanged(VersionChanged v) {
-        long behind = (long) v.version() - task.dispatchVersion();
+    /** The weight version moved on: under the cancel policy a group left too far behind is rejected as stale. */
+    Collector.GroupFinished onVersionChanged(int version) {
+        long behind = (long) version - task.dispatchVersion();
         if (svc.stalenessPolicy() == StalenessPolicy.CANCEL && !task.isEval() && behind > svc.maxHeadOffpolicyness()) {
             return abandon(
                     RejectReason.STALE,
-                    "dispatched at version " + task.dispatchVersion() + ", now " + v.version()
+                    "dispatched at version " + task.dispatchVersion() + ", now " + version
                             + ", beyond max_head_offpolicyness=" + svc.maxHeadOffpolicyness());
         }
-        return this;
+        return null;
     }
 
-    /** Interrupts every slot still running and reports the group rejected; the actor then stops. */
-    private Behavior<Command> abandon(RejectReason reason, String detail) {
-        if (reported) {
-            return this;
+    /** Interrupts every slot still running and returns the group's rejection (null when it already ended). */
+    Collector.GroupFinished abandon(RejectReason reason, String detail) {
+        if (ended) {
+            return null;
         }
         EpisodeResult[] returned = slots.close();
         long tokens =
                 Arrays.stream(returned).mapToLong(Trajectories::generatedTokens).sum();
-        report(finished(new Collector.Rejected(reason, detail), Map.of(), tokens));
-        return Behaviors.stopped();
+        return end(finished(new Collector.Rejected(reason, detail), Map.of(), tokens));
+    }
+
+    /** The last slot concluded the group (or concluding it threw): its outcome, null when it already ended. */
+    Collector.GroupFinished onConcluded(Collector.GroupFinished finished, Throwable error) {
+        if (ended) {
+            return null;
+        }
+        if (error != null) {
+            log.error("task {}: concluding the group failed", task.taskId(), error);
+            return end(finished(
+                    new Collector.Rejected(RejectReason.FAILED, "concluding the group failed: " + describe(error)),
+                    Map.of(),
+                    0));
+        }
+        return end(finished);
+    }
+
+    /** The runner is stopping (node shutdown): the group ends without an outcome; the coordinator re-dispatches. */
+    void stop() {
+        if (!ended) {
+            log.debug("task {}: group stopped before reporting", task.taskId());
+            slots.close();
+            end(null);
+        }
+    }
+
+    private Collector.GroupFinished end(Collector.GroupFinished outcome) {
+        ended = true;
+        for (Exception e : groupCache.release()) {
+            log.warn("task {}: {}", task.taskId(), e.getMessage());
+        }
+        return outcome;
     }
 
     /**
      * The slots of one group: their threads and results, shared between the slot threads and the
-     * actor, without locks (a monitor that a slot thread waits on can cost milliseconds to hand
+     * runner, without locks (a monitor that a slot thread waits on can cost milliseconds to hand
      * over). A slot thread marks its episode returned, then (unless the group was closed or a
      * sibling failed) records its result; the one that records the last result concludes the group.
-     * The actor closes the slots when it abandons the group: later results are dropped and only
+     * The runner closes the slots when it abandons the group: later results are dropped and only
      * slots whose episode has not returned are interrupted. Both sides write their flag before
-     * reading the other's (volatile), so either the actor sees a slot returned and leaves it alone,
+     * reading the other's (volatile), so either the runner sees a slot returned and leaves it alone,
      * or the slot sees the group closed and drops its result: the thread that concludes is never
      * interrupted mid-dump.
      */
-    private static final class Slots {
+    static final class Slots {
         private static final int RUNNING = 0;
         private static final int RETURNED = 1;
 
@@ -197,19 +205,21 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
         private final AtomicIntegerArray state;
         private final AtomicInteger remaining;
         private final AtomicBoolean failed = new AtomicBoolean();
-        private final ActorRef<Command> group;
+        private final ActorRef<GroupRunner.Command> runner;
+        private GroupRun run;
         private volatile boolean closed;
 
-        Slots(int g, ActorRef<Command> group) {
+        Slots(int g, ActorRef<GroupRunner.Command> runner) {
             this.threads = new Thread[g];
             this.results = new EpisodeResult[g];
             this.state = new AtomicIntegerArray(g);
             this.remaining = new AtomicInteger(g);
-            this.group = group;
+            this.runner = runner;
         }
 
-        /** Starts {@code thread} as slot {@code slot}; called by the actor while it is being set up. */
-        void start(int slot, Thread thread) {
+        /** Starts {@code thread} as slot {@code slot}; called on the runner's thread while {@code run} is set up. */
+        void start(GroupRun run, int slot, Thread thread) {
+            this.run = run;
             threads[slot] = thread;
             thread.start();
         }
@@ -225,7 +235,7 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
             } catch (Throwable t) {
                 state.set(slot, RETURNED);
                 if (!closed && failed.compareAndSet(false, true)) {
-                    group.tell(new SlotFailed(slot, t));
+                    runner.tell(new GroupRunner.SlotFailed(run, slot, t));
                 }
                 return;
             }
@@ -247,10 +257,10 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
             try {
                 finished = conclude.apply(List.of(results));
             } catch (Throwable t) {
-                group.tell(new Concluded(null, t));
+                runner.tell(new GroupRunner.Concluded(run, null, t));
                 return;
             }
-            group.tell(new Concluded(finished, null));
+            runner.tell(new GroupRunner.Concluded(run, finished, null));
         }
 
         /** How many slots' episodes are still running. */
@@ -277,6 +287,7 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
         }
     }
 
+    /** On the last slot's thread: format check, merge, should_accept, dump. */
     private Collector.GroupFinished decide(List<EpisodeResult> slotResults) {
         long tokens =
                 slotResults.stream().mapToLong(Trajectories::generatedTokens).sum();
@@ -352,39 +363,6 @@ final class GroupActor extends AbstractBehavior<GroupActor.Command> {
                 metrics,
                 workflowStats.totals(),
                 tokens);
-    }
-
-    private Behavior<Command> onConcluded(Concluded c) {
-        if (c.error() != null) {
-            Throwable e = c.error();
-            getContext().getLog().error("task {}: concluding the group failed", task.taskId(), e);
-            report(finished(
-                    new Collector.Rejected(RejectReason.FAILED, "concluding the group failed: " + describe(e)),
-                    Map.of(),
-                    0));
-        } else {
-            report(c.finished());
-        }
-        return Behaviors.stopped();
-    }
-
-    private void report(Collector.GroupFinished finished) {
-        if (!reported) {
-            reported = true;
-            runner.tell(new GroupRunner.Finished(finished));
-        }
-    }
-
-    private Behavior<Command> onPostStop() {
-        if (!reported) {
-            // Stopped from outside (node shutdown): the coordinator re-dispatches or the run ends.
-            getContext().getLog().debug("task {}: group stopped before reporting", task.taskId());
-            slots.close();
-        }
-        for (Exception e : groupCache.release()) {
-            getContext().getLog().warn("task {}: {}", task.taskId(), e.getMessage());
-        }
-        return this;
     }
 
     /** The exception's class and message, the message cut at 500 characters (a log line, a rejection detail). */
