@@ -24,8 +24,8 @@ import org.rollout.core.GroupOutcome;
  *
  * <pre>
  *   plain loop:  for each prompt: G × workflow.runEpisode(instant engine) on this thread → GroupMerger.merge
- *   pipeline:    PromptSource → coordinator → runner → group actor → G slot actors (virtual threads)
- *                → GroupMerger → collector → batch → trainer pull + ack          (LocalRollout)
+ *   pipeline:    PromptSource → coordinator → runner → G slot virtual threads (the last one merges:
+ *                GroupMerger) → runner → collector → batch → trainer pull + ack   (LocalRollout)
  * </pre>
  *
  * <p>Both run the same {@link SingleGenerationWorkflow} against the same {@link InstantEngine}.
