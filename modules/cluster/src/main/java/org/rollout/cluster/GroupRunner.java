@@ -266,14 +266,16 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private Behavior<Command> onEpisodeTimeouts(EpisodeTimeouts t) {
         timeoutArmed = false;
         long now = System.nanoTime();
-        var it = deadlines.entrySet().iterator();
-        while (it.hasNext()) {
-            var e = it.next();
+        List<String> expired = new java.util.ArrayList<>();
+        for (var e : deadlines.entrySet()) {
             if (e.getValue() - now > 0) {
                 break;
             }
-            it.remove();
-            GroupRun group = groups.get(e.getKey());
+            expired.add(e.getKey());
+        }
+        for (String name : expired) {
+            deadlines.remove(name);
+            GroupRun group = groups.get(name);
             if (group != null) {
                 report(
                         group,
