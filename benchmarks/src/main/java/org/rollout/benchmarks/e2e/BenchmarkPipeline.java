@@ -21,7 +21,7 @@ import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 
 /**
- * A whole one-node engine ({@link LocalRollout}: coordinator, runner, group and slot actors,
+ * A whole one-node engine ({@link LocalRollout}: coordinator, runner (with its groups' slot threads),
  * collector, weight version) built the way {@code rollout local} builds it, from the few knobs the
  * benchmarks vary: no dumps, no format check, accept everything, AReaL's admission policy.
  *

@@ -24,8 +24,8 @@ import org.rollout.core.GroupOutcome;
  *
  * <pre>
  *   plain loop:  for each prompt: G × workflow.runEpisode(instant engine) on this thread → GroupMerger.merge
- *   pipeline:    PromptSource → coordinator → runner → group actor → G slot actors (virtual threads)
- *                → GroupMerger → collector → batch → trainer pull + ack          (LocalRollout)
+ *   pipeline:    PromptSource → coordinator → runner → G slot virtual threads (the last one merges:
+ *                GroupMerger) → runner → collector → batch → trainer pull + ack   (LocalRollout)
  * </pre>
  *
  * <p>Both run the same {@link SingleGenerationWorkflow} against the same {@link InstantEngine}.
@@ -33,7 +33,10 @@ import org.rollout.core.GroupOutcome;
  * (the pipeline with {@code --concurrency} groups in flight and batches of {@code --batch}); ratio =
  * pipeline / plain. Added latency: with one group in flight and batches of one, the time from the
  * coordinator taking a prompt from the source to the trainer holding its group, minus the plain
- * loop's mean time per group, over {@code --latency-groups} groups (HdrHistogram, p50/p99). The
+ * loop's mean time per group, over {@code --latency-groups} groups (HdrHistogram, p50/p99). In that
+ * run {@code queue_size} is 1, so the coordinator admits the next group only once the trainer has
+ * taken the last one: a pipeline faster than the trainer's pull-and-ack loop would otherwise buffer
+ * groups in the collector and the figure would be their queueing, not the path of one group. The
  * throughput run's own admission-to-trainer latency is printed too: with many groups in flight it
  * is mostly queueing (Little's law), not overhead.
  *
@@ -101,14 +104,35 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
                 "orchestration: pipeline, %d + %d groups, %d in flight, batches of %d%n",
                 warmup, groups, concurrency, batch);
         Histogram queuedLatency = histogram();
-        double pipelineSeconds =
-                pipeline(workflow, engine, gconfig, batch, concurrency, eta, warmup, groups, queuedLatency, 0);
+        double pipelineSeconds = pipeline(
+                workflow,
+                engine,
+                gconfig,
+                batch,
+                concurrency,
+                Math.max(64, 4 * concurrency),
+                eta,
+                warmup,
+                groups,
+                queuedLatency,
+                0);
         double pipelineRate = groups / pipelineSeconds;
 
         int latencyWarmup = Math.min(warmup, 100);
         log.printf("orchestration: pipeline one group at a time, %d + %d groups%n", latencyWarmup, latencyGroups);
         Histogram added = histogram();
-        pipeline(workflow, engine, gconfig, 1, 1, eta, latencyWarmup, latencyGroups, added, Math.round(plainMeanNanos));
+        pipeline(
+                workflow,
+                engine,
+                gconfig,
+                1,
+                1,
+                1,
+                eta,
+                latencyWarmup,
+                latencyGroups,
+                added,
+                Math.round(plainMeanNanos));
 
         double ratio = pipelineRate / plainRate;
         double p50 = added.getValueAtPercentile(50) / 1e6;
@@ -168,8 +192,8 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
     }
 
     /**
-     * Runs the pipeline until the trainer has taken {@code warmup + measured} groups and returns the
-     * seconds the measured ones took; records each measured group's admission-to-trainer time minus
+     * Runs the pipeline (at most {@code queueSize} groups running or buffered) until the trainer has
+     * taken {@code warmup + measured} groups and returns the seconds the measured ones took; records each measured group's admission-to-trainer time minus
      * {@code subtractNanos} (clamped at 0).
      */
     private static double pipeline(
@@ -178,6 +202,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
             GenerationConfig gconfig,
             int batch,
             int concurrency,
+            int queueSize,
             long eta,
             int warmup,
             int measured,
@@ -199,15 +224,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
             return workflow.runEpisode(e, data);
         };
         BenchmarkPipeline spec = new BenchmarkPipeline(
-                engine,
-                recording,
-                gconfig,
-                batch,
-                concurrency,
-                eta,
-                Math.max(64, 4 * concurrency),
-                source,
-                BenchmarkPipeline.noServers());
+                engine, recording, gconfig, batch, concurrency, eta, queueSize, source, BenchmarkPipeline.noServers());
         try (BenchmarkPipeline.Started started = spec.start()) {
             LocalRolloutClient client = started.rollout().client();
             int taken = 0;

@@ -26,18 +26,20 @@ import org.rollout.modelserver.TinyLmWeights;
  * <pre>
  *   --servers idle built-in model servers (no latency model, nothing generating)
  *   --updates times: WeightUpdater.update(all servers, weight file, v)
- *       pause (SGLang: abort mode, then in_place) → update_weights_from_disk → continue, each phase fanned out
+ *       SGLang: update_weights_from_disk (abort_all_requests) → continue, each server's chain in parallel
+ *       (no separate pause: the load aborts and holds requests itself; see WeightUpdater)
  *   baseline: one fan-out of GET /health to every server on the same HttpClient
  * </pre>
  *
  * <p>To show where the time goes, every round also fans out each phase alone ({@code pause_phase}:
- * the two pause calls; {@code load_phase}: the load; {@code continue_phase}) the same way and times
+ * AReaL's two pause calls, which the update no longer sends to SGLang servers, kept for comparison;
+ * {@code load_phase}: the load; {@code continue_phase}) the same way and times
  * one in-process read of the weight file, interleaved with the updates so all see the same load.
  *
  * <p>The weight file is the built-in model's ({@value #WEIGHT_FILE_KB} KB, read and checked by every
  * server on each update): the nearest thing to "no real load time" a real load can be. Reported:
  * p50/p99/max of one whole update (HdrHistogram), the health fan-out's p50, and their ratio (how many
- * one-call fan-outs an update costs; it makes four calls per server). Target: p99 ≤ 50 ms.
+ * one-call fan-outs an update costs; it makes two calls per server). Target: p99 ≤ 50 ms.
  */
 public final class WeightUpdateBenchmark implements EndToEndBenchmark {
     static final double TARGET_P99_MS = 50;
@@ -50,7 +52,7 @@ public final class WeightUpdateBenchmark implements EndToEndBenchmark {
 
     @Override
     public String description() {
-        return "latency of pause → update → continue across many idle model servers (WeightUpdater.update)";
+        return "latency of a weight update ([pause →] load → continue) across many idle model servers (WeightUpdater.update)";
     }
 
     @Override

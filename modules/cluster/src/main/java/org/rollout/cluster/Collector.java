@@ -31,7 +31,7 @@ import org.rollout.api.TrainingGroup;
  * the run's statistics per version and scope ({@link StatsBook}).
  *
  * <pre>
- *   GroupActor ──GroupFinished──► Collector ──TaskFinished──► RolloutCoordinator
+ *   GroupRunner ──GroupFinished──► Collector ──TaskFinished──► RolloutCoordinator
  *                                   │  buffer (accepted, training)
  *   trainer ──PullBatch──────────►  │  ──Batch (id n)──► trainer ──Ack(n)──► forgotten
  *                                   └─ unacknowledged after batch_ack_timeout ──► delivered again
@@ -59,7 +59,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     sealed interface Command {}
 
     /**
-     * A group's outcome, from its GroupActor. Kryo on the wire (it may carry a {@link
+     * A group's outcome, from its node's GroupRunner. Kryo on the wire (it may carry a {@link
      * TrainingGroup}); one bigger than {@code rollout.large_payload_threshold} for a collector on
      * another node travels as a {@link StreamedGroupFinished} instead ({@link #deliver}).
      */
@@ -410,6 +410,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * system or the message is small, else streamed in chunks ({@link LargePayloads}).
      */
     static void deliver(ActorRef<Command> collector, GroupFinished finished, LargePayloads payloads) {
+        if (LargePayloads.isLocal(collector)) {
+            collector.tell(finished); // nothing is serialized: no need to estimate the size
+            return;
+        }
         long bytes = LargePayloads.estimatedBytes(finished);
         if (!payloads.streams(collector, bytes)) {
             collector.tell(finished);
@@ -491,7 +495,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * is delivered again after {@code batch_ack_timeout}.
      */
     private void reply(ActorRef<PullReply> to, TrainingBatch batch) {
-        long bytes = LargePayloads.estimatedBytes(batch);
+        long bytes = LargePayloads.isLocal(to) ? 0 : LargePayloads.estimatedBytes(batch);
         if (payloads.streams(to, bytes)) {
             to.tell(new StreamedBatchReply(
                     batch.batchId(),

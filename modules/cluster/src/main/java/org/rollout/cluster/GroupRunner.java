@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -19,7 +20,8 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 
 /**
  * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and runs each
- * dispatched task as a {@link GroupActor}. Registered with the Receptionist under {@link
+ * dispatched task as a {@link GroupRun}: its slots on virtual threads, its state confined to this
+ * actor. Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
  * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} stops one (its slots are
@@ -28,13 +30,21 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
  * {@link AbandonWeightUpdate}.
  *
- * <p>Outbox: a group's outcome goes from its GroupActor to the runner, which delivers it to the
+ * <p>Outbox: a group's outcome goes from its last slot to the runner, which delivers it to the
  * collector and keeps it until the coordinator says it is done with the task ({@link Forget}: the
  * rejection is recorded, or the trainer acknowledged the batch). When the coordinator's node is
  * lost, its successor asks every runner what it holds ({@link GetHoldings}) and has the outcomes
  * its new collector never saw delivered again ({@link Resend}); so an accepted group that was
  * buffered, or handed out and not acknowledged, is not lost with the collector. A group cancelled
  * by the coordinator (another attempt finished first) is delivered but not kept.
+ *
+ * <p>Episode timeout: one timer per runner, armed for the oldest running group's deadline ({@code
+ * episode_timeout} after it started); when it fires, every group past its deadline is cancelled as
+ * {@code timeout} (an outcome like any other: kept in the outbox), and the timer is armed again for
+ * the next. Groups that finish in time cost no timer operation.
+ *
+ * <p>When the runner stops (its node shuts down), every group in flight is stopped: its slots are
+ * interrupted and its cache released; the coordinator re-dispatches its tasks elsewhere.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
@@ -83,8 +93,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
     public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
-    /** A group's outcome, from its GroupActor (same node). */
-    record Finished(Collector.GroupFinished finished) implements Command, NodeLocal {}
+    /** A slot of {@code run} threw (the first of its group to throw); from the slot's thread. */
+    record SlotFailed(GroupRun run, int slot, Throwable error) implements Command, NodeLocal {}
+
+    /** Every slot of {@code run} returned and the last one concluded the group (or that threw: {@code error}). */
+    record Concluded(GroupRun run, Collector.GroupFinished finished, Throwable error) implements Command, NodeLocal {}
 
     /** The coordinator is done with these tasks: drop their outcomes. */
     public record Forget(List<Long> taskIds) implements Command, CborSerializable {
@@ -114,19 +127,22 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private record NewVersion(int version) implements Command, NodeLocal {}
 
-    private record GroupEnded(String name) implements Command, NodeLocal {}
-
     private record PauseExpired(long updateId) implements Command, NodeLocal {}
+
+    private record EpisodeTimeouts() implements Command, NodeLocal {}
 
     private final NodeServices svc;
     private final String node;
     private final int capacity;
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
-    private final Map<String, ActorRef<GroupActor.Command>> groups = new HashMap<>();
-    private final Map<String, GroupRunner.RunGroup> running = new HashMap<>();
+    private final Map<String, GroupRun> groups = new HashMap<>();
     private final java.util.Set<String> cancelled = new java.util.HashSet<>();
     private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+    /** Running groups' deadlines (System.nanoTime), oldest first: all share one timeout. */
+    private final java.util.LinkedHashMap<String, Long> deadlines = new java.util.LinkedHashMap<>();
+
+    private boolean timeoutArmed;
     private final LargePayloads payloads;
     private final java.util.concurrent.atomic.LongAdder started;
     private ActorRef<Collector.Command> collector;
@@ -200,13 +216,19 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(GroupEnded.class, e -> {
-                    groups.remove(e.name());
-                    running.remove(e.name());
-                    cancelled.remove(e.name());
+                .onMessage(EpisodeTimeouts.class, this::onEpisodeTimeouts)
+                .onMessage(SlotFailed.class, f -> {
+                    if (groups.get(f.run().name) == f.run()) {
+                        report(f.run(), f.run().onSlotFailed(f.slot(), f.error()));
+                    }
                     return this;
                 })
-                .onMessage(Finished.class, this::onFinished)
+                .onMessage(Concluded.class, c -> {
+                    if (groups.get(c.run().name) == c.run()) {
+                        report(c.run(), c.run().onConcluded(c.finished(), c.error()));
+                    }
+                    return this;
+                })
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
@@ -215,6 +237,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(GetHoldings.class, this::onGetHoldings)
                 .onMessage(Resend.class, this::onResend)
+                .onSignal(PostStop.class, s -> {
+                    groups.values().forEach(GroupRun::stop);
+                    return this;
+                })
                 .build();
     }
 
@@ -227,33 +253,71 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             return this;
         }
         collector = run.collector();
-        ActorRef<GroupActor.Command> group =
-                getContext().spawn(GroupActor.create(run, svc, getContext().getSelf()), name);
-        getContext().watchWith(group, new GroupEnded(name));
-        groups.put(name, group);
-        running.put(name, run);
+        groups.put(name, GroupRun.start(name, run, svc, getContext().getSelf()));
+        deadlines.put(name, System.nanoTime() + svc.episodeTimeout().toNanos());
+        if (!timeoutArmed) {
+            armEpisodeTimeout();
+        }
         started.increment();
         return this;
     }
 
-    private Behavior<Command> onFinished(Finished f) {
-        Collector.GroupFinished g = f.finished();
-        String name = groupName(g.taskId(), g.attempt());
-        running.remove(name);
-        if (!cancelled.remove(name)) {
+    /** Cancels every group past its deadline as {@code timeout}, then re-arms for the oldest left. */
+    private Behavior<Command> onEpisodeTimeouts(EpisodeTimeouts t) {
+        timeoutArmed = false;
+        long now = System.nanoTime();
+        List<String> expired = new java.util.ArrayList<>();
+        for (var e : deadlines.entrySet()) {
+            if (e.getValue() - now > 0) {
+                break;
+            }
+            expired.add(e.getKey());
+        }
+        for (String name : expired) {
+            deadlines.remove(name);
+            GroupRun group = groups.get(name);
+            if (group != null) {
+                report(
+                        group,
+                        group.abandon(
+                                RejectReason.TIMEOUT, "not finished within episode_timeout=" + svc.episodeTimeout()));
+            }
+        }
+        if (!deadlines.isEmpty()) {
+            armEpisodeTimeout();
+        }
+        return this;
+    }
+
+    private void armEpisodeTimeout() {
+        long delay = Math.max(0, deadlines.values().iterator().next() - System.nanoTime());
+        timers.startSingleTimer("episode-timeout", new EpisodeTimeouts(), Duration.ofNanos(delay));
+        timeoutArmed = true;
+    }
+
+    /**
+     * A group ended with {@code g} (null: it had already ended): kept in the outbox unless the
+     * coordinator cancelled it, and delivered to the collector.
+     */
+    private void report(GroupRun run, Collector.GroupFinished g) {
+        if (g == null) {
+            return;
+        }
+        groups.remove(run.name, run);
+        deadlines.remove(run.name);
+        if (!cancelled.remove(run.name)) {
             outbox.put(g.taskId(), g);
         }
         if (collector != null) {
             Collector.deliver(collector, g, payloads);
         }
-        return this;
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
         collector = get.collector();
         java.util.List<Held> held = new java.util.ArrayList<>();
-        for (RunGroup r : running.values()) {
-            held.add(new Held(r.taskId(), r.attempt(), false, false));
+        for (GroupRun g : groups.values()) {
+            held.add(new Held(g.task.taskId(), g.task.attempt(), false, false));
         }
         for (Collector.GroupFinished g : outbox.values()) {
             held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
@@ -275,10 +339,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private Behavior<Command> onCancelGroup(CancelGroup cancel) {
         String name = groupName(cancel.taskId(), cancel.attempt());
-        ActorRef<GroupActor.Command> group = groups.get(name);
+        GroupRun group = groups.get(name);
         if (group != null) {
             cancelled.add(name);
-            group.tell(new GroupActor.Cancel(cancel.reason(), cancel.detail()));
+            report(group, group.abandon(cancel.reason(), cancel.detail()));
         }
         return this;
     }
@@ -298,8 +362,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             svc.engine().setVersion(v.version());
         }
         openGate();
-        GroupActor.VersionChanged changed = new GroupActor.VersionChanged(v.version());
-        groups.values().forEach(g -> g.tell(changed));
+        for (GroupRun g : List.copyOf(groups.values())) {
+            report(g, g.onVersionChanged(v.version()));
+        }
         return this;
     }
 

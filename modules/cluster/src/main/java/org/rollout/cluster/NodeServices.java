@@ -29,7 +29,7 @@ import org.rollout.core.TrajectoryFormatChecker;
  * @param maxHeadOffpolicyness η, for the cancel policy
  * @param episodeTimeout a group not finished after this long fails with {@code timeout}
  * @param httpClient the pooled client handed to workflows through their context
- * @param blocking where slots and blocking finishing work run (virtual threads)
+ * @param blocking where blocking work off the actors runs (virtual threads); a group's slots run on their own
  */
 public record NodeServices(
         ControllableEngine engine,

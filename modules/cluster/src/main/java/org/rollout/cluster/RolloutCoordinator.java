@@ -24,7 +24,7 @@ import org.rollout.core.StalenessBudget;
  * Admits prompt groups and keeps track of every task in flight.
  *
  * <pre>
- *   PromptSource ─► RolloutCoordinator ──RunGroup──► least-loaded GroupRunner ─► GroupActor ─► Collector
+ *   PromptSource ─► RolloutCoordinator ──RunGroup──► least-loaded GroupRunner ─► GroupRun ─► Collector
  *                     ▲  StalenessBudget (§6.8)                                                  │
  *                     └────────────────────────────── TaskFinished (accepted | rejected) ────────┘
  * </pre>
@@ -559,7 +559,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onPersisted(Persisted p) {
         if (p.error() != null) {
             writeFailures++;
-            getContext().getLog().warn("ledger write not confirmed ({}); going on", GroupActor.describe(p.error()));
+            getContext().getLog().warn("ledger write not confirmed ({}); going on", GroupRun.describe(p.error()));
         }
         p.then().run();
         return this;

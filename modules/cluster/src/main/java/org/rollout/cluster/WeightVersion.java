@@ -275,7 +275,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         String error = null;
         if (u.error() != null) {
             Throwable e = u.error().getCause() != null ? u.error().getCause() : u.error();
-            error = "weight update to version " + p.version() + " failed: " + GroupActor.describe(e);
+            error = "weight update to version " + p.version() + " failed: " + GroupRun.describe(e);
         } else if (!u.report().applied()) {
             error = "no server loaded " + p.path() + " as version " + p.version() + ": "
                     + u.report().failures();
@@ -312,7 +312,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                     .warn(
                             "version {} is loaded but its record was not confirmed by a majority ({}); going on",
                             p.version(),
-                            GroupActor.describe(w.error()));
+                            GroupRun.describe(w.error()));
         }
         version = p.version();
         path = p.path();

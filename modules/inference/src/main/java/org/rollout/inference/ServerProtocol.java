@@ -13,7 +13,8 @@ import org.rollout.api.GenerationConfig;
  * <pre>
  *   engine ──generateBody──► POST {@link #generatePath()} ──► server
  *   engine ◄─parseGenerate── 2xx body                    ◄──
- *   WeightUpdater: {@link #pauseCalls()} → {@link #updateWeightsCall} → {@link #continueCall()} (always)
+ *   WeightUpdater: [{@link #pauseCalls()}] → {@link #updateWeightsCall} → {@link #continueCall()} (always)
+ *                  (the pause only where {@link #updateHoldsGeneration()} is false or a grace period is set)
  * </pre>
  *
  * <p>Parsing is strict: anything but a valid response (a duplicate key or content after the JSON
@@ -53,6 +54,14 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
 
     /** The pause calls of a weight update, in order (SGLang: abort mode then in place). */
     List<ControlCall> pauseCalls();
+
+    /**
+     * Whether {@link #updateWeightsCall} by itself aborts every request in flight (they return their
+     * partial output with {@code abort}) and holds new requests until the new weights are in place,
+     * so that no generation can run on a mix of old and new weights without a pause before it. Then
+     * a weight update may skip {@link #pauseCalls()} and save a round trip per server.
+     */
+    boolean updateHoldsGeneration();
 
     /** The resume call; always sent after a pause, also when the update failed. */
     ControlCall continueCall();

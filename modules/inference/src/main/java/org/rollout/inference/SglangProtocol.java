@@ -113,6 +113,24 @@ public final class SglangProtocol implements ServerProtocol {
                 ControlCall.post("/pause_generation", WireJson.object("mode", "in_place")));
     }
 
+    /**
+     * True: {@code update_weights_from_disk} with {@code "abort_all_requests": true} (as {@link
+     * #updateWeightsCall} sends it) first aborts every request in flight — they return their partial
+     * output with {@code finish_reason: abort}, exactly as an abort-mode pause makes them — and then
+     * loads under the tokenizer manager's model-update writer lock. Every generate request holds that
+     * lock's reader side for its whole run and the lock admits no new reader while a writer waits, so
+     * a request arriving during the load waits and then runs wholly on the new weights; a request
+     * that slipped in before the abort reached the scheduler finishes wholly on the old weights
+     * before the load starts. The separate pause ({@code {}} then {@code {"mode":"in_place"}}) adds
+     * nothing to a disk update: its in-place flag matters for memory release and colocated transfer,
+     * which this update does not do. The built-in model server does the same: the abort and the swap
+     * are one scheduler command, between two decode steps.
+     */
+    @Override
+    public boolean updateHoldsGeneration() {
+        return true;
+    }
+
     @Override
     public ControlCall continueCall() {
         return ControlCall.post("/continue_generation", "{}");

@@ -105,6 +105,16 @@ public final class VllmProtocol implements ServerProtocol {
         return List.of(ControlCall.post("/areal_pause_generation", "{}"));
     }
 
+    /**
+     * False: AReaL's {@code /areal_update_weights} pauses and resumes the engine around the load, but
+     * §9.2 does not say that it aborts the requests in flight (only {@code /areal_pause_generation}
+     * clears the cache), so the update keeps its pause before the load.
+     */
+    @Override
+    public boolean updateHoldsGeneration() {
+        return false;
+    }
+
     @Override
     public ControlCall continueCall() {
         return ControlCall.post("/areal_continue_generation", "{}");

@@ -10,32 +10,46 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads new weights from disk on every server (§6.9 disk path, §9.3), in three phases, each fanned
- * out to all servers in parallel:
+ * Loads new weights from disk on every server (§6.9 disk path, §9.3): every server in parallel on
+ * its own virtual thread, each running its own chain, so that a fast server does not wait for a
+ * slow one between steps:
  *
  * <pre>
- *   1. pause     SGLang: POST /pause_generation {} then {"mode":"in_place"}   vLLM: POST /areal_pause_generation {}
+ *   1. pause     vLLM: POST /areal_pause_generation {}
+ *                SGLang: none (see below); with pause_grace_period &gt; 0: POST /pause_generation {} then {"mode":"in_place"}
  *   (pause_grace_period)
  *   2. update    SGLang: POST /update_weights_from_disk {model_path, abort_all_requests, weight_version}
  *                vLLM:   POST /areal_update_weights {model_path}
- *                — only on servers whose pause succeeded
+ *                — only when the pause succeeded
  *   3. continue  SGLang: POST /continue_generation {}   vLLM: POST /areal_continue_generation {}
  *                — ALWAYS, to every server, in a finally: also when pause or update failed, timed
  *                  out or the caller was interrupted (AReaL #1160, prime-rl #2673)
  * </pre>
+ *
+ * <p><b>The pause before the load</b> is sent only where the load call does not itself stop
+ * generation ({@link ServerProtocol#updateHoldsGeneration()}). SGLang's {@code
+ * update_weights_from_disk} with {@code "abort_all_requests": true} aborts every request in flight
+ * (partial output, {@code abort}, exactly as the abort-mode pause does) and loads under the model
+ * update writer lock, which holds every new request until the load is done; AReaL's pause pair
+ * would only add two round trips. This sequence stays valid against a real SGLang server: it is
+ * the update call AReaL sends, without the pause around it, and {@code continue_generation} on a
+ * server that is not paused only clears a flag that is not set. When {@code pause_grace_period} is
+ * set the pause pair is sent as AReaL does (a grace period only means something after a pause). No
+ * generation runs on a mix of old and new weights either way (the abort and the swap are atomic on
+ * the server), and the aborted requests return their partial output, which the engine resumes
+ * once its own gate (held by the caller for the whole update) opens.
+ *
+ * <p>There is no barrier between servers: each server's continue follows its own load. That is
+ * safe because nothing is sent to any server during an update (the engines' gates are closed), and
+ * each server switches weights atomically.
  *
  * <p>Every call has a timeout (pause and continue: {@code control_timeout}; the load:
  * {@code request_timeout}) and up to {@code request_retries} attempts with jittered exponential
@@ -56,6 +70,7 @@ public final class WeightUpdater {
     private final Duration controlTimeout;
     private final Duration updateTimeout;
     private final Duration pauseGracePeriod;
+    private final List<ControlCall> pauseCalls;
     private final int attempts;
     private final Backoff backoff;
 
@@ -71,13 +86,22 @@ public final class WeightUpdater {
         this.controlTimeout = config.controlTimeout();
         this.updateTimeout = config.requestTimeout();
         this.pauseGracePeriod = config.pauseGracePeriod();
+        this.pauseCalls = pauseCalls(protocol, pauseGracePeriod);
         this.attempts = config.requestRetries();
         this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
     }
 
     /**
-     * Pauses every server, loads {@code modelPath} as {@code version} on each, and continues every
-     * server. Never throws for a server's failure; see the report.
+     * The calls a weight update sends before its load: none when the load call itself aborts and
+     * holds generation and no grace period is asked for, else the protocol's pause calls.
+     */
+    public static List<ControlCall> pauseCalls(ServerProtocol protocol, Duration pauseGracePeriod) {
+        return protocol.updateHoldsGeneration() && pauseGracePeriod.isZero() ? List.of() : protocol.pauseCalls();
+    }
+
+    /**
+     * Pauses every server where needed, loads {@code modelPath} as {@code version} on each, and
+     * continues every server. Never throws for a server's failure; see the report.
      *
      * @throws InterruptedException when interrupted during pause or update; continue has then
      *     still been sent to every server before this is thrown
@@ -87,24 +111,14 @@ public final class WeightUpdater {
         long start = System.nanoTime();
         int n = servers.size();
         ControlCall load = protocol.updateWeightsCall(modelPath, version);
-        Step[] pauses = filled(n, new Step("interrupted before pausing", 0, false));
-        Step[] loads = filled(n, NOT_SENT);
-        InterruptedException interruption = null;
-        try {
-            pauses = inParallel(n, i -> run(servers.get(i), protocol.pauseCalls(), controlTimeout));
-            if (!pauseGracePeriod.isZero()) {
-                Thread.sleep(pauseGracePeriod);
-            }
-            Step[] paused = pauses;
-            loads = inParallel(n, i -> paused[i].ok() ? run(servers.get(i), List.of(load), updateTimeout) : NOT_SENT);
-        } catch (InterruptedException e) {
-            interruption = e;
+        List<ServerRun> runs = new ArrayList<>(n);
+        for (ServerAddress server : servers) {
+            runs.add(new ServerRun(server, load));
         }
-        Step[] continues =
-                inParallelToCompletion(n, i -> run(servers.get(i), List.of(protocol.continueCall()), controlTimeout));
+        InterruptedException interruption = runAll(runs);
         List<WeightUpdateReport.ServerOutcome> outcomes = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            outcomes.add(outcome(servers.get(i), pauses[i], loads[i], continues[i]));
+        for (ServerRun r : runs) {
+            outcomes.add(r.outcome());
         }
         WeightUpdateReport report =
                 new WeightUpdateReport(modelPath, version, outcomes, Duration.ofNanos(System.nanoTime() - start));
@@ -126,25 +140,118 @@ public final class WeightUpdater {
      */
     WeightUpdateReport.ServerOutcome resync(ServerAddress server, Path modelPath, int version)
             throws InterruptedException {
-        Step pause = NOT_SENT;
-        Step load = NOT_SENT;
-        InterruptedException interruption = null;
-        try {
-            if (modelPath != null) {
-                pause = run(server, protocol.pauseCalls(), controlTimeout);
-                if (pause.ok()) {
-                    load = run(server, List.of(protocol.updateWeightsCall(modelPath, version)), updateTimeout);
-                }
-            }
-        } catch (InterruptedException e) {
-            interruption = e;
-        }
-        Step resume = inParallelToCompletion(1, i -> run(server, List.of(protocol.continueCall()), controlTimeout))[0];
+        ServerRun run =
+                new ServerRun(server, modelPath == null ? null : protocol.updateWeightsCall(modelPath, version));
+        InterruptedException interruption = runAll(List.of(run));
         if (interruption != null) {
             Thread.interrupted();
             throw interruption;
         }
-        return outcome(server, pause, load, resume);
+        return run.outcome();
+    }
+
+    /**
+     * Runs every server's chain on its own virtual thread and waits for all of them. When the
+     * caller is interrupted, the chains still pausing or loading are interrupted; every chain still
+     * sends its continue, and this waits for those before returning the interruption.
+     *
+     * @return the interruption to re-throw once the report is built, or null
+     */
+    private InterruptedException runAll(List<ServerRun> runs) {
+        InterruptedException interruption = null;
+        List<Thread> threads = new ArrayList<>(runs.size());
+        for (ServerRun r : runs) {
+            threads.add(Thread.ofVirtual().name("weight-update-" + r.server).start(r));
+        }
+        for (Thread t : threads) {
+            while (true) {
+                try {
+                    t.join();
+                    break;
+                } catch (InterruptedException e) {
+                    if (interruption == null) {
+                        interruption = e;
+                        runs.forEach(ServerRun::interruptUnlessContinuing);
+                    }
+                }
+            }
+        }
+        return interruption;
+    }
+
+    /**
+     * One server's chain: pause (when needed) → grace → load (when the pause succeeded and there is
+     * something to load) → continue (always; never interrupted).
+     */
+    private final class ServerRun implements Runnable {
+        private final ServerAddress server;
+        private final ControlCall load;
+        private Step pause = NOT_SENT;
+        private Step loaded = NOT_SENT;
+        private Step resume;
+        private Thread thread;
+        private boolean continuing;
+        private boolean interrupted;
+
+        /** @param load the load call, or null when only the continue is owed */
+        ServerRun(ServerAddress server, ControlCall load) {
+            this.server = server;
+            this.load = load;
+        }
+
+        @Override
+        public void run() {
+            synchronized (this) {
+                thread = Thread.currentThread();
+                if (interrupted) {
+                    thread.interrupt();
+                }
+            }
+            try {
+                if (load != null) {
+                    if (!pauseCalls.isEmpty()) {
+                        pause = new Step("interrupted while pausing", 0, true);
+                        pause = WeightUpdater.this.run(server, pauseCalls, controlTimeout);
+                        if (pause.ok() && !pauseGracePeriod.isZero()) {
+                            Thread.sleep(pauseGracePeriod);
+                        }
+                    }
+                    if (pause.ok()) {
+                        loaded = new Step("interrupted while loading", 0, true);
+                        loaded = WeightUpdater.this.run(server, List.of(load), updateTimeout);
+                    }
+                }
+            } catch (InterruptedException e) {
+                // The step in progress keeps its "interrupted" record; the continue follows.
+            } finally {
+                synchronized (this) {
+                    continuing = true;
+                    Thread.interrupted();
+                }
+                resume = continueUninterrupted();
+            }
+        }
+
+        synchronized void interruptUnlessContinuing() {
+            interrupted = true;
+            if (thread != null && !continuing) {
+                thread.interrupt();
+            }
+        }
+
+        private Step continueUninterrupted() {
+            try {
+                return WeightUpdater.this.run(server, List.of(protocol.continueCall()), controlTimeout);
+            } catch (InterruptedException e) {
+                // Nothing interrupts a chain once it is continuing; were it to happen, report it.
+                Thread.currentThread().interrupt();
+                return new Step("interrupted", 0, true);
+            }
+        }
+
+        WeightUpdateReport.ServerOutcome outcome() {
+            return WeightUpdater.outcome(server, pause, loaded, resume);
+        }
     }
 
     private static WeightUpdateReport.ServerOutcome outcome(ServerAddress server, Step pause, Step load, Step resume) {
@@ -222,82 +329,6 @@ public final class WeightUpdater {
         } catch (IOException e) {
             throw new UncheckedIOException("reading from memory cannot fail", e);
         }
-    }
-
-    /** One phase's work on the server at an index. */
-    private interface ServerTask {
-        Step run(int server) throws InterruptedException;
-    }
-
-    /** Runs {@code task} for every server on its own virtual thread; interrupting cancels them all. */
-    private static Step[] inParallel(int n, ServerTask task) throws InterruptedException {
-        ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-        try {
-            List<Future<Step>> futures = submit(executor, n, task);
-            Step[] out = new Step[n];
-            for (int i = 0; i < out.length; i++) {
-                out[i] = result(futures.get(i));
-            }
-            return out;
-        } catch (InterruptedException e) {
-            executor.shutdownNow();
-            throw e;
-        } finally {
-            executor.close();
-        }
-    }
-
-    /** As {@link #inParallel}, but waits for every task even when interrupted (then re-asserts the interrupt). */
-    private static Step[] inParallelToCompletion(int n, ServerTask task) {
-        boolean interrupted = Thread.interrupted();
-        Step[] out = new Step[n];
-        try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor()) {
-            List<Future<Step>> futures = submit(executor, n, task);
-            for (int i = 0; i < out.length; i++) {
-                while (out[i] == null) {
-                    try {
-                        out[i] = result(futures.get(i));
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        return out;
-    }
-
-    private static List<Future<Step>> submit(ExecutorService executor, int n, ServerTask task) {
-        List<Future<Step>> futures = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            int server = i;
-            futures.add(executor.submit(() -> {
-                try {
-                    return task.run(server);
-                } catch (InterruptedException e) {
-                    return new Step("interrupted", 0, true);
-                }
-            }));
-        }
-        return futures;
-    }
-
-    private static Step result(Future<Step> f) throws InterruptedException {
-        try {
-            return f.get();
-        } catch (ExecutionException e) {
-            Throwable c = e.getCause();
-            return new Step("failed: " + c, 0, true);
-        }
-    }
-
-    private static Step[] filled(int n, Step s) {
-        Step[] a = new Step[n];
-        Arrays.fill(a, s);
-        return a;
     }
 
     /** One phase on one server: its error (null when it succeeded), its time, and whether it was sent. */

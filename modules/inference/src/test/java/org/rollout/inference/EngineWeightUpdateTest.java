@@ -55,10 +55,11 @@ class EngineWeightUpdateTest {
     void anUpdateMidGenerationAbortsTheSegmentAndResumesItWithTheNewVersion() throws Exception {
         engine = engine(config(a.address()).build());
         engine.setVersion(3);
-        CountDownLatch paused = new CountDownLatch(1);
-        // The server holds the segment until it is paused, then returns its partial output (abort mode).
-        a.on("/generate", when(paused, sglang(100, 40, "abort")), sglangFillBudget(200));
-        a.on("/pause_generation", after(paused::countDown, json(200, OK)));
+        CountDownLatch aborted = new CountDownLatch(1);
+        // The server holds the segment until the load (abort_all_requests) arrives, then returns its
+        // partial output with abort, as SGLang does.
+        a.on("/generate", when(aborted, sglang(100, 40, "abort")), sglangFillBudget(200));
+        a.on("/update_weights_from_disk", after(aborted::countDown, json(200, OK)));
         BackgroundGenerate call = BackgroundGenerate.start(engine, request(100));
         a.awaitRequests("/generate", 1, WAIT);
 
@@ -71,13 +72,7 @@ class EngineWeightUpdateTest {
         assertThat(r.outputTokens()).containsExactly(concat(range(100, 40), range(200, 60)));
         assertThat(r.outputVersions()).containsExactly(concat(repeat(3, 40), repeat(4, 60)));
         assertThat(a.controlPaths())
-                .containsExactly(
-                        "/generate",
-                        "/pause_generation",
-                        "/pause_generation",
-                        "/update_weights_from_disk",
-                        "/continue_generation",
-                        "/generate");
+                .containsExactly("/generate", "/update_weights_from_disk", "/continue_generation", "/generate");
     }
 
     @Test
@@ -116,12 +111,8 @@ class EngineWeightUpdateTest {
         assertThat(updates.get(1).body()).isEqualTo(updates.get(0).body());
         assertThat(a.controlPaths())
                 .containsExactly(
-                        "/pause_generation",
-                        "/pause_generation",
                         "/update_weights_from_disk",
                         "/continue_generation",
-                        "/pause_generation",
-                        "/pause_generation",
                         "/update_weights_from_disk",
                         "/continue_generation");
     }

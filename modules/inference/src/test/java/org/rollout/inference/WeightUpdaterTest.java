@@ -12,10 +12,16 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** Pause → update → continue on every server, continue always (AReaL #1160, prime-rl #2673). */
+/**
+ * [Pause] → update → continue on every server, continue always (AReaL #1160, prime-rl #2673). SGLang
+ * needs no pause before its load (the load aborts and holds requests itself) unless a grace period is
+ * set; vLLM keeps its pause.
+ */
 class WeightUpdaterTest {
+    private static final Duration WAIT = Duration.ofSeconds(30);
     private static final Path WEIGHTS = Path.of("/ckpt/weights-v3.rlm");
-    private static final List<String> SGLANG_ORDER =
+    private static final List<String> SGLANG_ORDER = List.of("/update_weights_from_disk", "/continue_generation");
+    private static final List<String> SGLANG_ORDER_WITH_PAUSE =
             List.of("/pause_generation", "/pause_generation", "/update_weights_from_disk", "/continue_generation");
 
     private final FakeInferenceServer a = FakeInferenceServer.start();
@@ -43,18 +49,16 @@ class WeightUpdaterTest {
     }
 
     @Test
-    void pausesUpdatesAndContinuesEverySglangServerInOrder() throws Exception {
+    void loadsWithAbortAllAndContinuesEverySglangServerWithoutASeparatePause() throws Exception {
         WeightUpdateReport report =
                 updater(config(a.address(), b.address()).build()).update(List.of(a.address(), b.address()), WEIGHTS, 3);
 
         for (FakeInferenceServer s : List.of(a, b)) {
             assertThat(s.controlPaths()).containsExactlyElementsOf(SGLANG_ORDER);
-            assertThat(body(s, 0)).isEqualTo("{}");
-            assertThat(body(s, 1)).isEqualTo("{\"mode\":\"in_place\"}");
-            assertThat(body(s, 2))
+            assertThat(body(s, 0))
                     .isEqualTo(
                             "{\"model_path\":\"/ckpt/weights-v3.rlm\",\"abort_all_requests\":true,\"weight_version\":\"3\"}");
-            assertThat(body(s, 3)).isEqualTo("{}");
+            assertThat(body(s, 1)).isEqualTo("{}");
         }
         assertThat(report.allSucceeded()).isTrue();
         assertThat(report.version()).isEqualTo(3);
@@ -119,12 +123,7 @@ class WeightUpdaterTest {
         WeightUpdateReport report = updater(c).update(List.of(a.address(), b.address()), WEIGHTS, 3);
 
         assertThat(a.controlPaths())
-                .containsExactly(
-                        "/pause_generation",
-                        "/pause_generation",
-                        "/update_weights_from_disk",
-                        "/update_weights_from_disk",
-                        "/continue_generation");
+                .containsExactly("/update_weights_from_disk", "/update_weights_from_disk", "/continue_generation");
         WeightUpdateReport.ServerOutcome onA = report.servers().get(0);
         assertThat(onA.errors())
                 .containsExactly("POST /update_weights_from_disk failed after 2 attempts: timed out after 0.5 s");
@@ -147,15 +146,19 @@ class WeightUpdaterTest {
 
     @Test
     void aFailedPauseSkipsTheUpdateButStillContinues() throws Exception {
-        a.otherwise("/pause_generation", json(500, "scheduler crashed"));
+        a.otherwise("/areal_pause_generation", json(500, "scheduler crashed"));
 
-        WeightUpdateReport report =
-                updater(config(a.address()).requestRetries(2).build()).update(List.of(a.address()), WEIGHTS, 3);
+        WeightUpdateReport report = updater(config(a.address())
+                        .backend(Backend.VLLM)
+                        .requestRetries(2)
+                        .build())
+                .update(List.of(a.address()), WEIGHTS, 3);
 
-        assertThat(a.controlPaths()).containsExactly("/pause_generation", "/pause_generation", "/continue_generation");
+        assertThat(a.controlPaths())
+                .containsExactly("/areal_pause_generation", "/areal_pause_generation", "/areal_continue_generation");
         WeightUpdateReport.ServerOutcome o = report.servers().get(0);
         assertThat(o.errors())
-                .containsExactly("POST /pause_generation failed after 2 attempts: HTTP 500: scheduler crashed");
+                .containsExactly("POST /areal_pause_generation failed after 2 attempts: HTTP 500: scheduler crashed");
         assertThat(o.loaded()).isFalse();
         assertThat(o.updateTime()).isZero();
         assertThat(o.continued()).isTrue();
@@ -173,7 +176,7 @@ class WeightUpdaterTest {
         WeightUpdateReport.ServerOutcome onDead = report.servers().get(1);
         assertThat(onDead.errors())
                 .containsExactly(
-                        "POST /pause_generation failed after 2 attempts: connection refused or unreachable",
+                        "POST /update_weights_from_disk failed after 2 attempts: connection refused or unreachable",
                         "POST /continue_generation failed after 2 attempts: connection refused or unreachable");
         assertThat(onDead.continued()).isFalse();
         assertThat(report.servers().get(0).ok()).isTrue();
@@ -191,7 +194,8 @@ class WeightUpdaterTest {
 
     @Test
     void measuresEachStep() throws Exception {
-        WeightUpdateReport report = updater(config(a.address()).build()).update(List.of(a.address()), WEIGHTS, 3);
+        WeightUpdateReport report =
+                updater(config(a.address()).backend(Backend.VLLM).build()).update(List.of(a.address()), WEIGHTS, 3);
 
         WeightUpdateReport.ServerOutcome o = report.servers().get(0);
         assertThat(o.pauseTime()).isPositive();
@@ -209,6 +213,44 @@ class WeightUpdaterTest {
         WeightUpdateReport report = updater(c).update(List.of(a.address()), WEIGHTS, 3);
 
         assertThat(report.elapsed()).isGreaterThanOrEqualTo(Duration.ofMillis(300));
-        assertThat(a.controlPaths()).containsExactlyElementsOf(SGLANG_ORDER);
+        assertThat(a.controlPaths()).containsExactlyElementsOf(SGLANG_ORDER_WITH_PAUSE);
+        assertThat(body(a, 0)).isEqualTo("{}");
+        assertThat(body(a, 1)).isEqualTo("{\"mode\":\"in_place\"}");
+    }
+
+    @Test
+    void anSglangUpdateSpendsNoTimePausing() throws Exception {
+        WeightUpdateReport report = updater(config(a.address()).build()).update(List.of(a.address()), WEIGHTS, 3);
+
+        WeightUpdateReport.ServerOutcome o = report.servers().get(0);
+        assertThat(o.pauseTime()).isZero();
+        assertThat(o.updateTime()).isPositive();
+        assertThat(o.continueTime()).isPositive();
+        assertThat(a.requests("/pause_generation")).isEmpty();
+    }
+
+    @Test
+    void anInterruptedUpdateStillContinuesEveryServerBeforeItThrows() throws Exception {
+        a.on("/update_weights_from_disk", hang());
+        b.on("/update_weights_from_disk", hang());
+        WeightUpdater updater = updater(config(a.address(), b.address()).build());
+        java.util.concurrent.CompletableFuture<Throwable> thrown = new java.util.concurrent.CompletableFuture<>();
+        Thread caller = Thread.ofVirtual().start(() -> {
+            try {
+                updater.update(List.of(a.address(), b.address()), WEIGHTS, 3);
+                thrown.complete(null);
+            } catch (Throwable t) {
+                thrown.complete(t);
+            }
+        });
+        a.awaitRequests("/update_weights_from_disk", 1, WAIT);
+        b.awaitRequests("/update_weights_from_disk", 1, WAIT);
+
+        caller.interrupt();
+
+        assertThat(thrown.get(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS))
+                .isInstanceOf(InterruptedException.class);
+        assertThat(a.requests("/continue_generation")).hasSize(1);
+        assertThat(b.requests("/continue_generation")).hasSize(1);
     }
 }

@@ -146,8 +146,22 @@ final class GenerationScheduler {
         });
     }
 
-    /** Lifts a pause; held and running requests carry on. */
+    /**
+     * Lifts a pause; held and running requests carry on. When the scheduler is not paused and no
+     * command waits (a weight update's continue after a load that needed no pause), there is
+     * nothing to lift and it answers at once, without waking the scheduler thread: the same answer,
+     * since a pause that has answered is already in force and one still queued keeps this on the
+     * queue behind it.
+     */
     CompletableFuture<Void> resume() {
+        lock.lock();
+        try {
+            if (!paused && !stopping && commands.isEmpty()) {
+                return CompletableFuture.completedFuture(null);
+            }
+        } finally {
+            lock.unlock();
+        }
         return onScheduler(() -> {
             lock.lock();
             try {

@@ -160,7 +160,8 @@ public final class ModelServer implements AutoCloseable {
      * @throws WeightFileException naming the path and the defect; the served weights are unchanged
      */
     public TinyLmWeights updateWeightsFromDisk(Path path, OptionalInt version, boolean abortAll) throws IOException {
-        TinyLmWeights loaded = TinyLmWeights.read(path);
+        // Servers in one JVM loading the same unchanged file share one read and check.
+        TinyLmWeights loaded = WeightFileCache.read(path);
         TinyLmWeights served = version.isPresent() ? loaded.withVersion(version.getAsInt()) : loaded;
         try {
             scheduler.swapWeights(served, abortAll).get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
