@@ -30,8 +30,9 @@ import org.rollout.core.GroupOutcome;
  *
  * <p>Both run the same {@link SingleGenerationWorkflow} against the same {@link InstantEngine}.
  * Throughput: groups per second of each over {@code --groups} groups after {@code --warmup-groups}
- * (the pipeline with {@code --concurrency} groups in flight and batches of {@code --batch}); ratio =
- * pipeline / plain. Added latency: with one group in flight and batches of one, the time from the
+ * (the pipeline with {@code --concurrency} groups in flight and batches of {@code --batch}), in
+ * {@code --rounds} alternating rounds (plain, pipeline, plain, …) so that both meet the same load on
+ * a shared machine; ratio = pipeline / plain over the rounds' sums. Added latency: with one group in flight and batches of one, the time from the
  * coordinator taking a prompt from the source to the trainer holding its group, minus the plain
  * loop's mean time per group, over {@code --latency-groups} groups (HdrHistogram, p50/p99). In that
  * run {@code queue_size} is 1, so the coordinator admits the next group only once the trainer has
@@ -61,15 +62,19 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
     @Override
     public List<Flag> flags() {
         return List.of(
-                new Flag("groups", "2000", "groups measured in each throughput run"),
-                new Flag("warmup-groups", "500", "groups run before measuring (JIT, pools)"),
+                new Flag("groups", "6000", "groups measured in each throughput run (split over the rounds)"),
+                new Flag("warmup-groups", "2000", "groups run before measuring (JIT, pools)"),
                 new Flag("group-size", "8", "samples per group (gconfig.n_samples)"),
                 new Flag("tokens", "16", "output tokens per generation (the instant engine's answer)"),
                 new Flag("prompt-tokens", "16", "prompt tokens per generation"),
                 new Flag("concurrency", "8", "groups in flight in the throughput run (max_concurrent_rollouts)"),
                 new Flag("batch", "4", "groups per trainer batch in the throughput run (consumer_batch_size)"),
                 new Flag("eta", "1000000", "max_head_offpolicyness; the default never binds"),
-                new Flag("latency-groups", "500", "groups measured one at a time for the added latency"));
+                new Flag("latency-groups", "500", "groups measured one at a time for the added latency"),
+                new Flag(
+                        "rounds",
+                        "3",
+                        "throughput rounds, each the plain loop then the pipeline over groups/rounds groups"));
     }
 
     @Override
@@ -91,20 +96,15 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
         SingleGenerationWorkflow workflow = new SingleGenerationWorkflow(gconfig, promptTokens);
         InstantEngine engine = new InstantEngine(tokens);
 
-        log.printf("orchestration: plain loop, %d + %d groups of %d%n", warmup, groups, g);
-        Histogram plainLatency = histogram();
+        int rounds = f.integer("rounds", 1);
+        int perRound = Math.max(1, groups / rounds);
+        // The plain loop and the pipeline alternate round by round, so that both see the same load
+        // on a shared machine; the ratio is over the sums, the rounds' own ratios are printed too.
+        // Warm-up: the plain loop, the pipeline, the plain loop again (its C2 code lands while the
+        // pipeline runs; without the second pass the first round times a half-compiled loop).
+        log.printf("orchestration: warm-up, %d groups of %d in each%n", warmup, g);
         plainLoop(workflow, engine, gconfig, 0, warmup, null);
-        long t0 = System.nanoTime();
-        plainLoop(workflow, engine, gconfig, warmup, groups, plainLatency);
-        double plainSeconds = (System.nanoTime() - t0) / 1e9;
-        double plainRate = groups / plainSeconds;
-        double plainMeanNanos = plainSeconds * 1e9 / groups;
-
-        log.printf(
-                "orchestration: pipeline, %d + %d groups, %d in flight, batches of %d%n",
-                warmup, groups, concurrency, batch);
-        Histogram queuedLatency = histogram();
-        double pipelineSeconds = pipeline(
+        pipeline(
                 workflow,
                 engine,
                 gconfig,
@@ -112,11 +112,51 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
                 concurrency,
                 Math.max(64, 4 * concurrency),
                 eta,
+                0,
                 warmup,
-                groups,
-                queuedLatency,
+                histogram(),
                 0);
-        double pipelineRate = groups / pipelineSeconds;
+        plainLoop(workflow, engine, gconfig, 0, warmup, null);
+        Histogram plainLatency = histogram();
+        Histogram queuedLatency = histogram();
+        double plainSeconds = 0;
+        double pipelineSeconds = 0;
+        double minRoundRatio = Double.MAX_VALUE;
+        double maxRoundRatio = 0;
+        for (int r = 0; r < rounds; r++) {
+            long t0 = System.nanoTime();
+            plainLoop(workflow, engine, gconfig, warmup + (long) r * perRound, perRound, plainLatency);
+            double plain = (System.nanoTime() - t0) / 1e9;
+            double piped = pipeline(
+                    workflow,
+                    engine,
+                    gconfig,
+                    batch,
+                    concurrency,
+                    Math.max(64, 4 * concurrency),
+                    eta,
+                    Math.min(warmup, 100),
+                    perRound,
+                    queuedLatency,
+                    0);
+            plainSeconds += plain;
+            pipelineSeconds += piped;
+            minRoundRatio = Math.min(minRoundRatio, plain / piped);
+            maxRoundRatio = Math.max(maxRoundRatio, plain / piped);
+            log.printf(
+                    java.util.Locale.ROOT,
+                    "orchestration: round %d of %d: plain %.0f groups/s, pipeline %.0f groups/s (%d in flight, batches of %d): %.3f%n",
+                    r + 1,
+                    rounds,
+                    perRound / plain,
+                    perRound / piped,
+                    concurrency,
+                    batch,
+                    plain / piped);
+        }
+        double plainRate = perRound * rounds / plainSeconds;
+        double plainMeanNanos = plainSeconds * 1e9 / (perRound * rounds);
+        double pipelineRate = perRound * rounds / pipelineSeconds;
 
         int latencyWarmup = Math.min(warmup, 100);
         log.printf("orchestration: pipeline one group at a time, %d + %d groups%n", latencyWarmup, latencyGroups);
@@ -147,7 +187,9 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
                 .put("plain_group_p50_ms", plainLatency.getValueAtPercentile(50) / 1e6)
                 .put("plain_group_p99_ms", plainLatency.getValueAtPercentile(99) / 1e6)
                 .put("inflight_latency_p50_ms", queuedLatency.getValueAtPercentile(50) / 1e6)
-                .put("inflight_latency_p99_ms", queuedLatency.getValueAtPercentile(99) / 1e6);
+                .put("inflight_latency_p99_ms", queuedLatency.getValueAtPercentile(99) / 1e6)
+                .put("round_ratio_min", minRoundRatio)
+                .put("round_ratio_max", maxRoundRatio);
         f.appendTo(line);
         return line.put("target_ratio", TARGET_RATIO)
                 .put("target_p99_ms", TARGET_P99_MS)
