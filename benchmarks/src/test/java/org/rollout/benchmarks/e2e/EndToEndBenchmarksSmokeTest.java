@@ -127,7 +127,8 @@ class EndToEndBenchmarksSmokeTest {
         Run unknown = run("quickest");
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
-                .contains("unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, or all)");
+                .contains(
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");
@@ -137,6 +138,12 @@ class EndToEndBenchmarksSmokeTest {
         Run lengths = run("interrupt", "--lengths", "zipf:s=2", "--duration-s", "0.1");
         assertThat(lengths.exit()).isEqualTo(2);
         assertThat(lengths.log()).contains("bench interrupt: --lengths: output length distribution 'zipf:s=2'");
+        // scaleout starts node JVMs from the CLI; without it on the class path it says how to run it.
+        Run scaleout = run("scaleout", "--nodes", "1");
+        assertThat(scaleout.exit()).isEqualTo(1);
+        assertThat(scaleout.log()).contains("run it as bin/rollout bench scaleout");
+        Run badNodes = run("scaleout", "--nodes", "1,x", "--node-main", EndToEndBenchmarks.class.getName());
+        assertThat(badNodes.log()).contains("--nodes must list cluster sizes from 1 to 8, e.g. 1,2,3; got '1,x'");
         Run all = run("all", "--servers", "2");
         assertThat(all.exit()).isEqualTo(2);
         assertThat(all.log()).contains("bench all runs every benchmark with its defaults and takes no flags");
