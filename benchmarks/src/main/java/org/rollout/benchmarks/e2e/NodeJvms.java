@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
 /**
  * Rollout node JVMs ({@code rollout node}) started by a benchmark on 127.0.0.1: node 1 is the seed,
  * the others join it. Each JVM runs this JVM's {@code java} with its class path and logs to {@code
- * node-N.log} in the directory; {@link #close()} stops every one it started (SIGTERM, then SIGKILL
+ * node-N.log} in the directory, with bin/rollout's JVM flags (default GC) and the given heap; {@link #close()} stops every one it started (SIGTERM, then SIGKILL
  * after 20 s).
  */
 final class NodeJvms implements AutoCloseable {
@@ -47,9 +47,8 @@ final class NodeJvms implements AutoCloseable {
         boolean gateway = roles.contains("gateway");
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xms64m",
+                "-Xms256m",
                 "-Xmx" + heap,
-                "-XX:+UseSerialGC",
                 "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "--enable-native-access=ALL-UNNAMED"));

@@ -43,7 +43,8 @@ import org.rollout.trainer.RolloutClient;
  * <p>Then the hand-off bandwidth: a two-node cluster, both nodes with a trainer gateway, node 1
  * holding the collector, makes groups of {@code handoff-group-size × handoff-tokens} synthetic
  * tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) until {@code 2 × handoff-batches}
- * batches wait in the collector. The trainer pulls {@code handoff-batches} of them back to back
+ * batches wait in the collector (after {@code handoff-warmup-batches} pulled through each gateway
+ * untimed, for the JIT). The trainer pulls {@code handoff-batches} of them back to back
  * through node 2, so each crosses node 1 → node 2 (Artery, chunked stream ref) → trainer (HTTP,
  * streamed RBATCH), then the rest through node 1 (collector → gateway in one JVM → trainer). Bytes
  * per second (tensor bytes, {@link LargePayloads#estimatedBytes}) are set against the same number
@@ -89,6 +90,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 new Flag("handoff-tokens", "32768", "hand-off phase: synthetic output tokens per row"),
                 new Flag("handoff-group-size", "16", "hand-off phase: rows per group"),
                 new Flag("handoff-batch", "4", "hand-off phase: groups per batch"),
+                new Flag(
+                        "handoff-warmup-batches",
+                        "3",
+                        "hand-off phase: batches pulled through each gateway before timing (JIT)"),
                 new Flag("handoff-batches", "4", "hand-off phase: batches pulled back to back through each gateway"),
                 new Flag("handoff-node-heap", "1536m", "hand-off phase: -Xmx of each node JVM"),
                 new Flag(
@@ -278,6 +283,7 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
     private Handoff runHandoff(Flags f, Path dir, PrintStream log) throws Exception {
         int batch = f.integer("handoff-batch", 1);
         int batches = f.integer("handoff-batches", 1);
+        int warmup = f.integer("handoff-warmup-batches", 0);
         int tokens = f.integer("handoff-tokens", 1);
         int groupSize = f.integer("handoff-group-size", 1);
         // The workflow makes no request, but a node checks its servers when it starts.
@@ -295,8 +301,9 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                     "gconfig.n_samples=" + groupSize,
                     "gconfig.max_new_tokens=" + tokens,
                     "rollout.consumer_batch_size=" + batch,
-                    // Version 0 admits exactly 2 × batches × batch groups: the collector fills, then waits.
-                    "rollout.max_head_offpolicyness=" + (2 * batches - 1),
+                    // Version 0 admits exactly 2 × (warm-up + timed) batches: after the warm-up the
+                    // collector fills with the timed ones, then waits.
+                    "rollout.max_head_offpolicyness=" + (2 * (warmup + batches) - 1),
                     "rollout.max_concurrent_rollouts=" + batch,
                     "rollout.servers=" + server.host() + ":" + server.port(),
                     "rollout.trial_name=scaleout-handoff",
@@ -308,6 +315,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
             long want = 2L * batch * batches;
             try (RolloutClient local = RolloutClient.connect(clientConfig(nodes.gatewayUrl(1)));
                     RolloutClient remote = RolloutClient.connect(clientConfig(nodes.gatewayUrl(2)))) {
+                // Warm-up: both paths, untimed, as the batches come (the nodes' JIT compiles the
+                // Kryo, stream and HTTP code; the first transfers run several times slower).
+                pullAll(remote, warmup);
+                pullAll(local, warmup);
                 long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
                 int buffered;
                 while ((buffered = local.status().bufferedGroups()) < want) {
@@ -330,6 +341,9 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
 
     /** Pulls and acknowledges {@code batches} batches back to back, timing each pull. */
     private static Transfer pullAll(RolloutClient trainer, int batches) throws InterruptedException {
+        if (batches == 0) {
+            return new Transfer(0, 0, 0, 0, 0);
+        }
         double[] ms = new double[batches];
         long bytes = 0;
         long start = System.nanoTime();

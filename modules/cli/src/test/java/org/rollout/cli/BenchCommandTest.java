@@ -85,6 +85,8 @@ class BenchCommandTest {
                 "2",
                 "--handoff-batches",
                 "1",
+                "--handoff-warmup-batches",
+                "1",
                 "--handoff-tokens",
                 "4096",
                 "--handoff-node-heap",
