@@ -142,10 +142,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
     }
 
-    private static final class RunnerState {
+    /** What the coordinator knows of one runner: its capacity and what it dispatched there. */
+    static final class RunnerState {
         final GroupRunner.Info info;
         int inFlight;
         int evalInFlight;
+        /** Groups dispatched here so far: breaks ties between equally loaded runners. */
+        long dispatched;
 
         RunnerState(GroupRunner.Info info) {
             this.info = info;
@@ -849,6 +852,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         RunnerState state = runners.get(runner);
         state.inFlight++;
+        state.dispatched++;
         if (isEval) {
             state.evalInFlight++;
         }
@@ -888,8 +892,19 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * groups never take a training slot, so an evaluation pass cannot hold up training.
      */
     private ActorRef<GroupRunner.Command> leastLoaded(boolean overCapacity) {
-        ActorRef<GroupRunner.Command> best = null;
+        return leastLoaded(runners, overCapacity);
+    }
+
+    /**
+     * {@link #leastLoaded(boolean)} over {@code runners}: among runners equally loaded, the one that
+     * was given the fewest groups so far. Without that tie-break, groups that end faster than they
+     * are admitted (every runner idle at each admission) would all go to the runner that joined
+     * first, and the other nodes would idle.
+     */
+    static <K> K leastLoaded(Map<K, RunnerState> runners, boolean overCapacity) {
+        K best = null;
         double bestLoad = Double.MAX_VALUE;
+        long bestDispatched = Long.MAX_VALUE;
         for (var e : runners.entrySet()) {
             RunnerState s = e.getValue();
             int cap = Math.max(1, s.info.capacity());
@@ -897,8 +912,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 continue;
             }
             double load = (double) s.inFlight / cap;
-            if (load < bestLoad) {
+            if (load < bestLoad || (load == bestLoad && s.dispatched < bestDispatched)) {
                 bestLoad = load;
+                bestDispatched = s.dispatched;
                 best = e.getKey();
             }
         }

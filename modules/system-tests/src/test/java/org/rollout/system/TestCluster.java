@@ -3,6 +3,10 @@ package org.rollout.system;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -662,6 +666,59 @@ final class TestCluster implements AutoCloseable {
     void resumeServer(int index) throws IOException, InterruptedException {
         server(index).process.resume();
         log("SIGCONT server-" + index);
+    }
+
+    /**
+     * Sets the fault plan of model server {@code index} at runtime ({@code POST /_admin/faults},
+     * the JSON form of {@code FaultPlan}, e.g. {@code {"error_rate": 0.3, "seed": 7}}; {@code {}}
+     * lifts every fault); counts it as a fault of {@code kind} when {@code kind} is not null.
+     */
+    void setServerFaults(int index, String kind, String planJson) throws IOException, InterruptedException {
+        HttpResponse<String> r = serverHttp(index, "/_admin/faults", planJson);
+        if (r.statusCode() != 200) {
+            throw new IllegalStateException(
+                    "server-" + index + " refused the fault plan " + planJson + ": " + r.statusCode() + " " + r.body());
+        }
+        if (kind != null) {
+            faults.inject(kind);
+        }
+        log("server-" + index + " faults now " + planJson);
+    }
+
+    /**
+     * A counter of model server {@code index}'s {@code /get_server_info} (e.g. {@code
+     * requests_aborted}: generations cut short by a pause, a weight update or a client that left),
+     * since its current process started.
+     */
+    long serverCounter(int index, String counter) throws IOException, InterruptedException {
+        HttpResponse<String> r = serverHttp(index, "/get_server_info", null);
+        Matcher m = Pattern.compile("\"" + Pattern.quote(counter) + "\"\\s*:\\s*(\\d+)").matcher(r.body());
+        if (r.statusCode() != 200 || !m.find()) {
+            throw new IllegalStateException(
+                    "server-" + index + " /get_server_info has no " + counter + ": " + r.statusCode() + " " + r.body());
+        }
+        return Long.parseLong(m.group(1));
+    }
+
+    private HttpResponse<String> serverHttp(int index, String path, String postBody)
+            throws IOException, InterruptedException {
+        ServerSlot s = server(index);
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port + path))
+                .timeout(Duration.ofSeconds(20));
+        if (postBody != null) {
+            b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(postBody));
+        }
+        try (HttpClient http = HttpClient.newBuilder()
+                .connectTimeout(Duration.ofSeconds(5))
+                .version(HttpClient.Version.HTTP_1_1)
+                .build()) {
+            return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
+    /** Whether model server {@code index}'s process is running (and not stopped). */
+    boolean serverAlive(int index) {
+        return server(index).process.isAlive();
     }
 
     /**
