@@ -125,6 +125,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private record RecoveryDeadline() implements Command, NodeLocal {}
 
+    /** Looks at the latest Receptionist listing again: a runner still listed but lost here is asked again. */
+    private record RecheckRunners() implements Command, NodeLocal {}
+
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
     private record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
@@ -178,6 +181,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private long incarnation;
     private final Map<ActorRef<GroupRunner.Command>, RunnerState> runners = new LinkedHashMap<>();
     private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
+    /** The runners of the latest Receptionist listing. */
+    private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
+
     private final Map<Long, InFlight> ledger = new HashMap<>();
     private final ArrayDeque<InFlight> toRedispatch = new ArrayDeque<>();
     private final ArrayDeque<Integer> evalPending = new ArrayDeque<>();
@@ -283,6 +289,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .onMessage(Runners.class, this::onRunners)
                 .onMessage(RunnerJoined.class, this::onRunnerJoined)
                 .onMessage(RunnerGone.class, g -> onRunnerGone(g.runner()))
+                .onMessage(RecheckRunners.class, r -> onRunners(new Runners(listed)))
                 .onMessage(TaskFinished.class, this::onTaskFinished)
                 .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
                 .onMessage(BatchConsumed.class, this::onBatchConsumed)
@@ -570,7 +577,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     // ---- runners ----
 
+    private static final Duration RECHECK_RUNNERS_AFTER = Duration.ofSeconds(2);
+
     private Behavior<Command> onRunners(Runners listing) {
+        listed = Set.copyOf(listing.runners());
         for (ActorRef<GroupRunner.Command> r : listing.runners()) {
             askHoldings(r);
             if (!runners.containsKey(r) && asked.add(r)) {
@@ -624,6 +634,15 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Behavior<Command> onRunnerGone(ActorRef<GroupRunner.Command> runner) {
         asked.remove(runner);
+        if (listed.contains(runner)) {
+            // Lost here (its watch fired, or it did not answer) but still listed: it may be alive.
+            // A node restarted on the same host and port is watched while the removal of its
+            // previous incarnation is still going on, and that removal terminates the watch of
+            // the new runner at once; no later listing would name it again, and it would never be
+            // given a group. Ask it again shortly; a runner that is really gone does not answer,
+            // and the Receptionist soon stops listing it.
+            timers.startSingleTimer(RecheckRunners.class, new RecheckRunners(), RECHECK_RUNNERS_AFTER);
+        }
         RunnerState gone = runners.remove(runner);
         List<InFlight> orphans = new ArrayList<>();
         for (InFlight f : ledger.values()) {

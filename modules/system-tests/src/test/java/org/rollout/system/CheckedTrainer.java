@@ -58,6 +58,7 @@ final class CheckedTrainer implements AutoCloseable {
     private int version;
     /** The highest version this trainer has asked the engine to publish (applied or not). */
     private int highestAttempted;
+
     private long trajectories;
     private long mixedVersionTrajectories;
     private final AtomicLong tokenVersionChecks = new AtomicLong();

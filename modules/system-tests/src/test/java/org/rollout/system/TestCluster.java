@@ -4,10 +4,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -535,6 +535,17 @@ final class TestCluster implements AutoCloseable {
         return new CheckedTrainer(this, trainerClient(), maxHeadOffpolicyness, strictStaleness);
     }
 
+    /**
+     * As {@link #checkedTrainer(long, boolean)}, for a run configured with other {@code
+     * max_concurrent_rollouts} and {@code consumer_batch_size} than the defaults (12 and 4): the
+     * budget checks use these.
+     */
+    CheckedTrainer checkedTrainer(
+            long maxHeadOffpolicyness, boolean strictStaleness, long maxConcurrentRollouts, long consumerBatchSize) {
+        return new CheckedTrainer(
+                this, trainerClient(), maxHeadOffpolicyness, strictStaleness, maxConcurrentRollouts, consumerBatchSize);
+    }
+
     private NodeSlot node(int index) {
         if (index < 1 || index > nodes.size()) {
             throw new IllegalArgumentException("no node " + index + " (nodes are 1.." + nodes.size() + ")");
@@ -692,7 +703,8 @@ final class TestCluster implements AutoCloseable {
      */
     long serverCounter(int index, String counter) throws IOException, InterruptedException {
         HttpResponse<String> r = serverHttp(index, "/get_server_info", null);
-        Matcher m = Pattern.compile("\"" + Pattern.quote(counter) + "\"\\s*:\\s*(\\d+)").matcher(r.body());
+        Matcher m = Pattern.compile("\"" + Pattern.quote(counter) + "\"\\s*:\\s*(\\d+)")
+                .matcher(r.body());
         if (r.statusCode() != 200 || !m.find()) {
             throw new IllegalStateException(
                     "server-" + index + " /get_server_info has no " + counter + ": " + r.statusCode() + " " + r.body());
@@ -748,7 +760,7 @@ final class TestCluster implements AutoCloseable {
         long used = 0;
         boolean any = false;
         Matcher m = Pattern.compile(
-                        "(?m)^\\s*(def new generation|tenured generation|garbage-first heap)\\s.*?used (\\d+)K")
+                        "(?m)^\\s*(def new generation|tenured generation|DefNew|Tenured|garbage-first heap)\\s.*?used (\\d+)K")
                 .matcher(info);
         while (m.find()) {
             used += Long.parseLong(m.group(2)) * 1024;
