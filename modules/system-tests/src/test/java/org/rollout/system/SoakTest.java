@@ -40,6 +40,18 @@ class SoakTest {
             "server_malformed",
             "server_slow");
 
+    /**
+     * After a killed node is back, the next node fault waits this long: server faults go on, and
+     * node faults (10-40 s of lower capacity or a fail-over each) do not take most of the run.
+     */
+    private static final Duration NODE_FAULT_GAP = Duration.ofSeconds(15);
+
+    /**
+     * Between two kills of the singletons' node: each stops pulls for about 30 s (the fail-over), so
+     * that more of them would make the run mostly waiting.
+     */
+    private static final Duration SINGLETON_KILL_GAP = Duration.ofSeconds(90);
+
     @RegisterExtension
     final SystemTestRun run = new SystemTestRun();
 
@@ -62,22 +74,26 @@ class SoakTest {
                         .withNodes(3)
                         .withModelServers(3)
                         .withConfig(
-                                "rollout.consumer_batch_size=8",
-                                "rollout.max_concurrent_rollouts=24",
+                                "rollout.consumer_batch_size=16",
+                                "rollout.max_concurrent_rollouts=48",
                                 "rollout.batch_ack_timeout=10")
                         .start();
-                CheckedTrainer t = c.checkedTrainer(1, false, 24, 8)) {
+                CheckedTrainer t = c.checkedTrainer(1, false, 48, 16)) {
             t.startMonitor(Duration.ofMillis(500));
             SplittableRandom random = new SplittableRandom(seed);
             Chaos chaos = new Chaos(c, random.split());
             try (TrainingLoop loop = TrainingLoop.start(c, t, true, Duration.ZERO, 0.02, random.nextLong())) {
-                Waits.untilTrue(target + " tasks delivered under faults", budget, () -> {
-                    loop.check();
-                    chaos.check();
-                    Thread.sleep(500);
-                    return t.consumedTasks().size() >= target;
-                });
-                chaos.close();
+                try {
+                    Waits.untilTrue(target + " tasks delivered under faults", budget, () -> {
+                        loop.check();
+                        chaos.check();
+                        Thread.sleep(500);
+                        return t.consumedTasks().size() >= target;
+                    });
+                } finally {
+                    // Also when the run failed: no process may be started after the test's end.
+                    chaos.close();
+                }
             }
             long chaosEnded = System.nanoTime();
             t.drain(Duration.ofSeconds(180));
@@ -104,6 +120,10 @@ class SoakTest {
         private volatile boolean running = true;
         private volatile Throwable failure;
         private volatile Thread restarting;
+        /** When the last killed node was back; node faults wait {@link #NODE_FAULT_GAP} after it. */
+        private volatile long nodeBackAt = System.nanoTime();
+        /** When the singletons' node was last killed; the next such kill waits {@link #SINGLETON_KILL_GAP}. */
+        private volatile long singletonKilledAt = System.nanoTime() - SINGLETON_KILL_GAP.toNanos() / 2;
 
         Chaos(TestCluster c, SplittableRandom random) {
             this.c = c;
@@ -130,7 +150,11 @@ class SoakTest {
         private void inject(String kind) throws Exception {
             int server = random.nextInt(c.serverCount());
             boolean nodeFault = kind.endsWith("node_kill");
-            if (nodeFault && restarting != null && restarting.isAlive()) {
+            boolean nodeBusy = restarting != null && restarting.isAlive();
+            boolean singletonTooSoon = kind.equals("singleton_node_kill")
+                    && System.nanoTime() - singletonKilledAt < SINGLETON_KILL_GAP.toNanos();
+            if (nodeFault
+                    && (nodeBusy || singletonTooSoon || System.nanoTime() - nodeBackAt < NODE_FAULT_GAP.toNanos())) {
                 kind = FAULTS.get(3 + random.nextInt(FAULTS.size() - 3)); // one node down at a time
             }
             switch (kind) {
@@ -145,6 +169,7 @@ class SoakTest {
                 }
                 case "singleton_node_kill" -> {
                     int holder = c.killSingletonNode();
+                    singletonKilledAt = System.nanoTime();
                     // The successor takes over (about 7 s to notice, then the hand-over) before the
                     // killed node comes back as the youngest member.
                     restartLater(holder, 8000 + random.nextInt(4000));
@@ -188,6 +213,7 @@ class SoakTest {
                         try {
                             Thread.sleep(delayMillis);
                             c.restartNode(index);
+                            nodeBackAt = System.nanoTime();
                         } catch (InterruptedException e) {
                             // close() gave up
                         } catch (Throwable e) {

@@ -570,12 +570,16 @@ final class TestCluster implements AutoCloseable {
 
     /** SIGKILL of node {@code index} (1-based): no leave, no hand-over, as a crash or an OOM kill. */
     void killNode(int index) throws InterruptedException {
+        killNode(index, "node_kill");
+    }
+
+    private void killNode(int index, String kind) throws InterruptedException {
         NodeSlot n = node(index);
         if (!n.alive()) {
             throw new IllegalStateException(n.name + " is not running");
         }
         n.process.kill();
-        faults.inject("node_kill");
+        faults.inject(kind);
         log("SIGKILL " + n.name + " (pid " + n.process.pid() + ")");
     }
 
@@ -622,10 +626,10 @@ final class TestCluster implements AutoCloseable {
         });
     }
 
-    /** SIGKILL of the node that holds the singletons; returns its index. */
+    /** SIGKILL of the node that holds the singletons (a fault of kind singleton_node_kill); returns its index. */
     int killSingletonNode() throws InterruptedException {
         int holder = singletonNode(Duration.ofSeconds(60));
-        killNode(holder);
+        killNode(holder, "singleton_node_kill");
         return holder;
     }
 

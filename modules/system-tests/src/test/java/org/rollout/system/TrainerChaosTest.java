@@ -119,7 +119,7 @@ class TrainerChaosTest {
     void shouldKeepTheNodesHeapBoundedUnderATrainerSlowerThanGeneration() throws Exception {
         // What back-pressure must hold each node to (its heap is 256 MiB): the engine buffers at
         // most the staleness budget's groups, whatever the trainer's pace.
-        long boundBytes = 96L << 20;
+        long boundBytes = 64L << 20;
         try (TestCluster c = TestCluster.aCluster(run)
                         .withNodes(3)
                         .withConfig("rollout.consumer_batch_size=8", "rollout.max_concurrent_rollouts=24")
@@ -132,8 +132,8 @@ class TrainerChaosTest {
             long maxHeap = 0;
             // The trainer takes 1.5 s per batch; generation could fill a batch in a fraction of that.
             try (TrainingLoop loop = TrainingLoop.start(c, t, true, Duration.ofMillis(1500), 0, 3)) {
-                for (int sample = 0; sample < 6; sample++) {
-                    Thread.sleep(5000);
+                for (int sample = 0; sample < 5; sample++) {
+                    Thread.sleep(4000);
                     loop.check();
                     RolloutStatus s = t.observe();
                     buffered.add(s.bufferedGroups());
@@ -148,8 +148,8 @@ class TrainerChaosTest {
             t.drain(Duration.ofSeconds(120));
 
             RunReport report = RunReport.of(run.testName(), c, t, new Faults())
-                    .with("heap after GC, MiB, every 5 s", heapMiB)
-                    .with("groups buffered for the trainer, every 5 s", buffered)
+                    .with("heap after GC, MiB, every 4 s", heapMiB)
+                    .with("groups buffered for the trainer, every 4 s", buffered)
                     .with("bound (MiB)", boundBytes >> 20);
             report.printAndAssertClean();
             assertThat(maxHeap).as("largest heap after GC of a node, bytes").isLessThan(boundBytes);
