@@ -253,6 +253,20 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             return this;
         }
         collector = run.collector();
+        if (run.dispatchVersion() > svc.engine().version()) {
+            // This runner missed the version broadcasts before it joined (a node started or
+            // restarted since the last publish): its engine would pin an older version than the
+            // group's dispatch version, and label tokens with it. The dispatch version is one the
+            // weight version had published, so every server has loaded it or is owed a re-sync.
+            getContext()
+                    .getLog()
+                    .info(
+                            "version {} learnt from task {}'s dispatch (this node was at {})",
+                            run.dispatchVersion(),
+                            run.taskId(),
+                            svc.engine().version());
+            svc.engine().setVersion(run.dispatchVersion());
+        }
         groups.put(name, GroupRun.start(name, run, svc, getContext().getSelf()));
         deadlines.put(name, System.nanoTime() + svc.episodeTimeout().toNanos());
         if (!timeoutArmed) {

@@ -125,6 +125,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private record RecoveryDeadline() implements Command, NodeLocal {}
 
+    /** Looks at the latest Receptionist listing again: a runner still listed but lost here is asked again. */
+    private record RecheckRunners() implements Command, NodeLocal {}
+
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
     private record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
@@ -142,10 +145,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
     }
 
-    private static final class RunnerState {
+    /** What the coordinator knows of one runner: its capacity and what it dispatched there. */
+    static final class RunnerState {
         final GroupRunner.Info info;
         int inFlight;
         int evalInFlight;
+        /** Groups dispatched here so far: breaks ties between equally loaded runners. */
+        long dispatched;
 
         RunnerState(GroupRunner.Info info) {
             this.info = info;
@@ -175,6 +181,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private long incarnation;
     private final Map<ActorRef<GroupRunner.Command>, RunnerState> runners = new LinkedHashMap<>();
     private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
+    /** The runners of the latest Receptionist listing. */
+    private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
+
     private final Map<Long, InFlight> ledger = new HashMap<>();
     private final ArrayDeque<InFlight> toRedispatch = new ArrayDeque<>();
     private final ArrayDeque<Integer> evalPending = new ArrayDeque<>();
@@ -280,6 +289,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .onMessage(Runners.class, this::onRunners)
                 .onMessage(RunnerJoined.class, this::onRunnerJoined)
                 .onMessage(RunnerGone.class, g -> onRunnerGone(g.runner()))
+                .onMessage(RecheckRunners.class, r -> onRunners(new Runners(listed)))
                 .onMessage(TaskFinished.class, this::onTaskFinished)
                 .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
                 .onMessage(BatchConsumed.class, this::onBatchConsumed)
@@ -567,7 +577,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     // ---- runners ----
 
+    private static final Duration RECHECK_RUNNERS_AFTER = Duration.ofSeconds(2);
+
     private Behavior<Command> onRunners(Runners listing) {
+        listed = Set.copyOf(listing.runners());
         for (ActorRef<GroupRunner.Command> r : listing.runners()) {
             askHoldings(r);
             if (!runners.containsKey(r) && asked.add(r)) {
@@ -621,6 +634,15 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Behavior<Command> onRunnerGone(ActorRef<GroupRunner.Command> runner) {
         asked.remove(runner);
+        if (listed.contains(runner)) {
+            // Lost here (its watch fired, or it did not answer) but still listed: it may be alive.
+            // A node restarted on the same host and port is watched while the removal of its
+            // previous incarnation is still going on, and that removal terminates the watch of
+            // the new runner at once; no later listing would name it again, and it would never be
+            // given a group. Ask it again shortly; a runner that is really gone does not answer,
+            // and the Receptionist soon stops listing it.
+            timers.startSingleTimer(RecheckRunners.class, new RecheckRunners(), RECHECK_RUNNERS_AFTER);
+        }
         RunnerState gone = runners.remove(runner);
         List<InFlight> orphans = new ArrayList<>();
         for (InFlight f : ledger.values()) {
@@ -849,6 +871,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         RunnerState state = runners.get(runner);
         state.inFlight++;
+        state.dispatched++;
         if (isEval) {
             state.evalInFlight++;
         }
@@ -888,8 +911,19 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * groups never take a training slot, so an evaluation pass cannot hold up training.
      */
     private ActorRef<GroupRunner.Command> leastLoaded(boolean overCapacity) {
-        ActorRef<GroupRunner.Command> best = null;
+        return leastLoaded(runners, overCapacity);
+    }
+
+    /**
+     * {@link #leastLoaded(boolean)} over {@code runners}: among runners equally loaded, the one that
+     * was given the fewest groups so far. Without that tie-break, groups that end faster than they
+     * are admitted (every runner idle at each admission) would all go to the runner that joined
+     * first, and the other nodes would idle.
+     */
+    static <K> K leastLoaded(Map<K, RunnerState> runners, boolean overCapacity) {
+        K best = null;
         double bestLoad = Double.MAX_VALUE;
+        long bestDispatched = Long.MAX_VALUE;
         for (var e : runners.entrySet()) {
             RunnerState s = e.getValue();
             int cap = Math.max(1, s.info.capacity());
@@ -897,8 +931,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 continue;
             }
             double load = (double) s.inFlight / cap;
-            if (load < bestLoad) {
+            if (load < bestLoad || (load == bestLoad && s.dispatched < bestDispatched)) {
                 bestLoad = load;
+                bestDispatched = s.dispatched;
                 best = e.getKey();
             }
         }

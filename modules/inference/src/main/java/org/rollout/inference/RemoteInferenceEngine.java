@@ -297,14 +297,32 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 try {
                     HttpResponse<byte[]> response = exchange(server, rid, body);
                     int status = response.statusCode();
-                    if (HttpExchanges.isSuccess(status)) {
-                        GeneratedSegment generated = protocol.parseGenerate(response.body(), server, rid, maxNewTokens);
+                    GeneratedSegment generated = HttpExchanges.isSuccess(status)
+                            ? protocol.parseGenerate(response.body(), server, rid, maxNewTokens)
+                            : null;
+                    if (generated != null && !servesOlderWeights(pinned, generated)) {
                         return new Segment(generated, labelVersion(pinned, generated, server, rid));
                     }
-                    failure = "HTTP " + status + ": " + MalformedResponseException.excerpt(response.body());
-                    // 4xx is the server judging the request, not the server being broken: retry
-                    // (elsewhere if possible) as AReaL does, but keep the server in rotation.
-                    eject = status < 400 || status >= 500;
+                    if (generated != null) {
+                        // The server generated with weights older than the engine's: it restarted
+                        // since the last update (and came back with its initial weights) or missed
+                        // one unnoticed. Its tokens would carry a version older than the group's
+                        // dispatch version (ARCHITECTURE §6.2): drop them, owe it a re-sync (the
+                        // health checker re-sends the last update before re-admitting it), and
+                        // continue elsewhere.
+                        int behind = generated.serverVersion().getAsInt();
+                        pool.markResyncPending(
+                                server,
+                                "it generated with weight version " + behind + ", behind the engine's " + pinned);
+                        failure = "generated with weight version " + behind + " but the engine is at " + pinned
+                                + " (restarted?); its " + generated.tokens().length + " tokens are dropped";
+                        eject = true;
+                    } else {
+                        failure = "HTTP " + status + ": " + MalformedResponseException.excerpt(response.body());
+                        // 4xx is the server judging the request, not the server being broken: retry
+                        // (elsewhere if possible) as AReaL does, but keep the server in rotation.
+                        eject = status < 400 || status >= 500;
+                    }
                     cause = null;
                 } catch (MalformedResponseException e) {
                     failure = e.getMessage();
@@ -616,10 +634,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * The version a segment's tokens are labelled with: the one pinned before sending (§2.3),
      * unless the server says which weights produced them. The two differ only in a narrow race —
      * a segment that passed the gate just before an update closed it reaches the server after its
-     * pause, waits there, and runs after the load under the new weights — or when a server failed
-     * an update and still serves old weights. In both cases the server's word is the truth, so the
-     * versions tensor stays truthful (ARCHITECTURE §6.2); AReaL labels such a segment with the
-     * pinned version.
+     * pause, waits there, and runs after the load under the new weights. The server's word is the
+     * truth, so the versions tensor stays truthful (ARCHITECTURE §6.2); AReaL labels such a segment
+     * with the pinned version. (A server behind the pinned version, restarted or missing an update,
+     * never gets here: its segment is dropped and the server re-synced, see {@code runSegment}.)
      */
     private static int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
         if (generated.serverVersion().isEmpty() || generated.serverVersion().getAsInt() == pinned) {
@@ -634,6 +652,12 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 pinned,
                 reported);
         return reported;
+    }
+
+    /** Whether the server says it generated {@code generated} with weights older than the pinned version. */
+    private static boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
+        return generated.serverVersion().isPresent()
+                && generated.serverVersion().getAsInt() < pinned;
     }
 
     /** The weights of the last update that loaded on at least one server. */

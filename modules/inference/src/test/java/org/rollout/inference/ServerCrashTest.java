@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.rollout.inference.LiveServers.WAIT;
 import static org.rollout.inference.LiveServers.slice;
 
+import java.nio.file.Path;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
@@ -121,5 +123,42 @@ class ServerCrashTest {
         assertThat(restarted.stats().requestsTotal())
                 .as("the re-admitted server serves again")
                 .isPositive();
+    }
+
+    @Test
+    void aServerRestartedWithItsLaunchWeightsIsResyncedBeforeItsTokensAreUsed(@TempDir Path dir) throws Exception {
+        // Found by the chaos soak (docs/reliability.md): a server that crashed between two weight
+        // updates came back with its launch weights (version 0), was re-admitted by its health
+        // probe, and its tokens went into groups dispatched at version 33, labelled 0.
+        ModelServerConfig config = ModelServerConfig.defaults().withWeights(LiveServers.weights(7, 0));
+        ModelServer a = servers.start(config);
+        ModelServer b = servers.start(config);
+        int port = a.port();
+        engine = TestSupport.engine(TestSupport.config(LiveServers.address(a), LiveServers.address(b))
+                .build());
+        Path v3 = dir.resolve("weights-v3.rlm");
+        LiveServers.weights(7, 3).write(v3);
+        engine.updateWeights(v3, 3);
+        a.crash();
+        ModelServer restarted = servers.start(config.withPort(port));
+        assertThat(restarted.stats().weightVersion())
+                .as("the restarted server's launch weights")
+                .isZero();
+        TestSupport.await(
+                "the health checker to re-admit the restarted server",
+                WAIT,
+                () -> engine.serverStats().get(0).inRotation());
+
+        for (int i = 0; i < 6; i++) {
+            ModelResponse r =
+                    engine.generate(ModelRequest.of(PROMPT, LiveServers.seededToLength(8, SEED + i, TEMPERATURE)));
+            assertThat(r.outputVersions()).as("versions of generation %d", i).containsOnly(3);
+        }
+        TestSupport.await(
+                "the restarted server re-synced to version 3",
+                WAIT,
+                () -> restarted.stats().weightVersion() == 3);
+        assertThat(engine.serverStats().get(0).lastError())
+                .hasValueSatisfying(e -> assertThat(e).contains("weight version 0"));
     }
 }

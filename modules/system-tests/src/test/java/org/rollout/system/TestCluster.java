@@ -3,7 +3,11 @@ package org.rollout.system;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -531,6 +535,17 @@ final class TestCluster implements AutoCloseable {
         return new CheckedTrainer(this, trainerClient(), maxHeadOffpolicyness, strictStaleness);
     }
 
+    /**
+     * As {@link #checkedTrainer(long, boolean)}, for a run configured with other {@code
+     * max_concurrent_rollouts} and {@code consumer_batch_size} than the defaults (12 and 4): the
+     * budget checks use these.
+     */
+    CheckedTrainer checkedTrainer(
+            long maxHeadOffpolicyness, boolean strictStaleness, long maxConcurrentRollouts, long consumerBatchSize) {
+        return new CheckedTrainer(
+                this, trainerClient(), maxHeadOffpolicyness, strictStaleness, maxConcurrentRollouts, consumerBatchSize);
+    }
+
     private NodeSlot node(int index) {
         if (index < 1 || index > nodes.size()) {
             throw new IllegalArgumentException("no node " + index + " (nodes are 1.." + nodes.size() + ")");
@@ -555,12 +570,16 @@ final class TestCluster implements AutoCloseable {
 
     /** SIGKILL of node {@code index} (1-based): no leave, no hand-over, as a crash or an OOM kill. */
     void killNode(int index) throws InterruptedException {
+        killNode(index, "node_kill");
+    }
+
+    private void killNode(int index, String kind) throws InterruptedException {
         NodeSlot n = node(index);
         if (!n.alive()) {
             throw new IllegalStateException(n.name + " is not running");
         }
         n.process.kill();
-        faults.inject("node_kill");
+        faults.inject(kind);
         log("SIGKILL " + n.name + " (pid " + n.process.pid() + ")");
     }
 
@@ -607,10 +626,10 @@ final class TestCluster implements AutoCloseable {
         });
     }
 
-    /** SIGKILL of the node that holds the singletons; returns its index. */
+    /** SIGKILL of the node that holds the singletons (a fault of kind singleton_node_kill); returns its index. */
     int killSingletonNode() throws InterruptedException {
         int holder = singletonNode(Duration.ofSeconds(60));
-        killNode(holder);
+        killNode(holder, "singleton_node_kill");
         return holder;
     }
 
@@ -665,6 +684,60 @@ final class TestCluster implements AutoCloseable {
     }
 
     /**
+     * Sets the fault plan of model server {@code index} at runtime ({@code POST /_admin/faults},
+     * the JSON form of {@code FaultPlan}, e.g. {@code {"error_rate": 0.3, "seed": 7}}; {@code {}}
+     * lifts every fault); counts it as a fault of {@code kind} when {@code kind} is not null.
+     */
+    void setServerFaults(int index, String kind, String planJson) throws IOException, InterruptedException {
+        HttpResponse<String> r = serverHttp(index, "/_admin/faults", planJson);
+        if (r.statusCode() != 200) {
+            throw new IllegalStateException(
+                    "server-" + index + " refused the fault plan " + planJson + ": " + r.statusCode() + " " + r.body());
+        }
+        if (kind != null) {
+            faults.inject(kind);
+        }
+        log("server-" + index + " faults now " + planJson);
+    }
+
+    /**
+     * A counter of model server {@code index}'s {@code /get_server_info} (e.g. {@code
+     * requests_aborted}: generations cut short by a pause, a weight update or a client that left),
+     * since its current process started.
+     */
+    long serverCounter(int index, String counter) throws IOException, InterruptedException {
+        HttpResponse<String> r = serverHttp(index, "/get_server_info", null);
+        Matcher m = Pattern.compile("\"" + Pattern.quote(counter) + "\"\\s*:\\s*(\\d+)")
+                .matcher(r.body());
+        if (r.statusCode() != 200 || !m.find()) {
+            throw new IllegalStateException(
+                    "server-" + index + " /get_server_info has no " + counter + ": " + r.statusCode() + " " + r.body());
+        }
+        return Long.parseLong(m.group(1));
+    }
+
+    private HttpResponse<String> serverHttp(int index, String path, String postBody)
+            throws IOException, InterruptedException {
+        ServerSlot s = server(index);
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port + path))
+                .timeout(Duration.ofSeconds(20));
+        if (postBody != null) {
+            b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(postBody));
+        }
+        try (HttpClient http = HttpClient.newBuilder()
+                .connectTimeout(Duration.ofSeconds(5))
+                .version(HttpClient.Version.HTTP_1_1)
+                .build()) {
+            return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
+    /** Whether model server {@code index}'s process is running (and not stopped). */
+    boolean serverAlive(int index) {
+        return server(index).process.isAlive();
+    }
+
+    /**
      * Starts an extra node that presents the self-signed {@code rogue.p12} (TLS only); returns its
      * process, which must never become Up.
      */
@@ -691,7 +764,7 @@ final class TestCluster implements AutoCloseable {
         long used = 0;
         boolean any = false;
         Matcher m = Pattern.compile(
-                        "(?m)^\\s*(def new generation|tenured generation|garbage-first heap)\\s.*?used (\\d+)K")
+                        "(?m)^\\s*(def new generation|tenured generation|DefNew|Tenured|garbage-first heap)\\s.*?used (\\d+)K")
                 .matcher(info);
         while (m.find()) {
             used += Long.parseLong(m.group(2)) * 1024;
