@@ -327,7 +327,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             recoveredLedger.cursor().nextTaskId(),
                             recoveredLedger.cursor().trainTaken(),
                             recoveredVersion);
-            timers.startSingleTimer(new RecoveryDeadline(), recoveryTimeout);
+            timers.startSingleTimer(RecoveryDeadline.class, new RecoveryDeadline(), recoveryTimeout);
             for (ActorRef<GroupRunner.Command> r : runners.keySet()) {
                 askHoldings(r);
             }
