@@ -161,7 +161,7 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 .put("handoff_same_node_mb_per_s", h.same.mbPerSecond)
                 .put("handoff_same_node_to_loopback", h.same.mbPerSecond / h.loopbackMbPerSecond);
         f.appendTo(line);
-        deleteTree(dir);
+        SimulatedFleet.deleteTree(dir);
         return line;
     }
 
@@ -204,11 +204,8 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
         int perNode = f.integer("servers-per-node", 1);
         int capacity = f.integer("node-capacity", 1);
         int batch = f.integer("batch", 1);
-        LatencyModel latency = new LatencyModel(
-                Duration.ofNanos(Math.round(f.decimal("prefill-us-per-token", 0) * 1000)),
-                Duration.ofNanos(Math.round(f.decimal("decode-base-us", 0) * 1000)),
-                Duration.ofNanos(Math.round(f.decimal("decode-us-per-seq", 0) * 1000)));
-        OutputLengths lengths = new OutputLengths(f.lengths("lengths"), f.longValue("length-seed", Long.MIN_VALUE));
+        LatencyModel latency = SimulatedFleet.latency(f);
+        OutputLengths lengths = SimulatedFleet.lengths(f);
         try (SimulatedFleet fleet = SimulatedFleet.start(n * perNode, latency, lengths, f.integer("max-running", 1));
                 NodeJvms nodes = new NodeJvms(f.string("node-main"), dir.resolve(n + "-nodes"), log)) {
             List<ServerAddress> servers = fleet.addresses();
@@ -417,15 +414,5 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 .withConnectTimeout(Duration.ofSeconds(5))
                 .withRequestTimeout(Duration.ofSeconds(120))
                 .withRetry(Duration.ofMillis(100), Duration.ofSeconds(1), Duration.ofSeconds(60));
-    }
-
-    private static void deleteTree(Path dir) {
-        try (var paths = Files.walk(dir)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            System.err.println("could not delete " + dir + ": " + e);
-        }
     }
 }

@@ -52,13 +52,20 @@ public final class SimulatedFleet implements AutoCloseable {
 
     /** Starts the fleet described by {@link #flags}' values. */
     static SimulatedFleet start(Flags f) throws IOException {
-        int n = f.integer("servers", 1);
-        LatencyModel latency = new LatencyModel(
+        return start(f.integer("servers", 1), latency(f), lengths(f), f.integer("max-running", 1));
+    }
+
+    /** The latency model of the {@code decode-base-us}, {@code decode-us-per-seq} and {@code prefill-us-per-token} flags. */
+    static LatencyModel latency(Flags f) {
+        return new LatencyModel(
                 Duration.ofNanos(Math.round(f.decimal("prefill-us-per-token", 0) * 1000)),
                 Duration.ofNanos(Math.round(f.decimal("decode-base-us", 0) * 1000)),
                 Duration.ofNanos(Math.round(f.decimal("decode-us-per-seq", 0) * 1000)));
-        OutputLengths lengths = new OutputLengths(f.lengths("lengths"), f.longValue("length-seed", Long.MIN_VALUE));
-        return start(n, latency, lengths, f.integer("max-running", 1));
+    }
+
+    /** The simulated output lengths of the {@code lengths} and {@code length-seed} flags. */
+    static OutputLengths lengths(Flags f) {
+        return new OutputLengths(f.lengths("lengths"), f.longValue("length-seed", Long.MIN_VALUE));
     }
 
     /** Starts {@code n} servers on free loopback ports. */
@@ -138,7 +145,7 @@ public final class SimulatedFleet implements AutoCloseable {
         deleteTree(directory);
     }
 
-    private static void deleteTree(Path dir) {
+    static void deleteTree(Path dir) {
         try (Stream<Path> paths = Files.walk(dir)) {
             for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
