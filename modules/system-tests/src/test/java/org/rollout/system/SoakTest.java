@@ -20,7 +20,9 @@ import org.rollout.modelserver.FaultPlan;
  * answering 5xx, answering malformed bodies of every kind, answering slowly. Then the run is
  * drained and every task accounted for.
  *
- * <p>Its length is {@code -Drollout.soak.tasks} tasks delivered (default: the pom's, sized for CI);
+ * <p>Its length is {@code -Drollout.soak.tasks} tasks delivered (default: the pom's, sized for CI), and
+ * at least one fault injected per 100 of them (faults come at a pace in time, tasks as fast as the
+ * engine goes, so the run goes on until both are reached);
  * the random choices follow {@code -Drollout.soak.seed} (printed). docs/reliability.md gives the
  * figures of a long run.
  */
@@ -70,6 +72,7 @@ class SoakTest {
         TestCluster.log("soak: " + target + " tasks, seed " + seed + " (-Drollout.soak.seed=" + seed + " repeats the"
                 + " fault choices), at most " + budget);
         long started = System.nanoTime();
+        long minFaults = Math.max(10, target / 100);
         try (TestCluster c = TestCluster.aCluster(run)
                         .withNodes(3)
                         .withModelServers(3)
@@ -84,11 +87,13 @@ class SoakTest {
             Chaos chaos = new Chaos(c, random.split());
             try (TrainingLoop loop = TrainingLoop.start(c, t, true, Duration.ZERO, 0.02, random.nextLong())) {
                 try {
-                    Waits.untilTrue(target + " tasks delivered under faults", budget, () -> {
+                    // Faults come at a pace in time, tasks as fast as the engine goes: the run lasts
+                    // until both the tasks and the faults (one per 100 tasks) are reached.
+                    Waits.untilTrue(target + " tasks delivered and " + minFaults + " faults injected", budget, () -> {
                         loop.check();
                         chaos.check();
                         Thread.sleep(500);
-                        return t.consumedTasks().size() >= target;
+                        return t.consumedTasks().size() >= target && c.faults().total() >= minFaults;
                     });
                 } finally {
                     // Also when the run failed: no process may be started after the test's end.
@@ -108,7 +113,7 @@ class SoakTest {
                             t.trajectories() + " (" + t.mixedVersionTrajectories() + ")");
             report.printAndAssertClean();
             assertThat(t.consumedTasks().size()).isGreaterThanOrEqualTo(target);
-            assertThat(c.faults().total()).as("faults injected").isGreaterThanOrEqualTo(Math.max(10, target / 100));
+            assertThat(c.faults().total()).as("faults injected").isGreaterThanOrEqualTo(minFaults);
         }
     }
 
