@@ -35,9 +35,15 @@ class ModelServerChaosTest {
                 progress(t, loop, 2);
                 c.restartServer(0);
 
+                String ejected = "ejected inference server 127.0.0.1:" + c.serverPort(1);
+                long ejectionsBefore = linesContaining(c, ejected);
                 c.hangServer(1);
-                // Longer than the request timeout (5 s): its requests time out and go elsewhere.
-                Thread.sleep(7000);
+                // Its requests time out (request timeout 5 s) or its health checks do, and a node
+                // ejects it: its work goes elsewhere.
+                Waits.untilTrue(
+                        "a node to eject the hung server-1",
+                        Duration.ofSeconds(90),
+                        () -> linesContaining(c, ejected) > ejectionsBefore);
                 c.resumeServer(1);
                 progress(t, loop, 2);
 
@@ -91,5 +97,14 @@ class ModelServerChaosTest {
             Thread.sleep(100);
             return t.batchesAcknowledged() >= target;
         });
+    }
+
+    /** Lines of every node process's log so far that contain {@code text}. */
+    private static long linesContaining(TestCluster c, String text) throws java.io.IOException {
+        long n = 0;
+        for (ManagedProcess p : c.nodeProcesses()) {
+            n += p.lines().stream().filter(l -> l.contains(text)).count();
+        }
+        return n;
     }
 }

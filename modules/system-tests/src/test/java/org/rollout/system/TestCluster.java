@@ -651,6 +651,11 @@ final class TestCluster implements AutoCloseable {
         log("restarted server-" + index);
     }
 
+    /** The port model server {@code index} listens on (kept across restarts). */
+    int serverPort(int index) {
+        return server(index).port;
+    }
+
     /**
      * Replaces model server {@code index} by one with {@code flags} (its fault flags, e.g. {@code
      * --fault-error-rate 0.3}) on the same port; counts the replacement as a fault of {@code kind}
