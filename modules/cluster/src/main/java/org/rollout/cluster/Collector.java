@@ -106,13 +106,21 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /**
      * The coordinator is ready: tell it about finished tasks. {@code incarnation} goes into batch
      * ids; of the tasks below {@code firstNewTaskId} only those in {@code open} are still wanted (a
-     * predecessor was done with the others, so a late outcome of one is a duplicate).
+     * predecessor was done with the others, so a late outcome of one is a duplicate). Of those,
+     * the tasks in {@code possiblyDelivered} may be in a trainer's hands, in a batch a predecessor
+     * handed out: a rejection of theirs is held for {@code batch_ack_timeout} (see {@link
+     * #onGroupFinished}).
      */
     record Attach(
-            ActorRef<RolloutCoordinator.Command> coordinator, long incarnation, long firstNewTaskId, List<Long> open)
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            long incarnation,
+            long firstNewTaskId,
+            List<Long> open,
+            List<Long> possiblyDelivered)
             implements Command, CborSerializable {
         Attach {
             open = List.copyOf(open);
+            possiblyDelivered = List.copyOf(possiblyDelivered);
         }
     }
 
@@ -162,10 +170,14 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** Asks for the collector's part of the status. */
     record GetStatus(ActorRef<Status> replyTo) implements Command, CborSerializable {}
 
-    /** The collector's part of the status. */
+    /**
+     * The collector's part of the status; {@code heldOutcomes} are re-run outcomes held while a
+     * trainer may still acknowledge their task from a predecessor's batch.
+     */
     record Status(
             int bufferedGroups,
             int unacknowledgedBatches,
+            int heldOutcomes,
             long duplicates,
             long tokensGenerated,
             Map<String, Long> rejectedByReason,
@@ -198,6 +210,13 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private final List<Ack> earlyAcks = new ArrayList<>();
 
     private long firstNewTaskId;
+    /** Tasks a trainer may hold in a predecessor's batch (see {@link Attach}). */
+    private Set<Long> possiblyDelivered = new HashSet<>();
+    /** Until when a rejection of a possibly delivered task is held. */
+    private long holdUntilNanos;
+    /** Rejections held while the acknowledgement of a predecessor's batch may still come. */
+    private final LinkedHashMap<Long, GroupFinished> heldRejections = new LinkedHashMap<>();
+
     private final Set<Long> finished = new HashSet<>();
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
     private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
@@ -306,6 +325,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         firstNewTaskId = a.firstNewTaskId();
         wantedOld = new HashSet<>();
         wantedOld.addAll(a.open());
+        possiblyDelivered = new HashSet<>(a.possiblyDelivered());
+        holdUntilNanos = System.nanoTime() + ackTimeout.toNanos();
         if (first) {
             nextBatchId = a.incarnation() << 32;
         }
@@ -340,6 +361,30 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             return this;
         }
+        if (g.outcome() instanceof Rejected r
+                && !g.isEval()
+                && possiblyDelivered.contains(g.taskId())
+                && System.nanoTime() - holdUntilNanos < 0) {
+            // A re-run of a task that a trainer may still acknowledge from a predecessor's batch.
+            // Taken now, the rejection would count a task the trainer trained on as rejected; so
+            // it waits: that acknowledgement drops it (the task is delivered), and when none came
+            // within batch_ack_timeout it is taken as any other.
+            heldRejections.put(g.taskId(), g);
+            getContext()
+                    .getLog()
+                    .info(
+                            "task {} attempt {}: rejected as {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
+                            g.taskId(),
+                            g.attempt(),
+                            r.reason().wireName(),
+                            ackTimeout);
+            return this;
+        }
+        return take(g);
+    }
+
+    /** Takes {@code g} as its task's outcome: statistics, the journal, the buffer, the coordinator. */
+    private Behavior<Command> take(GroupFinished g) {
         tokens += g.generatedTokens();
         String scope = g.isEval() ? org.rollout.api.WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
         int statsVersion = g.isEval() ? g.dispatchVersion() : g.completionVersion();
@@ -582,9 +627,26 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             // runners); they are taken out so they are not handed out twice, and an outcome of
             // theirs that arrives later is a duplicate.
             Set<Long> ids = new HashSet<>(ack.taskIds());
-            buffer.removeIf(g -> ids.contains(g.taskId()));
+            if (buffer.removeIf(g -> ids.contains(g.taskId()))) {
+                coordinator.tell(new RolloutCoordinator.Backlog(buffer.size()));
+            }
             finished.addAll(ids);
             wantedOld.removeAll(ids);
+            possiblyDelivered.removeAll(ids);
+            for (Long id : ids) {
+                GroupFinished held = heldRejections.remove(id);
+                if (held != null) {
+                    // Delivered after all: the re-run's rejection is not the task's end.
+                    TaskJournal.superseded(held.taskId(), held.attempt());
+                    getContext()
+                            .getLog()
+                            .info(
+                                    "task {} attempt {}: its held rejection is dropped; batch {} of a predecessor delivered the task",
+                                    held.taskId(),
+                                    held.attempt(),
+                                    ack.batchId());
+                }
+            }
             for (Outstanding held : outstanding.values()) {
                 if (held.batch().groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
                     getContext()
@@ -617,6 +679,17 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private Behavior<Command> onTick() {
         long now = System.nanoTime();
+        if (!heldRejections.isEmpty() && now - holdUntilNanos >= 0) {
+            List<GroupFinished> release = List.copyOf(heldRejections.values());
+            heldRejections.clear();
+            getContext()
+                    .getLog()
+                    .info(
+                            "no acknowledgement came for {} held rejection(s) within {}; they are taken",
+                            release.size(),
+                            ackTimeout);
+            release.forEach(this::take);
+        }
         for (Iterator<WaitingPull> it = waiting.iterator(); it.hasNext(); ) {
             WaitingPull w = it.next();
             if (now - w.deadlineNanos() >= 0) {
@@ -646,6 +719,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .tell(new Status(
                         buffer.size(),
                         outstanding.size() + redeliveries.size(),
+                        heldRejections.size(),
                         duplicates,
                         tokens,
                         Map.copyOf(rejectedByReason),

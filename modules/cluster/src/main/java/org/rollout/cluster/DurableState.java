@@ -57,8 +57,19 @@ public interface DurableState {
      *     evaluation, the index of its item in the eval dataset
      * @param dispatchVersion the version it was admitted at (for evaluation: the pass's version)
      * @param accepted true once the collector accepted it for training
+     * @param possiblyDelivered true when an earlier coordinator had it accepted and its outcome was
+     *     lost with that coordinator's node: a trainer may hold it in a batch handed out before the
+     *     fail-over and still acknowledge it, so the outcome of a re-run is not final until that
+     *     acknowledgement has had its chance (see {@link RolloutCoordinator})
      */
-    record OpenTask(long taskId, int attempt, boolean isEval, long sourceIndex, int dispatchVersion, boolean accepted)
+    record OpenTask(
+            long taskId,
+            int attempt,
+            boolean isEval,
+            long sourceIndex,
+            int dispatchVersion,
+            boolean accepted,
+            boolean possiblyDelivered)
             implements LedgerEntry {}
 
     /**

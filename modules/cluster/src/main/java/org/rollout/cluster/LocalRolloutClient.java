@@ -167,6 +167,11 @@ public final class LocalRolloutClient implements RolloutClient {
                 k.lastStats());
     }
 
+    /** The collector's full status (held outcomes, duplicates). */
+    Collector.Status collectorStatus() throws InterruptedException {
+        return ask(refs.collector(), Collector.GetStatus::new, CONTROL_TIMEOUT, "read status");
+    }
+
     /** The coordinator's full status (ledger, per-node load), for the status line. */
     public RolloutCoordinator.Status coordinatorStatus() throws InterruptedException {
         return ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, CONTROL_TIMEOUT, "read status");

@@ -139,9 +139,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             long sourceIndex,
             ActorRef<GroupRunner.Command> runner,
             int dispatchVersion,
-            long startedNanos) {
+            long startedNanos,
+            boolean possiblyDelivered) {
         DurableState.OpenTask entry(boolean accepted) {
-            return new DurableState.OpenTask(taskId, attempt, isEval, sourceIndex, dispatchVersion, accepted);
+            return new DurableState.OpenTask(
+                    taskId, attempt, isEval, sourceIndex, dispatchVersion, accepted, possiblyDelivered);
         }
     }
 
@@ -328,9 +330,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             recoveredLedger.cursor().trainTaken(),
                             recoveredVersion);
             timers.startSingleTimer(RecoveryDeadline.class, new RecoveryDeadline(), recoveryTimeout);
-            for (ActorRef<GroupRunner.Command> r : runners.keySet()) {
-                askHoldings(r);
-            }
+            askAllHoldings();
         }
         tryFinishRecovery();
         return this;
@@ -343,9 +343,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         boolean replaced = collector != null;
         collector = is.collector();
         if (!recovered) {
-            for (ActorRef<GroupRunner.Command> r : runners.keySet()) {
-                askHoldings(r);
-            }
+            askAllHoldings();
             tryFinishRecovery();
         } else if (replaced) {
             // A new collector with an empty buffer: what runners hold is delivered to it again.
@@ -359,6 +357,17 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
         }
         return this;
+    }
+
+    /**
+     * Asks every runner known so far, joined or only listed: a runner listed before the ledger was
+     * read (or before the collector was known) is not asked then, and its listing does not come
+     * again when it joins.
+     */
+    private void askAllHoldings() {
+        Set<ActorRef<GroupRunner.Command>> all = new HashSet<>(runners.keySet());
+        all.addAll(listed);
+        all.forEach(this::askHoldings);
     }
 
     private void askHoldings(ActorRef<GroupRunner.Command> r) {
@@ -464,10 +473,16 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<GroupRunner.Command> fin = finishedOn.get(t.taskId());
             ActorRef<GroupRunner.Command> run = runningOn.get(t.taskId());
             if (t.accepted() && fin != null) {
-                acceptedUnacked.put(t.taskId(), inFlight(t, t.attempt(), data, fin));
+                acceptedUnacked.put(t.taskId(), inFlight(t, t.attempt(), data, fin, t.possiblyDelivered()));
                 resend.computeIfAbsent(fin, k -> new ArrayList<>()).add(t.taskId());
                 continue;
             }
+            // Accepted before and its outcome lost with the node: a trainer may hold it in a batch
+            // handed out before the fail-over. It runs again, but the outcome of the re-run is not
+            // final while that batch's acknowledgement may still come (the collector holds a
+            // rejection until then), and an acknowledgement that comes retires the task as
+            // delivered. The mark is written with the task, so that a later successor knows too.
+            boolean possiblyDelivered = t.possiblyDelivered() || (t.accepted() && !t.isEval());
             if (t.accepted()) {
                 lostAccepted++;
             }
@@ -478,13 +493,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             }
             if (fin != null) {
                 // Finished, the outcome never recorded here: the collector gets it again.
-                InFlight f = inFlight(t, t.attempt(), data, fin);
+                InFlight f = inFlight(t, t.attempt(), data, fin, possiblyDelivered);
                 ledger.put(t.taskId(), f);
                 resend.computeIfAbsent(fin, k -> new ArrayList<>()).add(t.taskId());
             } else if (run != null) {
-                ledger.put(t.taskId(), inFlight(t, runningAttempt.get(t.taskId()), data, run));
+                ledger.put(t.taskId(), inFlight(t, runningAttempt.get(t.taskId()), data, run, possiblyDelivered));
             } else {
-                InFlight f = inFlight(t, t.attempt(), data, null);
+                InFlight f = inFlight(t, t.attempt(), data, null, possiblyDelivered);
                 ledger.put(t.taskId(), f);
                 again.add(f);
             }
@@ -525,9 +540,21 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private InFlight inFlight(
-            DurableState.OpenTask t, int attempt, Map<String, Object> data, ActorRef<GroupRunner.Command> runner) {
+            DurableState.OpenTask t,
+            int attempt,
+            Map<String, Object> data,
+            ActorRef<GroupRunner.Command> runner,
+            boolean possiblyDelivered) {
         return new InFlight(
-                t.taskId(), attempt, data, t.isEval(), t.sourceIndex(), runner, t.dispatchVersion(), System.nanoTime());
+                t.taskId(),
+                attempt,
+                data,
+                t.isEval(),
+                t.sourceIndex(),
+                runner,
+                t.dispatchVersion(),
+                System.nanoTime(),
+                possiblyDelivered);
     }
 
     private Map<String, Object> itemOf(DurableState.OpenTask t) {
@@ -542,7 +569,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private void attachCollector() {
         Set<Long> open = new HashSet<>(ledger.keySet());
         open.addAll(acceptedUnacked.keySet());
-        collector.tell(new Collector.Attach(getContext().getSelf(), incarnation, nextTaskId, toArray(open)));
+        List<Long> possiblyDelivered = ledger.values().stream()
+                .filter(InFlight::possiblyDelivered)
+                .map(InFlight::taskId)
+                .toList();
+        collector.tell(new Collector.Attach(
+                getContext().getSelf(), incarnation, nextTaskId, toArray(open), possiblyDelivered));
     }
 
     private static List<Long> toArray(java.util.Collection<Long> ids) {
@@ -721,6 +753,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return this;
     }
 
+    /**
+     * The trainer consumed a batch: its tasks are delivered, whatever became of any re-run of
+     * theirs. A task of a predecessor's batch may be open here again (its outcome was lost with the
+     * predecessor's node): its re-run is stopped, or its re-run's outcome, which the collector
+     * holds while such an acknowledgement may come, is dropped; either way it counts once, as
+     * accepted. A task found nowhere was retired before (the same acknowledgement again).
+     */
     private Behavior<Command> onBatchConsumed(BatchConsumed consumed) {
         Map<ActorRef<GroupRunner.Command>, List<Long>> byRunner = new HashMap<>();
         List<Long> ids = new ArrayList<>();
@@ -728,8 +767,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ids.add(id);
             InFlight f = acceptedUnacked.remove(id);
             if (f == null && ledger.containsKey(id)) {
-                // A predecessor's batch: this task was lost with its node and is running again;
-                // the trainer has consumed it, so the new run is stopped and counted as accepted.
+                // A predecessor's batch: this task was lost with its node and is running again (or
+                // its re-run ended and the collector holds the outcome); the trainer has consumed
+                // it, so the new run is stopped and the task counted as accepted.
                 f = ledger.remove(id);
                 release(f);
                 toRedispatch.removeIf(r -> r.taskId() == id);
@@ -814,7 +854,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     old.isEval(),
                     old.sourceIndex(),
                     r,
-                    old.dispatchVersion());
+                    old.dispatchVersion(),
+                    old.possiblyDelivered());
             written.add(f.entry(false));
             sends.add(() -> send(f));
         }
@@ -826,7 +867,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 }
                 evalInFlight++;
                 int index = evalPending.pollFirst();
-                InFlight f = dispatch(nextTaskId++, 0, evalItems.get(index), true, index, r, evalVersion);
+                InFlight f = dispatch(nextTaskId++, 0, evalItems.get(index), true, index, r, evalVersion, false);
                 written.add(f.entry(false));
                 sends.add(() -> send(f));
             }
@@ -843,7 +884,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 }
                 budget.onEnqueue();
                 budget.onAdmit();
-                InFlight f = dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version());
+                InFlight f = dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false);
                 written.add(f.entry(false));
                 sends.add(() -> send(f));
             }
@@ -862,9 +903,18 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             boolean isEval,
             long sourceIndex,
             ActorRef<GroupRunner.Command> runner,
-            int dispatchVersion) {
-        InFlight f =
-                new InFlight(taskId, attempt, data, isEval, sourceIndex, runner, dispatchVersion, System.nanoTime());
+            int dispatchVersion,
+            boolean possiblyDelivered) {
+        InFlight f = new InFlight(
+                taskId,
+                attempt,
+                data,
+                isEval,
+                sourceIndex,
+                runner,
+                dispatchVersion,
+                System.nanoTime(),
+                possiblyDelivered);
         InFlight previous = ledger.put(taskId, f);
         if (previous != null) {
             release(previous);

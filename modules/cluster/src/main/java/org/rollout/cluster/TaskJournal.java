@@ -16,6 +16,7 @@ import org.slf4j.LoggerFactory;
  *   outcome task=13 attempt=1 eval=false accepted=false reason=failed
  *   discard task=14 reason=stale
  *   duplicate task=12 attempt=1
+ *   superseded task=15 attempt=1
  * </pre>
  *
  * <p>Lines are written by whichever node hosts the singletons at the time; after a fail-over a
@@ -60,6 +61,16 @@ final class TaskJournal {
     static void discarded(long taskId, String reason) {
         if (log.isInfoEnabled()) {
             log.info("discard task={} reason={}", taskId, reason);
+        }
+    }
+
+    /**
+     * The held outcome of a re-run of task {@code taskId} was dropped because a trainer
+     * acknowledged a predecessor's batch that carried the task: the task ended delivered.
+     */
+    static void superseded(long taskId, int attempt) {
+        if (log.isInfoEnabled()) {
+            log.info("superseded task={} attempt={}", taskId, attempt);
         }
     }
 

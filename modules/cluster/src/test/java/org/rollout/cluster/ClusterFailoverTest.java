@@ -19,8 +19,10 @@ import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
+import org.rollout.api.WorkflowContext;
 
 /**
  * Three cluster nodes in this JVM (three ActorSystems over Artery TCP on 127.0.0.1): the first two
@@ -67,8 +69,12 @@ class ClusterFailoverTest {
     }
 
     private ClusterRollout start(String name, int port, int seedPort, Path stats, String... roles) {
-        TestRollout t = new TestRollout();
-        t.consumerBatchSize = 2;
+        return start(new TestRollout(), 2, name, port, seedPort, stats, roles);
+    }
+
+    private ClusterRollout start(
+            TestRollout t, int batchSize, String name, int port, int seedPort, Path stats, String... roles) {
+        t.consumerBatchSize = batchSize;
         t.maxConcurrent = 4;
         t.eta = 0;
         t.statsFile = stats;
@@ -141,6 +147,110 @@ class ClusterFailoverTest {
         assertThat(new HashSet<>(acked)).hasSize(acked.size());
         assertThat(retry(() -> trainer.status().version())).isEqualTo(version);
         assertThat(n2.system().whenTerminated().isCompleted()).isFalse();
+    }
+
+    /**
+     * The trainer holds a batch whose groups all ran on the singletons' node when that node crashes;
+     * the successor runs them again, and every re-run fails (the workflow fails on any attempt
+     * after the first). Only then does the trainer acknowledge the batch. The tasks are delivered:
+     * the failed re-runs are not counted, the staleness budget counts exactly what the trainer
+     * received, and a drain ends with nothing left buffered.
+     */
+    @Test
+    void aBatchAcknowledgedAfterTheRerunsOfItsLostTasksFailedCountsAsDelivered(
+            @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        int p1 = freePort();
+        int p2 = freePort();
+        int p3 = freePort();
+        ClusterRollout n1 =
+                start(failingRerun(), 4, "node-1", p1, p1, dir.resolve("s1.jsonl"), "coordinator", "rollout");
+        TestRollout.await("node 1 up", DEADLINE, () -> isUp(n1));
+        // node-2 can host the singletons but runs no groups: the groups of the held batch all run on node-1.
+        ClusterRollout n2 = start(failingRerun(), 4, "node-2", p2, p1, dir.resolve("s2.jsonl"), "coordinator");
+        TestRollout.await("two nodes up", DEADLINE, () -> upMembers(n2) == 2 && upMembers(n1) == 2);
+        LocalRolloutClient trainer = n2.client();
+
+        Set<Long> delivered = new HashSet<>();
+        TrainingBatch first = retry(() -> pull(trainer));
+        first.groups().forEach(g -> delivered.add(g.taskId()));
+        trainer.acknowledge(first);
+        retry(() -> trainer.publishWeights(1, dir.resolve("w1")));
+        TrainingBatch held = retry(() -> pull(trainer));
+        List<Long> heldTasks = held.groups().stream().map(TrainingGroup::taskId).toList();
+        assertThat(heldTasks).hasSize(4).doesNotContainAnyElementsOf(delivered);
+
+        // A node that runs groups joins, then the singletons' node crashes with the held batch's outcomes.
+        ClusterRollout n3 = start(failingRerun(), 4, "node-3", p3, p1, dir.resolve("s3.jsonl"), "rollout");
+        TestRollout.await("three nodes up", DEADLINE, () -> upMembers(n3) == 3);
+        n1.system().terminate();
+        n1.system().getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+
+        // The held batch's tasks run again on node-3 and fail (the collector holds their rejections).
+        TestRollout.await("the re-runs of the held batch failed", DEADLINE, () -> {
+            try {
+                Collector.Status c = trainer.collectorStatus();
+                return c.heldOutcomes() + c.rejectedByReason().getOrDefault("failed", 0L) == 4;
+            } catch (IllegalStateException e) {
+                return false; // the singletons are moving
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        });
+        trainer.acknowledge(held);
+        delivered.addAll(heldTasks);
+        retry(() -> trainer.publishWeights(2, dir.resolve("w2")));
+
+        // The run goes on, and then drains: no more versions, pull until nothing is left.
+        int version = 2;
+        for (int i = 0; i < 2; i++) {
+            TrainingBatch b = retry(() -> pull(trainer));
+            b.groups().forEach(g -> assertThat(delivered).doesNotContain(g.taskId()));
+            b.groups().forEach(g -> delivered.add(g.taskId()));
+            trainer.acknowledge(b);
+            int v = ++version;
+            retry(() -> trainer.publishWeights(v, dir.resolve("w" + v)));
+        }
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (true) {
+            Optional<TrainingBatch> b = trainer.nextBatch(Duration.ofSeconds(2));
+            if (b.isPresent()) {
+                b.get().groups().forEach(g -> assertThat(delivered).doesNotContain(g.taskId()));
+                b.get().groups().forEach(g -> delivered.add(g.taskId()));
+                trainer.acknowledge(b.get());
+                continue;
+            }
+            org.rollout.trainer.RolloutStatus s = trainer.status();
+            if (s.running() == 0 && s.unacknowledgedBatches() == 0) {
+                assertThat(s.bufferedGroups())
+                        .as("groups left unbatched after the drain")
+                        .isZero();
+                assertThat(s.accepted())
+                        .as("accepted groups = groups the trainer received")
+                        .isEqualTo(delivered.size());
+                assertThat(s.rejectedByReason())
+                        .as("the failed re-runs of delivered tasks")
+                        .isEmpty();
+                assertThat(trainer.collectorStatus().heldOutcomes()).isZero();
+                break;
+            }
+            assertThat(System.nanoTime() - deadline)
+                    .as("the run drains; last status %s", s)
+                    .isNegative();
+        }
+    }
+
+    /** The echo workflow, failing on every attempt after the first. */
+    private static TestRollout failingRerun() {
+        TestRollout t = new TestRollout();
+        RolloutWorkflow echo = TestRollout.echo(t.gconfig());
+        t.workflow = (engine, data) -> {
+            if (WorkflowContext.current().attempt() > 0) {
+                throw new IllegalStateException(
+                        "attempt " + WorkflowContext.current().attempt() + " fails");
+            }
+            return echo.runEpisode(engine, data);
+        };
+        return t;
     }
 
     private static TrainingBatch pull(LocalRolloutClient c) throws InterruptedException {

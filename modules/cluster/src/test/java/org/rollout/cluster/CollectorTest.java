@@ -31,7 +31,7 @@ class CollectorTest {
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         ActorRef<Collector.Command> c =
                 kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), name);
-        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of()));
+        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         return c;
     }
 
@@ -96,7 +96,7 @@ class CollectorTest {
         trainer.expectNoMessage(Duration.ofMillis(200));
 
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
-        c.tell(new Collector.Attach(coordinator.getRef(), 5, 10, java.util.List.of(5L, 6L, 7L)));
+        c.tell(new Collector.Attach(coordinator.getRef(), 5, 10, java.util.List.of(5L, 6L, 7L), java.util.List.of()));
         RolloutCoordinator.BatchConsumed consumed =
                 coordinator.expectMessageClass(RolloutCoordinator.BatchConsumed.class);
         assertThat(consumed.taskIds()).containsExactly(5L, 6L);

@@ -71,7 +71,7 @@ class LargePayloadsTest {
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "lp-topic"), "lp-topic");
         ActorRef<Collector.Command> c =
                 kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), "lp");
-        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of()));
+        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         try (LogCapture log = new LogCapture()) {
             var broken = payloads.offer(new CrossNodeTest.Unregistered(1), "task 5 attempt 2");
             c.tell(new Collector.StreamedGroupFinished(5, 2, false, 0, 0, 10, 1_000_000, broken));

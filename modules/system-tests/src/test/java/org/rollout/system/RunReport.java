@@ -58,7 +58,7 @@ final class RunReport {
         r.rows.put("dispatches (of them re-dispatches)", a.dispatches + " (" + a.redispatches + ")");
         r.rows.put("dispatches by node", a.dispatchesByNode.toString());
         r.rows.put("late outcomes dropped by the collector", Long.toString(a.duplicatesDropped));
-        r.rows.put("re-runs ended after their task was delivered", Long.toString(a.rerunsEndedAfterDelivery));
+        r.rows.put("re-run outcomes superseded by a late acknowledgement", Long.toString(a.rerunOutcomesSuperseded));
         r.rows.put(
                 "batches acknowledged (redeliveries seen)",
                 trainer.batchesAcknowledged() + " (" + trainer.redeliveries() + ")");

@@ -22,6 +22,11 @@ import java.util.regex.Pattern;
  * acceptance must then still be delivered exactly once. Evaluation tasks are never batched: each
  * must have an outcome.
  *
+ * <p>Strict about delivery: a task the trainer acknowledged must not also end rejected or
+ * discarded, whatever the order. A re-run of a delivered task ends as a duplicate (its outcome came
+ * after the delivery was known) or is superseded (the collector held its outcome until the
+ * acknowledgement came); neither is an outcome.
+ *
  * <p>The checks themselves are {@link org.rollout.core.InvariantChecker#accountFor}'s (admitted
  * training tasks vs. delivered and rejected ones), plus: every evaluation task ended, and no
  * outcome names a task that was never dispatched.
@@ -34,6 +39,8 @@ final class TaskAccounting {
     private static final Pattern DISCARD =
             Pattern.compile("^(\\S+) .*rollout\\.tasks - discard task=(\\d+) reason=(\\S+)");
     private static final Pattern DUPLICATE = Pattern.compile("rollout\\.tasks - duplicate task=(\\d+) attempt=(\\d+)");
+    private static final Pattern SUPERSEDED =
+            Pattern.compile("rollout\\.tasks - superseded task=(\\d+) attempt=(\\d+)");
 
     private record End(String time, boolean accepted, String reason) {}
 
@@ -43,7 +50,8 @@ final class TaskAccounting {
     long dispatches;
     long redispatches;
     long duplicatesDropped;
-    long rerunsEndedAfterDelivery;
+    /** Held outcomes of re-runs dropped because the trainer acknowledged their task's earlier batch. */
+    long rerunOutcomesSuperseded;
     /** The nodes each task was dispatched to, in dispatch order. */
     final Map<Long, List<String>> nodesByTask = new HashMap<>();
 
@@ -95,6 +103,10 @@ final class TaskAccounting {
         }
         if (DUPLICATE.matcher(line).find()) {
             duplicatesDropped++;
+            return;
+        }
+        if (SUPERSEDED.matcher(line).find()) {
+            rerunOutcomesSuperseded++;
         }
     }
 
@@ -113,10 +125,10 @@ final class TaskAccounting {
             if (e == null || e.accepted()) {
                 continue;
             }
+            checks++;
             if (delivered.contains(task)) {
-                // A re-run of a task the trainer had consumed, stopped or failed after the
-                // consumption: the task ended when it was delivered.
-                rerunsEndedAfterDelivery++;
+                violations.add("task " + task + " was delivered to the trainer and also ended "
+                        + ("-".equals(e.reason()) ? "rejected" : "rejected as " + e.reason()) + " at " + e.time());
                 continue;
             }
             rejected.put(task, "-".equals(e.reason()) ? "" : e.reason());

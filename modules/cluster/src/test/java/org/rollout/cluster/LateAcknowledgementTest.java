@@ -1,0 +1,222 @@
+package org.rollout.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.rollout.api.BoolTensor;
+import org.rollout.api.Float32Tensor;
+import org.rollout.api.Int32Tensor;
+import org.rollout.api.TensorDict;
+import org.rollout.api.TrainingGroup;
+import org.rollout.core.StalenessBudget;
+
+/**
+ * A coordinator and collector that take over a run (their predecessors' node was lost) while a
+ * trainer holds a batch the predecessor handed out and has not acknowledged: the acknowledgement
+ * reaches the successor only after the re-runs of the batch's lost tasks have ended.
+ *
+ * <p>The run before the loss: version 1, η = 1, {@code consumer_batch_size} 4, 8 groups accepted,
+ * tasks 4–7 accepted and handed out to the trainer in one batch. The only surviving runner holds
+ * task 4's outcome; those of 5–7 died with the node.
+ */
+class LateAcknowledgementTest {
+    private static final int BATCH = 4;
+    private final ActorTestKit kit = ActorTestKit.create("late-ack", TestRollout.PEKKO);
+
+    @AfterEach
+    void shutdown() {
+        kit.shutdownTestKit();
+    }
+
+    private record Successor(
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            ActorRef<Collector.Command> collector,
+            TestProbe<GroupRunner.Command> runner,
+            DurableState state) {}
+
+    /** The ledger as the predecessor left it, and a successor coordinator and collector over it. */
+    private Successor takeOver(Duration ackTimeout) throws Exception {
+        DurableState state = DurableState.inMemory();
+        List<DurableState.OpenTask> open = new ArrayList<>();
+        for (long t = 4; t <= 7; t++) {
+            open.add(new DurableState.OpenTask(t, 0, false, t, 1, true, false));
+        }
+        state.writeLedger(open, List.of(), new DurableState.Cursor(8, 8, 8, 0))
+                .toCompletableFuture()
+                .get();
+        state.writeVersion(new DurableState.VersionRecord(1, "w1"))
+                .toCompletableFuture()
+                .get();
+
+        TestProbe<GroupRunner.Command> runner = kit.createTestProbe("runner");
+        kit.system().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, runner.getRef()));
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
+        ActorRef<Collector.Command> collector = kit.spawn(
+                Collector.create(BATCH, ackTimeout, Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                "collector");
+        StalenessBudget budget = new StalenessBudget(BATCH, BATCH, 1);
+        // Eight prompts, all taken before the loss: nothing new is admitted.
+        PromptSource prompts = index -> index < 8 ? Optional.of(Map.of("prompt", "p" + index)) : Optional.empty();
+        ActorRef<RolloutCoordinator.Command> coordinator = kit.spawn(
+                RolloutCoordinator.create(
+                        budget, prompts, List.of(), 0, 1, 64, collector, state, Duration.ofSeconds(10)),
+                "coordinator");
+
+        // The runner says what it is and what it holds (task 4's accepted outcome), asked in either order.
+        boolean told = false;
+        boolean held = false;
+        while (!told || !held) {
+            GroupRunner.Command c = runner.receiveMessage(Duration.ofSeconds(10));
+            if (c instanceof GroupRunner.GetInfo info) {
+                info.replyTo().tell(new GroupRunner.Info(runner.getRef(), "node-2", BATCH, 0));
+                told = true;
+            } else if (c instanceof GroupRunner.GetHoldings get) {
+                get.replyTo()
+                        .tell(new GroupRunner.Holdings(
+                                runner.getRef(), "node-2", List.of(new GroupRunner.Held(4, 0, true, true))));
+                held = true;
+            }
+        }
+        return new Successor(coordinator, collector, runner, state);
+    }
+
+    /** Task 4 is re-sent to the new collector; 5–7 run again (attempt 1), and their re-runs fail. */
+    private void rerunsFail(Successor s) {
+        List<Long> rerun = new ArrayList<>();
+        boolean resent = false;
+        while (!resent || rerun.size() < 3) {
+            GroupRunner.Command c = s.runner().receiveMessage(Duration.ofSeconds(10));
+            if (c instanceof GroupRunner.Resend r) {
+                assertThat(r.taskIds()).containsExactly(4L);
+                resent = true;
+                r.collector().tell(accepted(4, 0));
+            } else if (c instanceof GroupRunner.RunGroup g) {
+                assertThat(g.attempt()).isEqualTo(1);
+                rerun.add(g.taskId());
+                g.collector()
+                        .tell(new Collector.GroupFinished(
+                                g.taskId(),
+                                1,
+                                false,
+                                1,
+                                1,
+                                new Collector.Rejected(RejectReason.FAILED, "the model servers are failing"),
+                                Map.of(),
+                                ScalarStats.Totals.EMPTY,
+                                0));
+            }
+        }
+        assertThat(rerun).containsExactlyInAnyOrder(5L, 6L, 7L);
+    }
+
+    private StalenessBudget.Snapshot budget(Successor s) {
+        TestProbe<RolloutCoordinator.Status> status = kit.createTestProbe();
+        s.coordinator().tell(new RolloutCoordinator.GetStatus(status.getRef()));
+        return status.receiveMessage(Duration.ofSeconds(5)).budget();
+    }
+
+    private Collector.Status collectorStatus(Successor s) {
+        TestProbe<Collector.Status> status = kit.createTestProbe();
+        s.collector().tell(new Collector.GetStatus(status.getRef()));
+        return status.receiveMessage(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void shouldCountTheTasksOfALateAcknowledgedBatchAsDeliveredWhenTheirRerunsFailedBeforeIt() throws Exception {
+        Successor s = takeOver(Duration.ofMinutes(5));
+        rerunsFail(s);
+        // Before the acknowledgement: the three rejections are held, the tasks count as running.
+        TestRollout.await("the re-runs' outcomes reached the collector", Duration.ofSeconds(10), () -> {
+            StalenessBudget.Snapshot b = budget(s);
+            return b.running() == 3 && b.accepted() == 5;
+        });
+
+        TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
+        s.collector().tell(new Collector.Ack(3, List.of(4L, 5L, 6L, 7L), trainer.getRef()));
+        assertThat(trainer.receiveMessage(Duration.ofSeconds(10)).batchId()).isEqualTo(3);
+
+        StalenessBudget.Snapshot b = budget(s);
+        assertThat(b.accepted()).isEqualTo(8);
+        assertThat(b.running()).isZero();
+        assertThat(b.rejected()).isZero();
+        // (η + v + 1)·B − accepted − running, as before the loss: (1 + 1 + 1)·4 − 8 = 4.
+        assertThat(b.capacity()).isEqualTo(4);
+        Collector.Status c = collectorStatus(s);
+        assertThat(c.rejectedByReason()).isEmpty();
+        assertThat(c.bufferedGroups())
+                .as("task 4, delivered already, is not handed out again")
+                .isZero();
+        DurableState.Ledger ledger =
+                s.state().readLedger().toCompletableFuture().get();
+        assertThat(ledger.open()).isEmpty();
+        assertThat(ledger.cursor().accepted()).isEqualTo(8);
+    }
+
+    @Test
+    void shouldTakeTheHeldRejectionsWhenNoAcknowledgementComesWithinTheAckTimeout() throws Exception {
+        Successor s = takeOver(Duration.ofSeconds(1));
+        rerunsFail(s);
+        TestRollout.await("the held rejections were taken", Duration.ofSeconds(10), () -> {
+            StalenessBudget.Snapshot b = budget(s);
+            return b.running() == 0 && b.rejected() == 3;
+        });
+        StalenessBudget.Snapshot b = budget(s);
+        assertThat(b.accepted()).isEqualTo(5);
+        assertThat(collectorStatus(s).rejectedByReason()).containsEntry("failed", 3L);
+        // The runner is told to forget the rejected outcomes it holds.
+        List<Long> forgotten = new ArrayList<>();
+        TestRollout.await("the runner is told to forget 5-7", Duration.ofSeconds(10), () -> {
+            GroupRunner.Command c = s.runner().receiveMessage(Duration.ofSeconds(5));
+            if (c instanceof GroupRunner.Forget f) {
+                forgotten.addAll(f.taskIds());
+            }
+            return forgotten.containsAll(List.of(5L, 6L, 7L));
+        });
+    }
+
+    @Test
+    void shouldWriteTheMarkOfAPossiblyDeliveredTaskWithItsRerunSoThatALaterSuccessorKnowsIt() throws Exception {
+        Successor s = takeOver(Duration.ofMinutes(5));
+        List<Long> rerun = new ArrayList<>();
+        while (rerun.size() < 3) {
+            if (s.runner().receiveMessage(Duration.ofSeconds(10)) instanceof GroupRunner.RunGroup g) {
+                rerun.add(g.taskId());
+            }
+        }
+        DurableState.Ledger ledger =
+                s.state().readLedger().toCompletableFuture().get();
+        for (long t = 5; t <= 7; t++) {
+            DurableState.OpenTask open = ledger.open().get(t);
+            assertThat(open.attempt()).isEqualTo(1);
+            assertThat(open.accepted()).isFalse();
+            assertThat(open.possiblyDelivered()).as("task %d", t).isTrue();
+        }
+        assertThat(ledger.open().get(4L).possiblyDelivered()).isFalse();
+    }
+
+    private static Collector.GroupFinished accepted(long taskId, int attempt) {
+        TensorDict rows = TensorDict.builder()
+                .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
+                .put(TensorDict.ATTENTION_MASK, BoolTensor.filled(true, 1, 2))
+                .put(TensorDict.LOSS_MASK, Int32Tensor.matrix(new int[] {0, 1}))
+                .put(TensorDict.LOGPROBS, Float32Tensor.of(new float[] {0f, -1f}, 1, 2))
+                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, 1}))
+                .put(TensorDict.REWARDS, Float32Tensor.vector(1f))
+                .build();
+        TrainingGroup g = new TrainingGroup(taskId, attempt, rows, new int[] {1}, new int[] {1}, 1, 1, 1, 1);
+        return new Collector.GroupFinished(
+                taskId, attempt, false, 1, 1, new Collector.Accepted(g), Map.of(), ScalarStats.Totals.EMPTY, 1);
+    }
+}
