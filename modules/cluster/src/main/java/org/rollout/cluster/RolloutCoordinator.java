@@ -162,9 +162,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private final StalenessBudget budget;
     private final PromptSource source;
-    private final List<Map<String, Object>> evalItems;
-    private final int evalEvery;
-    private final int evalMaxConcurrent;
+    private final EvaluationSchedule eval;
     private final ActorRef<Collector.Command> collectorEntry;
     private ActorRef<Collector.Command> collector;
     private final DurableState state;
@@ -188,11 +186,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private final Map<Long, InFlight> ledger = new HashMap<>();
     private final ArrayDeque<InFlight> toRedispatch = new ArrayDeque<>();
-    private final ArrayDeque<Integer> evalPending = new ArrayDeque<>();
     private final Set<Long> pausedBy = new HashSet<>();
     private long nextTaskId;
-    private int evalInFlight;
-    private int evalVersion;
     private boolean exhausted;
     private long redispatched;
     private int buffered;
@@ -264,9 +259,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.queueSize = Math.max(1, queueSize);
         this.budget = budget;
         this.source = source;
-        this.evalItems = List.copyOf(evalItems);
-        this.evalEvery = evalEvery;
-        this.evalMaxConcurrent = Math.max(1, evalMaxConcurrent);
+        this.eval = new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent);
     }
 
     @Override
@@ -427,93 +420,53 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             admit();
             return;
         }
-        // What each runner holds, by task id.
-        Map<Long, ActorRef<GroupRunner.Command>> runningOn = new HashMap<>();
-        Map<Long, Integer> runningAttempt = new HashMap<>();
-        Map<Long, ActorRef<GroupRunner.Command>> finishedOn = new HashMap<>();
-        for (GroupRunner.Holdings h : holdings.values()) {
-            for (GroupRunner.Held held : h.held()) {
-                if (!l.open().containsKey(held.taskId())) {
-                    // Done with in the previous incarnation (or never written): drop it.
-                    if (held.finished()) {
-                        h.runner().tell(new GroupRunner.Forget(List.of(held.taskId())));
-                    } else {
-                        h.runner()
-                                .tell(new GroupRunner.CancelGroup(
-                                        held.taskId(), held.attempt(), RejectReason.CANCELLED, "not in the ledger"));
-                    }
-                } else if (held.finished()) {
-                    finishedOn.put(held.taskId(), h.runner());
-                } else {
-                    runningOn.put(held.taskId(), h.runner());
-                    runningAttempt.put(held.taskId(), held.attempt());
-                }
-            }
-        }
-        long accepted = c.accepted();
-        long running = 0;
-        long lostAccepted = 0;
-        List<InFlight> again = new ArrayList<>();
-        Map<ActorRef<GroupRunner.Command>, List<Long>> resend = new HashMap<>();
-        int evalPassVersion = -1;
-        for (DurableState.OpenTask t : l.open().values()) {
+        Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> held = new HashMap<>();
+        holdings.values().forEach(h -> held.put(h.runner(), h.held()));
+        // Items re-read once, by index, for the tasks that stay open.
+        Map<Long, Map<String, Object>> items = new HashMap<>();
+        RecoveryPlan<ActorRef<GroupRunner.Command>> plan = RecoveryPlan.of(l, held, t -> {
             Map<String, Object> data = itemOf(t);
-            if (data == null) {
-                getContext()
-                        .getLog()
-                        .error(
-                                "recovery: task {}: its item (index {}) is no longer in the source; dropped",
-                                t.taskId(),
-                                t.sourceIndex());
-                continue;
+            if (data != null) {
+                items.put(t.taskId(), data);
             }
-            if (t.isEval()) {
-                evalPassVersion = Math.max(evalPassVersion, t.dispatchVersion());
-            }
-            ActorRef<GroupRunner.Command> fin = finishedOn.get(t.taskId());
-            ActorRef<GroupRunner.Command> run = runningOn.get(t.taskId());
-            if (t.accepted() && fin != null) {
-                acceptedUnacked.put(t.taskId(), inFlight(t, t.attempt(), data, fin, t.possiblyDelivered()));
-                resend.computeIfAbsent(fin, k -> new ArrayList<>()).add(t.taskId());
-                continue;
-            }
-            // Accepted before and its outcome lost with the node: a trainer may hold it in a batch
-            // handed out before the fail-over. It runs again, but the outcome of the re-run is not
-            // final while that batch's acknowledgement may still come (the collector holds a
-            // rejection until then), and an acknowledgement that comes retires the task as
-            // delivered. The mark is written with the task, so that a later successor knows too.
-            boolean possiblyDelivered = t.possiblyDelivered() || (t.accepted() && !t.isEval());
-            if (t.accepted()) {
-                lostAccepted++;
-            }
-            if (!t.isEval()) {
-                running++;
-            } else {
-                evalInFlight++;
-            }
-            if (fin != null) {
-                // Finished, the outcome never recorded here: the collector gets it again.
-                InFlight f = inFlight(t, t.attempt(), data, fin, possiblyDelivered);
-                ledger.put(t.taskId(), f);
-                resend.computeIfAbsent(fin, k -> new ArrayList<>()).add(t.taskId());
-            } else if (run != null) {
-                ledger.put(t.taskId(), inFlight(t, runningAttempt.get(t.taskId()), data, run, possiblyDelivered));
-            } else {
-                InFlight f = inFlight(t, t.attempt(), data, null, possiblyDelivered);
-                ledger.put(t.taskId(), f);
+            return data != null;
+        });
+        plan.forget.forEach((r, ids) -> r.tell(new GroupRunner.Forget(ids)));
+        plan.cancel.forEach(stray -> stray.runner()
+                .tell(new GroupRunner.CancelGroup(
+                        stray.taskId(), stray.attempt(), RejectReason.CANCELLED, "not in the ledger")));
+        for (DurableState.OpenTask t : plan.unreadable) {
+            getContext()
+                    .getLog()
+                    .error(
+                            "recovery: task {}: its item (index {}) is no longer in the source; dropped",
+                            t.taskId(),
+                            t.sourceIndex());
+        }
+        for (RecoveryPlan.Accepted<ActorRef<GroupRunner.Command>> a : plan.acceptedUnacked) {
+            DurableState.OpenTask t = a.task();
+            acceptedUnacked.put(
+                    t.taskId(), inFlight(t, t.attempt(), items.get(t.taskId()), a.runner(), t.possiblyDelivered()));
+        }
+        List<InFlight> again = new ArrayList<>();
+        for (RecoveryPlan.Open<ActorRef<GroupRunner.Command>> o : plan.open) {
+            DurableState.OpenTask t = o.task();
+            InFlight f = inFlight(t, o.attempt(), items.get(t.taskId()), o.runner(), o.possiblyDelivered());
+            ledger.put(t.taskId(), f);
+            if (o.again()) {
                 again.add(f);
             }
         }
-        if (evalPassVersion >= 0) {
-            evalVersion = evalPassVersion;
+        if (plan.evalPassVersion >= 0) {
+            eval.resume(plan.evalPassVersion, plan.evalOpen);
             getContext()
                     .getLog()
                     .warn(
                             "recovery: the evaluation pass at version {} goes on with its {} open group(s); its items not yet dispatched are not",
-                            evalVersion,
-                            evalInFlight);
+                            eval.version(),
+                            eval.inFlight());
         }
-        budget.restore(recoveredVersion, accepted - lostAccepted, running);
+        budget.restore(recoveredVersion, plan.accepted, plan.running);
         for (var e : ledger.values()) {
             RunnerState s = e.runner() == null ? null : runners.get(e.runner());
             if (s != null) {
@@ -529,13 +482,17 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .warn(
                         "recovered: {} task(s) still running, {} outcome(s) delivered again, {} task(s) dispatched again ({} accepted group(s) lost with their node); budget {}",
                         ledger.size() - again.size(),
-                        resend.values().stream().mapToInt(List::size).sum(),
+                        plan.resent(),
                         again.size(),
-                        lostAccepted,
+                        plan.lostAccepted,
                         budget);
         attachCollector();
-        resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
-        persist(List.of(), List.of(), () -> {});
+        plan.resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
+        // Unreadable tasks leave the ledger: no successor could run them either.
+        persist(
+                List.of(),
+                plan.unreadable.stream().map(DurableState.OpenTask::taskId).toList(),
+                () -> {});
         admit();
     }
 
@@ -559,9 +516,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Map<String, Object> itemOf(DurableState.OpenTask t) {
         if (t.isEval()) {
-            return t.sourceIndex() >= 0 && t.sourceIndex() < evalItems.size()
-                    ? evalItems.get((int) t.sourceIndex())
-                    : null;
+            return eval.item(t.sourceIndex());
         }
         return source.item(t.sourceIndex()).orElse(null);
     }
@@ -722,11 +677,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             "attempt " + done.attempt() + " finished first"));
         }
         if (f.isEval()) {
-            evalInFlight--;
-            if (evalInFlight == 0 && evalPending.isEmpty()) {
-                getContext().getLog().info("evaluation pass at version {} finished", evalVersion);
-                collector.tell(new Collector.EvalPassFinished(evalVersion));
-            }
+            evalGroupEnded();
         } else if (done.accepted()) {
             budget.onAccept();
         } else {
@@ -774,7 +725,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 release(f);
                 toRedispatch.removeIf(r -> r.taskId() == id);
                 if (f.isEval()) {
-                    evalInFlight--;
+                    evalGroupEnded();
                 } else {
                     budget.onAccept();
                 }
@@ -805,7 +756,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         pausedBy.remove(resume.updateId());
         if (resume.version() > budget.version()) {
             budget.onVersion(resume.version());
-            if (recovered && evalEvery > 0 && resume.version() % evalEvery == 0) {
+            if (recovered && eval.dueAt(resume.version())) {
                 startEvalPass(resume.version());
             }
         }
@@ -814,17 +765,21 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private void startEvalPass(int version) {
-        if (evalItems.isEmpty()) {
-            return;
+        switch (eval.start(version)) {
+            case STARTED ->
+                getContext().getLog().info("evaluation pass over {} items at version {}", eval.size(), version);
+            case SKIPPED ->
+                getContext()
+                        .getLog()
+                        .warn("evaluation at version {} skipped: the previous pass is still running", version);
+            case NO_ITEMS -> {}
         }
-        if (evalInFlight > 0 || !evalPending.isEmpty()) {
-            getContext().getLog().warn("evaluation at version {} skipped: the previous pass is still running", version);
-            return;
-        }
-        getContext().getLog().info("evaluation pass over {} items at version {}", evalItems.size(), version);
-        evalVersion = version;
-        for (int i = 0; i < evalItems.size(); i++) {
-            evalPending.addLast(i);
+    }
+
+    private void evalGroupEnded() {
+        if (eval.finished()) {
+            getContext().getLog().info("evaluation pass at version {} finished", eval.version());
+            collector.tell(new Collector.EvalPassFinished(eval.version()));
         }
     }
 
@@ -860,14 +815,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             sends.add(() -> send(f));
         }
         if (pausedBy.isEmpty()) {
-            while (!evalPending.isEmpty() && evalInFlight < evalMaxConcurrent) {
+            for (var next = eval.next(); next.isPresent(); next = eval.next()) {
                 ActorRef<GroupRunner.Command> r = leastLoaded(true);
+                int index = next.getAsInt();
                 if (r == null) {
+                    eval.putBack(index);
                     break;
                 }
-                evalInFlight++;
-                int index = evalPending.pollFirst();
-                InFlight f = dispatch(nextTaskId++, 0, evalItems.get(index), true, index, r, evalVersion, false);
+                InFlight f = dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false);
                 written.add(f.entry(false));
                 sends.add(() -> send(f));
             }
@@ -1002,7 +957,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .tell(new Status(
                         budget.snapshot(),
                         ledger.size(),
-                        evalInFlight,
+                        eval.inFlight(),
                         !pausedBy.isEmpty(),
                         exhausted,
                         buffered,
