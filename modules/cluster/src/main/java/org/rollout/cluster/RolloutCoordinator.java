@@ -1,11 +1,9 @@
 package org.rollout.cluster;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,6 +16,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.rollout.cluster.TaskLedger.Task;
 import org.rollout.core.StalenessBudget;
 
 /**
@@ -54,6 +53,12 @@ import org.rollout.core.StalenessBudget;
  * rest again (attempt + 1; prompts are re-read from the source by index), restores the staleness
  * budget, and continues from the written cursor. Batch ids embed the coordinator's incarnation, so
  * an acknowledgement meant for a predecessor's batch is never taken for a new one.
+ *
+ * <p>The decisions are plain classes with table tests; this actor carries them out (ledger writes,
+ * messages, timers): {@link TaskLedger} (tasks in flight, accepted, to dispatch again, and each
+ * runner's load), {@link RecoveryPlan} (what a successor does with each task of its predecessor's
+ * ledger), {@link EvaluationSchedule} (when evaluation passes run and which item goes next), and
+ * core's {@link StalenessBudget} (admission).
  */
 public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinator.Command> {
 
@@ -131,35 +136,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
     private record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
-    private record InFlight(
-            long taskId,
-            int attempt,
-            java.util.Map<String, Object> data,
-            boolean isEval,
-            long sourceIndex,
-            ActorRef<GroupRunner.Command> runner,
-            int dispatchVersion,
-            long startedNanos,
-            boolean possiblyDelivered) {
-        DurableState.OpenTask entry(boolean accepted) {
-            return new DurableState.OpenTask(
-                    taskId, attempt, isEval, sourceIndex, dispatchVersion, accepted, possiblyDelivered);
-        }
-    }
-
-    /** What the coordinator knows of one runner: its capacity and what it dispatched there. */
-    static final class RunnerState {
-        final GroupRunner.Info info;
-        int inFlight;
-        int evalInFlight;
-        /** Groups dispatched here so far: breaks ties between equally loaded runners. */
-        long dispatched;
-
-        RunnerState(GroupRunner.Info info) {
-            this.info = info;
-        }
-    }
-
     private final StalenessBudget budget;
     private final PromptSource source;
     private final EvaluationSchedule eval;
@@ -169,8 +145,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final Duration recoveryTimeout;
     private final TimerScheduler<Command> timers;
     private final int queueSize;
-    /** Accepted, not yet acknowledged tasks: their ledger entry and the runner holding the outcome. */
-    private final Map<Long, InFlight> acceptedUnacked = new HashMap<>();
+    /** Tasks in flight, accepted and unacknowledged, to dispatch again; runners and their load. */
+    private final TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
 
     private boolean recovered;
     private DurableState.Ledger recoveredLedger;
@@ -179,13 +155,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final Set<ActorRef<GroupRunner.Command>> holdingsAsked = new HashSet<>();
     private long trainTaken;
     private long incarnation;
-    private final Map<ActorRef<GroupRunner.Command>, RunnerState> runners = new LinkedHashMap<>();
     private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
     /** The runners of the latest Receptionist listing. */
     private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
 
-    private final Map<Long, InFlight> ledger = new HashMap<>();
-    private final ArrayDeque<InFlight> toRedispatch = new ArrayDeque<>();
     private final Set<Long> pausedBy = new HashSet<>();
     private long nextTaskId;
     private boolean exhausted;
@@ -342,12 +315,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // A new collector with an empty buffer: what runners hold is delivered to it again.
             getContext().getLog().warn("the collector was replaced; runners deliver what they hold to the new one");
             attachCollector();
-            Map<ActorRef<GroupRunner.Command>, List<Long>> resend = new HashMap<>();
-            acceptedUnacked
-                    .values()
-                    .forEach(f -> resend.computeIfAbsent(f.runner(), k -> new ArrayList<>())
-                            .add(f.taskId()));
-            resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
+            tasks.acceptedByRunner().forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
         }
         return this;
     }
@@ -358,7 +326,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * again when it joins.
      */
     private void askAllHoldings() {
-        Set<ActorRef<GroupRunner.Command>> all = new HashSet<>(runners.keySet());
+        Set<ActorRef<GroupRunner.Command>> all = tasks.knownRunners();
         all.addAll(listed);
         all.forEach(this::askHoldings);
     }
@@ -443,20 +411,23 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             t.taskId(),
                             t.sourceIndex());
         }
+        List<Task<ActorRef<GroupRunner.Command>>> open = new ArrayList<>();
+        List<Task<ActorRef<GroupRunner.Command>>> accepted = new ArrayList<>();
+        List<Task<ActorRef<GroupRunner.Command>>> again = new ArrayList<>();
         for (RecoveryPlan.Accepted<ActorRef<GroupRunner.Command>> a : plan.acceptedUnacked) {
             DurableState.OpenTask t = a.task();
-            acceptedUnacked.put(
-                    t.taskId(), inFlight(t, t.attempt(), items.get(t.taskId()), a.runner(), t.possiblyDelivered()));
+            accepted.add(task(t, t.attempt(), items.get(t.taskId()), a.runner(), t.possiblyDelivered()));
         }
-        List<InFlight> again = new ArrayList<>();
         for (RecoveryPlan.Open<ActorRef<GroupRunner.Command>> o : plan.open) {
             DurableState.OpenTask t = o.task();
-            InFlight f = inFlight(t, o.attempt(), items.get(t.taskId()), o.runner(), o.possiblyDelivered());
-            ledger.put(t.taskId(), f);
+            Task<ActorRef<GroupRunner.Command>> f =
+                    task(t, o.attempt(), items.get(t.taskId()), o.runner(), o.possiblyDelivered());
+            open.add(f);
             if (o.again()) {
                 again.add(f);
             }
         }
+        tasks.restore(open, accepted, again);
         if (plan.evalPassVersion >= 0) {
             eval.resume(plan.evalPassVersion, plan.evalOpen);
             getContext()
@@ -467,21 +438,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             eval.inFlight());
         }
         budget.restore(recoveredVersion, plan.accepted, plan.running);
-        for (var e : ledger.values()) {
-            RunnerState s = e.runner() == null ? null : runners.get(e.runner());
-            if (s != null) {
-                s.inFlight++;
-                if (e.isEval()) {
-                    s.evalInFlight++;
-                }
-            }
-        }
-        toRedispatch.addAll(again);
         getContext()
                 .getLog()
                 .warn(
                         "recovered: {} task(s) still running, {} outcome(s) delivered again, {} task(s) dispatched again ({} accepted group(s) lost with their node); budget {}",
-                        ledger.size() - again.size(),
+                        open.size() - again.size(),
                         plan.resent(),
                         again.size(),
                         plan.lostAccepted,
@@ -496,13 +457,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         admit();
     }
 
-    private InFlight inFlight(
+    private static Task<ActorRef<GroupRunner.Command>> task(
             DurableState.OpenTask t,
             int attempt,
             Map<String, Object> data,
             ActorRef<GroupRunner.Command> runner,
             boolean possiblyDelivered) {
-        return new InFlight(
+        return new Task<>(
                 t.taskId(),
                 attempt,
                 data,
@@ -522,14 +483,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private void attachCollector() {
-        Set<Long> open = new HashSet<>(ledger.keySet());
-        open.addAll(acceptedUnacked.keySet());
-        List<Long> possiblyDelivered = ledger.values().stream()
-                .filter(InFlight::possiblyDelivered)
-                .map(InFlight::taskId)
-                .toList();
         collector.tell(new Collector.Attach(
-                getContext().getSelf(), incarnation, nextTaskId, toArray(open), possiblyDelivered));
+                getContext().getSelf(),
+                incarnation,
+                nextTaskId,
+                List.copyOf(tasks.openTaskIds()),
+                tasks.possiblyDelivered()));
     }
 
     private static List<Long> toArray(java.util.Collection<Long> ids) {
@@ -570,7 +529,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         listed = Set.copyOf(listing.runners());
         for (ActorRef<GroupRunner.Command> r : listing.runners()) {
             askHoldings(r);
-            if (!runners.containsKey(r) && asked.add(r)) {
+            if (!tasks.hasRunner(r) && asked.add(r)) {
                 getContext()
                         .ask(
                                 GroupRunner.Info.class,
@@ -580,12 +539,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                                 (info, error) -> info != null ? new RunnerJoined(info) : new RunnerGone(r));
             }
         }
-        Set<ActorRef<GroupRunner.Command>> known = new HashSet<>(runners.keySet());
-        ledger.values().stream()
-                .map(InFlight::runner)
-                .filter(java.util.Objects::nonNull)
-                .forEach(known::add);
-        for (ActorRef<GroupRunner.Command> r : known) {
+        for (ActorRef<GroupRunner.Command> r : tasks.knownRunners()) {
             if (!listing.runners().contains(r)) {
                 onRunnerGone(r);
             }
@@ -596,17 +550,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onRunnerJoined(RunnerJoined joined) {
         ActorRef<GroupRunner.Command> r = joined.info().runner();
         asked.remove(r);
-        if (!runners.containsKey(r)) {
-            RunnerState s = new RunnerState(joined.info());
-            runners.put(r, s);
-            for (InFlight f : ledger.values()) {
-                if (r.equals(f.runner())) {
-                    s.inFlight++;
-                    if (f.isEval()) {
-                        s.evalInFlight++;
-                    }
-                }
-            }
+        if (tasks.join(r, joined.info().node(), joined.info().capacity())) {
             getContext().watchWith(r, new RunnerGone(r));
             getContext()
                     .getLog()
@@ -630,14 +574,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // and the Receptionist soon stops listing it.
             timers.startSingleTimer(RecheckRunners.class, new RecheckRunners(), RECHECK_RUNNERS_AFTER);
         }
-        RunnerState gone = runners.remove(runner);
-        List<InFlight> orphans = new ArrayList<>();
-        for (InFlight f : ledger.values()) {
-            if (runner.equals(f.runner()) && !toRedispatch.contains(f)) {
-                orphans.add(f);
-            }
-        }
-        if (gone == null && orphans.isEmpty()) {
+        Optional<String> node = tasks.node(runner);
+        List<Task<ActorRef<GroupRunner.Command>>> orphans = tasks.leave(runner);
+        if (node.isEmpty() && orphans.isEmpty()) {
             return this;
         }
         // Also a runner that never joined here: a successor may have learnt of its tasks from
@@ -646,11 +585,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .getLog()
                 .warn(
                         "runner on {} is gone with {} task(s) in flight; dispatching them again",
-                        gone != null ? gone.info.node() : runner.path().address(),
+                        node.map(Object::toString)
+                                .orElse(runner.path().address().toString()),
                         orphans.size());
-        for (InFlight f : orphans) {
-            toRedispatch.addLast(f);
-        }
         admit();
         return this;
     }
@@ -659,16 +596,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Behavior<Command> onTaskFinished(TaskFinished done) {
         buffered = done.buffered();
-        InFlight f = ledger.remove(done.taskId());
+        Task<ActorRef<GroupRunner.Command>> f = tasks.finish(done.taskId());
         if (f == null) {
-            if (!acceptedUnacked.containsKey(done.taskId())) {
+            if (!tasks.isAcceptedUnacked(done.taskId())) {
                 getContext().getLog().warn("finished task {} is not in the ledger; ignoring", done.taskId());
             }
             return this;
         }
-        release(f);
-        toRedispatch.removeIf(r -> r.taskId() == done.taskId());
-        if (f.attempt() != done.attempt() && f.runner() != null && runners.containsKey(f.runner())) {
+        if (f.attempt() != done.attempt() && f.runner() != null && tasks.hasRunner(f.runner())) {
             f.runner()
                     .tell(new GroupRunner.CancelGroup(
                             f.taskId(),
@@ -684,7 +619,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             budget.onReject();
         }
         if (done.accepted() && !f.isEval()) {
-            acceptedUnacked.put(f.taskId(), f);
+            tasks.accepted(f);
             persist(List.of(f.entry(true)), List.of(), () -> {});
         } else {
             ActorRef<GroupRunner.Command> holder = f.runner();
@@ -697,7 +632,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onAcceptedDiscarded(AcceptedDiscarded d) {
         budget.onAcceptedDiscarded();
         buffered = d.buffered();
-        InFlight f = acceptedUnacked.remove(d.taskId());
+        Task<ActorRef<GroupRunner.Command>> f = tasks.discard(d.taskId());
         ActorRef<GroupRunner.Command> holder = f == null ? null : f.runner();
         persist(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
         admit();
@@ -712,35 +647,31 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * accepted. A task found nowhere was retired before (the same acknowledgement again).
      */
     private Behavior<Command> onBatchConsumed(BatchConsumed consumed) {
+        TaskLedger.Consumed<ActorRef<GroupRunner.Command>> done = tasks.consume(consumed.taskIds());
         Map<ActorRef<GroupRunner.Command>, List<Long>> byRunner = new HashMap<>();
-        List<Long> ids = new ArrayList<>();
-        for (Long id : consumed.taskIds()) {
-            ids.add(id);
-            InFlight f = acceptedUnacked.remove(id);
-            if (f == null && ledger.containsKey(id)) {
-                // A predecessor's batch: this task was lost with its node and is running again (or
-                // its re-run ended and the collector holds the outcome); the trainer has consumed
-                // it, so the new run is stopped and the task counted as accepted.
-                f = ledger.remove(id);
-                release(f);
-                toRedispatch.removeIf(r -> r.taskId() == id);
-                if (f.isEval()) {
-                    evalGroupEnded();
-                } else {
-                    budget.onAccept();
-                }
-                if (f.runner() != null) {
-                    f.runner()
-                            .tell(new GroupRunner.CancelGroup(
-                                    id, f.attempt(), RejectReason.CANCELLED, "consumed by the trainer already"));
-                }
-            }
-            if (f != null && f.runner() != null) {
-                byRunner.computeIfAbsent(f.runner(), k -> new ArrayList<>()).add(id);
+        for (Task<ActorRef<GroupRunner.Command>> f : done.retired()) {
+            if (f.runner() != null) {
+                byRunner.computeIfAbsent(f.runner(), k -> new ArrayList<>()).add(f.taskId());
             }
         }
-        persist(List.of(), ids, () -> {
-            byRunner.forEach((r, l) -> forget(r, toArray(l)));
+        for (Task<ActorRef<GroupRunner.Command>> f : done.rerunsStopped()) {
+            // A predecessor's batch: this task was lost with its node and is running again (or
+            // its re-run ended and the collector holds the outcome); the trainer has consumed
+            // it, so the new run is stopped and the task counted as accepted.
+            if (f.isEval()) {
+                evalGroupEnded();
+            } else {
+                budget.onAccept();
+            }
+            if (f.runner() != null) {
+                f.runner()
+                        .tell(new GroupRunner.CancelGroup(
+                                f.taskId(), f.attempt(), RejectReason.CANCELLED, "consumed by the trainer already"));
+                byRunner.computeIfAbsent(f.runner(), k -> new ArrayList<>()).add(f.taskId());
+            }
+        }
+        persist(List.of(), List.copyOf(consumed.taskIds()), () -> {
+            byRunner.forEach(this::forget);
             consumed.replyTo().tell(new Collector.AckReply(consumed.batchId(), true));
         });
         return this;
@@ -792,17 +723,18 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         List<DurableState.OpenTask> written = new ArrayList<>();
         List<Runnable> sends = new ArrayList<>();
-        while (!toRedispatch.isEmpty()) {
-            ActorRef<GroupRunner.Command> r = leastLoaded(true);
+        while (tasks.hasRedispatches()) {
+            ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
             if (r == null) {
                 break;
             }
-            InFlight old = toRedispatch.pollFirst();
-            if (ledger.get(old.taskId()) != old) {
-                continue;
+            Optional<Task<ActorRef<GroupRunner.Command>>> next = tasks.nextToRedispatch();
+            if (next.isEmpty()) {
+                break;
             }
+            Task<ActorRef<GroupRunner.Command>> old = next.get();
             redispatched++;
-            InFlight f = dispatch(
+            Task<ActorRef<GroupRunner.Command>> f = dispatch(
                     old.taskId(),
                     old.attempt() + 1,
                     old.data(),
@@ -816,18 +748,19 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         if (pausedBy.isEmpty()) {
             for (var next = eval.next(); next.isPresent(); next = eval.next()) {
-                ActorRef<GroupRunner.Command> r = leastLoaded(true);
+                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
                 int index = next.getAsInt();
                 if (r == null) {
                     eval.putBack(index);
                     break;
                 }
-                InFlight f = dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false);
+                Task<ActorRef<GroupRunner.Command>> f =
+                        dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false);
                 written.add(f.entry(false));
                 sends.add(() -> send(f));
             }
             while (!exhausted && budget.canAdmit() && buffered + budget.running() < queueSize) {
-                ActorRef<GroupRunner.Command> r = leastLoaded(false);
+                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(false);
                 if (r == null) {
                     break;
                 }
@@ -839,7 +772,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 }
                 budget.onEnqueue();
                 budget.onAdmit();
-                InFlight f = dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false);
+                Task<ActorRef<GroupRunner.Command>> f =
+                        dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false);
                 written.add(f.entry(false));
                 sends.add(() -> send(f));
             }
@@ -851,7 +785,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     /** Records the task as in flight on {@code runner}; {@link #send} tells the runner. */
-    private InFlight dispatch(
+    private Task<ActorRef<GroupRunner.Command>> dispatch(
             long taskId,
             int attempt,
             Map<String, Object> data,
@@ -860,7 +794,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<GroupRunner.Command> runner,
             int dispatchVersion,
             boolean possiblyDelivered) {
-        InFlight f = new InFlight(
+        Task<ActorRef<GroupRunner.Command>> f = new Task<>(
                 taskId,
                 attempt,
                 data,
@@ -870,99 +804,36 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 dispatchVersion,
                 System.nanoTime(),
                 possiblyDelivered);
-        InFlight previous = ledger.put(taskId, f);
-        if (previous != null) {
-            release(previous);
-        }
-        RunnerState state = runners.get(runner);
-        state.inFlight++;
-        state.dispatched++;
-        if (isEval) {
-            state.evalInFlight++;
-        }
-        return f;
+        return tasks.dispatch(f);
     }
 
-    private void send(InFlight f) {
-        if (ledger.get(f.taskId()) != f) {
+    private void send(Task<ActorRef<GroupRunner.Command>> f) {
+        if (!tasks.isCurrent(f)) {
             return; // finished or dispatched again while the write was on its way
         }
-        if (!runners.containsKey(f.runner())) {
-            toRedispatch.addLast(f);
+        Optional<String> node = tasks.node(f.runner());
+        if (node.isEmpty()) {
+            tasks.redispatchLater(f);
             admit();
             return;
         }
-        RunnerState on = runners.get(f.runner());
-        TaskJournal.dispatched(
-                f.taskId(), f.attempt(), f.isEval(), f.sourceIndex(), f.dispatchVersion(), on.info.node());
+        TaskJournal.dispatched(f.taskId(), f.attempt(), f.isEval(), f.sourceIndex(), f.dispatchVersion(), node.get());
         f.runner()
                 .tell(new GroupRunner.RunGroup(
                         f.taskId(), f.attempt(), f.data(), f.isEval(), f.dispatchVersion(), collector));
     }
 
-    private void release(InFlight f) {
-        RunnerState s = f.runner() == null ? null : runners.get(f.runner());
-        if (s != null) {
-            s.inFlight--;
-            if (f.isEval()) {
-                s.evalInFlight--;
-            }
-        }
-    }
-
-    /**
-     * The runner with the lowest load relative to its capacity. With {@code overCapacity} false
-     * (training admission) only runners whose training groups are below capacity qualify: evaluation
-     * groups never take a training slot, so an evaluation pass cannot hold up training.
-     */
-    private ActorRef<GroupRunner.Command> leastLoaded(boolean overCapacity) {
-        return leastLoaded(runners, overCapacity);
-    }
-
-    /**
-     * {@link #leastLoaded(boolean)} over {@code runners}: among runners equally loaded, the one that
-     * was given the fewest groups so far. Without that tie-break, groups that end faster than they
-     * are admitted (every runner idle at each admission) would all go to the runner that joined
-     * first, and the other nodes would idle.
-     */
-    static <K> K leastLoaded(Map<K, RunnerState> runners, boolean overCapacity) {
-        K best = null;
-        double bestLoad = Double.MAX_VALUE;
-        long bestDispatched = Long.MAX_VALUE;
-        for (var e : runners.entrySet()) {
-            RunnerState s = e.getValue();
-            int cap = Math.max(1, s.info.capacity());
-            if (!overCapacity && s.inFlight - s.evalInFlight >= cap) {
-                continue;
-            }
-            double load = (double) s.inFlight / cap;
-            if (load < bestLoad || (load == bestLoad && s.dispatched < bestDispatched)) {
-                bestLoad = load;
-                bestDispatched = s.dispatched;
-                best = e.getKey();
-            }
-        }
-        return best;
-    }
-
     private Behavior<Command> onGetStatus(GetStatus get) {
-        Map<String, Integer> byNode = new LinkedHashMap<>();
-        runners.values().forEach(s -> byNode.merge(s.info.node(), s.inFlight, Integer::sum));
-        long now = System.nanoTime();
-        long oldest = 0;
-        for (InFlight f : ledger.values()) {
-            oldest = Math.max(oldest, now - f.startedNanos());
-        }
         get.replyTo()
                 .tell(new Status(
                         budget.snapshot(),
-                        ledger.size(),
+                        tasks.inFlight(),
                         eval.inFlight(),
                         !pausedBy.isEmpty(),
                         exhausted,
                         buffered,
-                        byNode,
-                        Duration.ofNanos(oldest),
+                        tasks.inFlightByNode(),
+                        Duration.ofNanos(tasks.oldestNanos(System.nanoTime())),
                         redispatched));
         return this;
     }

@@ -7,17 +7,17 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
-/** The coordinator's choice of runner for a group ({@code RolloutCoordinator.leastLoaded}). */
+/** The coordinator's choice of runner for a group ({@code TaskLedger.leastLoaded}). */
 class RunnerPlacementTest {
 
-    private static RolloutCoordinator.RunnerState runner(String node, int capacity) {
-        return new RolloutCoordinator.RunnerState(new GroupRunner.Info(null, node, capacity, 0));
+    private static TaskLedger.RunnerLoad runner(String node, int capacity) {
+        return new TaskLedger.RunnerLoad(node, capacity);
     }
 
     /** Places one group and counts it as dispatched; {@code finish} ends it at once. */
-    private static String place(Map<String, RolloutCoordinator.RunnerState> runners, boolean finish) {
-        String node = RolloutCoordinator.leastLoaded(runners, false);
-        RolloutCoordinator.RunnerState s = runners.get(node);
+    private static String place(Map<String, TaskLedger.RunnerLoad> runners, boolean finish) {
+        String node = TaskLedger.leastLoaded(runners, false);
+        TaskLedger.RunnerLoad s = runners.get(node);
         s.dispatched++;
         if (!finish) {
             s.inFlight++;
@@ -29,7 +29,7 @@ class RunnerPlacementTest {
     void shouldSpreadGroupsThatEndBeforeTheNextIsAdmittedOverEveryRunner() {
         // Groups shorter than the time between admissions: every runner is idle at each admission.
         // Before the tie-break, the runner that joined first took all of them.
-        Map<String, RolloutCoordinator.RunnerState> runners = new LinkedHashMap<>();
+        Map<String, TaskLedger.RunnerLoad> runners = new LinkedHashMap<>();
         runners.put("node-1", runner("node-1", 4));
         runners.put("node-2", runner("node-2", 4));
         runners.put("node-3", runner("node-3", 4));
@@ -42,7 +42,7 @@ class RunnerPlacementTest {
 
     @Test
     void shouldStillPreferTheLeastLoadedRunnerRelativeToItsCapacity() {
-        Map<String, RolloutCoordinator.RunnerState> runners = new LinkedHashMap<>();
+        Map<String, TaskLedger.RunnerLoad> runners = new LinkedHashMap<>();
         runners.put("small", runner("small", 2));
         runners.put("big", runner("big", 6));
         Map<String, Integer> placed = new TreeMap<>();
@@ -51,7 +51,7 @@ class RunnerPlacementTest {
         }
         // Filled in proportion to capacity, and neither over it.
         assertThat(placed).containsExactlyInAnyOrderEntriesOf(Map.of("big", 6, "small", 2));
-        assertThat(RolloutCoordinator.leastLoaded(runners, false)).isNull();
-        assertThat(RolloutCoordinator.leastLoaded(runners, true)).isNotNull();
+        assertThat(TaskLedger.leastLoaded(runners, false)).isNull();
+        assertThat(TaskLedger.leastLoaded(runners, true)).isNotNull();
     }
 }
