@@ -14,6 +14,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.rollout.cluster.TaskLedger.Task;
@@ -144,11 +145,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final DurableState state;
     private final Duration recoveryTimeout;
     private final TimerScheduler<Command> timers;
+    private final StashBuffer<Command> stash;
     private final int queueSize;
     /** Tasks in flight, accepted and unacknowledged, to dispatch again; runners and their load. */
     private final TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
 
-    private boolean recovered;
     private DurableState.Ledger recoveredLedger;
     private int recoveredVersion;
     private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
@@ -187,7 +188,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<Collector.Command> collector,
             DurableState state,
             Duration recoveryTimeout) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
             ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
                     Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
             ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
@@ -200,6 +201,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             return new RolloutCoordinator(
                     ctx,
                     timers,
+                    stash,
                     budget,
                     source,
                     evalItems,
@@ -209,12 +211,16 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     collector,
                     state,
                     recoveryTimeout);
-        }));
+        })));
     }
+
+    /** Messages that wait while a coordinator recovers: outcomes, acknowledgements, weight updates. */
+    private static final int STASH_CAPACITY = 10_000;
 
     private RolloutCoordinator(
             ActorContext<Command> ctx,
             TimerScheduler<Command> timers,
+            StashBuffer<Command> stash,
             StalenessBudget budget,
             PromptSource source,
             List<Map<String, Object>> evalItems,
@@ -226,6 +232,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             Duration recoveryTimeout) {
         super(ctx);
         this.timers = timers;
+        this.stash = stash;
         this.state = state;
         this.recoveryTimeout = recoveryTimeout;
         this.collectorEntry = collector;
@@ -235,44 +242,117 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.eval = new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent);
     }
 
+    /**
+     * Recovering: reads the ledger, learns the collector and what runners hold, then switches to
+     * {@link Admitting}. Outcomes, acknowledgements and weight updates wait in the stash until then
+     * (a weight update taken during recovery would be overwritten by the ledger's older version).
+     */
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
                 .onMessage(StateRead.class, this::onStateRead)
-                .onMessage(CollectorIs.class, this::onCollectorIs)
+                .onMessage(CollectorIs.class, is -> {
+                    if (learnCollector(is)) {
+                        askAllHoldings();
+                    }
+                    return tryFinishRecovery();
+                })
                 .onMessage(HoldingsReceived.class, this::onHoldings)
                 .onMessage(RecoveryDeadline.class, d -> {
-                    if (!recovered && recoveredLedger != null) {
-                        getContext()
-                                .getLog()
-                                .warn(
-                                        "recovery: {} runner(s) did not say what they hold within {}; their tasks are dispatched again",
-                                        holdingsAsked.size() - holdings.size(),
-                                        recoveryTimeout);
-                        finishRecovery();
+                    if (recoveredLedger == null) {
+                        return Behaviors.same();
                     }
-                    return this;
+                    getContext()
+                            .getLog()
+                            .warn(
+                                    "recovery: {} runner(s) did not say what they hold within {}; their tasks are dispatched again",
+                                    holdingsAsked.size() - holdings.size(),
+                                    recoveryTimeout);
+                    return finishRecovery();
                 })
                 .onMessage(Persisted.class, this::onPersisted)
-                .onMessage(Runners.class, this::onRunners)
-                .onMessage(RunnerJoined.class, this::onRunnerJoined)
-                .onMessage(RunnerGone.class, g -> onRunnerGone(g.runner()))
-                .onMessage(RecheckRunners.class, r -> onRunners(new Runners(listed)))
-                .onMessage(TaskFinished.class, this::onTaskFinished)
-                .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
-                .onMessage(BatchConsumed.class, this::onBatchConsumed)
-                .onMessage(Backlog.class, b -> {
-                    buffered = b.buffered();
-                    admit();
-                    return this;
+                .onMessage(Runners.class, listing -> {
+                    onRunners(listing);
+                    listing.runners().forEach(this::askHoldings);
+                    return Behaviors.same();
                 })
-                .onMessage(PauseAdmission.class, p -> {
-                    pausedBy.add(p.updateId());
-                    return this;
+                .onMessage(RunnerJoined.class, j -> {
+                    onRunnerJoined(j);
+                    askHoldings(j.info().runner());
+                    return Behaviors.same();
                 })
-                .onMessage(ResumeAdmission.class, this::onResume)
+                .onMessage(RunnerGone.class, g -> {
+                    onRunnerGone(g.runner());
+                    return Behaviors.same();
+                })
+                .onMessage(RecheckRunners.class, r -> {
+                    onRunners(new Runners(listed));
+                    return Behaviors.same();
+                })
                 .onMessage(GetStatus.class, this::onGetStatus)
+                .onAnyMessage(m -> {
+                    stash.stash(m);
+                    return Behaviors.same();
+                })
                 .build();
+    }
+
+    /** Admitting: the coordinator at work, after recovery (or a fresh start). */
+    private final class Admitting extends AbstractBehavior<Command> {
+        Admitting() {
+            super(RolloutCoordinator.this.getContext());
+        }
+
+        @Override
+        public Receive<Command> createReceive() {
+            return newReceiveBuilder()
+                    .onMessage(CollectorIs.class, is -> {
+                        if (learnCollector(is)) {
+                            collectorReplaced();
+                        }
+                        return Behaviors.same();
+                    })
+                    .onMessage(Persisted.class, RolloutCoordinator.this::onPersisted)
+                    .onMessage(Runners.class, listing -> {
+                        onRunners(listing);
+                        admit();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RunnerJoined.class, j -> {
+                        onRunnerJoined(j);
+                        admit();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RunnerGone.class, g -> {
+                        onRunnerGone(g.runner());
+                        admit();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RecheckRunners.class, r -> {
+                        onRunners(new Runners(listed));
+                        admit();
+                        return Behaviors.same();
+                    })
+                    .onMessage(TaskFinished.class, RolloutCoordinator.this::onTaskFinished)
+                    .onMessage(AcceptedDiscarded.class, RolloutCoordinator.this::onAcceptedDiscarded)
+                    .onMessage(BatchConsumed.class, RolloutCoordinator.this::onBatchConsumed)
+                    .onMessage(Backlog.class, b -> {
+                        buffered = b.buffered();
+                        admit();
+                        return Behaviors.same();
+                    })
+                    .onMessage(PauseAdmission.class, p -> {
+                        pausedBy.add(p.updateId());
+                        return Behaviors.same();
+                    })
+                    .onMessage(ResumeAdmission.class, RolloutCoordinator.this::onResume)
+                    .onMessage(GetStatus.class, RolloutCoordinator.this::onGetStatus)
+                    // A late answer from a runner asked during recovery, or its deadline: done with.
+                    .onMessage(HoldingsReceived.class, h -> Behaviors.same())
+                    .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
+                    .onMessage(StateRead.class, r -> Behaviors.same())
+                    .build();
+        }
     }
 
     // ---- start and recovery ----
@@ -298,26 +378,23 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             timers.startSingleTimer(RecoveryDeadline.class, new RecoveryDeadline(), recoveryTimeout);
             askAllHoldings();
         }
-        tryFinishRecovery();
-        return this;
+        return tryFinishRecovery();
     }
 
-    private Behavior<Command> onCollectorIs(CollectorIs is) {
+    /** Takes {@code is} as the collector; false when it is the one known already. */
+    private boolean learnCollector(CollectorIs is) {
         if (is.collector().equals(collector)) {
-            return this;
+            return false;
         }
-        boolean replaced = collector != null;
         collector = is.collector();
-        if (!recovered) {
-            askAllHoldings();
-            tryFinishRecovery();
-        } else if (replaced) {
-            // A new collector with an empty buffer: what runners hold is delivered to it again.
-            getContext().getLog().warn("the collector was replaced; runners deliver what they hold to the new one");
-            attachCollector();
-            tasks.acceptedByRunner().forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
-        }
-        return this;
+        return true;
+    }
+
+    /** A new collector with an empty buffer: what runners hold is delivered to it again. */
+    private void collectorReplaced() {
+        getContext().getLog().warn("the collector was replaced; runners deliver what they hold to the new one");
+        attachCollector();
+        tasks.acceptedByRunner().forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
     }
 
     /**
@@ -332,11 +409,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private void askHoldings(ActorRef<GroupRunner.Command> r) {
-        if (recovered
-                || recoveredLedger == null
-                || recoveredLedger.isFresh()
-                || collector == null
-                || !holdingsAsked.add(r)) {
+        if (recoveredLedger == null || recoveredLedger.isFresh() || collector == null || !holdingsAsked.add(r)) {
             return;
         }
         getContext()
@@ -349,29 +422,28 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onHoldings(HoldingsReceived h) {
-        if (!recovered && h.holdings() != null) {
+        if (h.holdings() != null) {
             holdings.put(h.runner(), h.holdings());
         }
-        tryFinishRecovery();
-        return this;
+        return tryFinishRecovery();
     }
 
-    private void tryFinishRecovery() {
-        if (recovered || recoveredLedger == null || collector == null) {
-            return;
+    /** Finishes recovery once the ledger, the collector and every asked runner's holdings are in. */
+    private Behavior<Command> tryFinishRecovery() {
+        if (recoveredLedger == null || collector == null) {
+            return Behaviors.same();
         }
         if (!recoveredLedger.isFresh() && (holdingsAsked.isEmpty() || holdings.size() < holdingsAsked.size())) {
-            return; // wait for runners (or the deadline)
+            return Behaviors.same(); // wait for runners (or the deadline)
         }
-        finishRecovery();
+        return finishRecovery();
     }
 
     /** Re-creates the ledger from what was written and what runners hold, then starts admitting. */
-    private void finishRecovery() {
+    private Behavior<Command> finishRecovery() {
         if (collector == null) {
-            return;
+            return Behaviors.same();
         }
-        recovered = true;
         timers.cancel(RecoveryDeadline.class);
         DurableState.Ledger l = recoveredLedger;
         DurableState.Cursor c = l.cursor();
@@ -385,8 +457,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             attachCollector();
             startEvalPass(budget.version());
             persist(List.of(), List.of(), () -> {});
-            admit();
-            return;
+            return admitting();
         }
         Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> held = new HashMap<>();
         holdings.values().forEach(h -> held.put(h.runner(), h.held()));
@@ -454,7 +525,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 List.of(),
                 plan.unreadable.stream().map(DurableState.OpenTask::taskId).toList(),
                 () -> {});
+        return admitting();
+    }
+
+    /** Switches to admitting: what waited in the stash first (a weight update may pause admission). */
+    private Behavior<Command> admitting() {
+        Behavior<Command> next = stash.unstashAll(new Admitting());
         admit();
+        return next;
     }
 
     private static Task<ActorRef<GroupRunner.Command>> task(
@@ -518,14 +596,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             getContext().getLog().warn("ledger write not confirmed ({}); going on", GroupRun.describe(p.error()));
         }
         p.then().run();
-        return this;
+        return Behaviors.same();
     }
 
     // ---- runners ----
 
     private static final Duration RECHECK_RUNNERS_AFTER = Duration.ofSeconds(2);
 
-    private Behavior<Command> onRunners(Runners listing) {
+    private void onRunners(Runners listing) {
         listed = Set.copyOf(listing.runners());
         for (ActorRef<GroupRunner.Command> r : listing.runners()) {
             askHoldings(r);
@@ -544,10 +622,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 onRunnerGone(r);
             }
         }
-        return this;
     }
 
-    private Behavior<Command> onRunnerJoined(RunnerJoined joined) {
+    private void onRunnerJoined(RunnerJoined joined) {
         ActorRef<GroupRunner.Command> r = joined.info().runner();
         asked.remove(r);
         if (tasks.join(r, joined.info().node(), joined.info().capacity())) {
@@ -559,11 +636,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             joined.info().node(),
                             joined.info().capacity());
         }
-        admit();
-        return this;
     }
 
-    private Behavior<Command> onRunnerGone(ActorRef<GroupRunner.Command> runner) {
+    private void onRunnerGone(ActorRef<GroupRunner.Command> runner) {
         asked.remove(runner);
         if (listed.contains(runner)) {
             // Lost here (its watch fired, or it did not answer) but still listed: it may be alive.
@@ -577,7 +652,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         Optional<String> node = tasks.node(runner);
         List<Task<ActorRef<GroupRunner.Command>>> orphans = tasks.leave(runner);
         if (node.isEmpty() && orphans.isEmpty()) {
-            return this;
+            return;
         }
         // Also a runner that never joined here: a successor may have learnt of its tasks from
         // its holdings before it was lost.
@@ -588,8 +663,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         node.map(Object::toString)
                                 .orElse(runner.path().address().toString()),
                         orphans.size());
-        admit();
-        return this;
     }
 
     // ---- outcomes ----
@@ -601,7 +674,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             if (!tasks.isAcceptedUnacked(done.taskId())) {
                 getContext().getLog().warn("finished task {} is not in the ledger; ignoring", done.taskId());
             }
-            return this;
+            return Behaviors.same();
         }
         if (f.attempt() != done.attempt() && f.runner() != null && tasks.hasRunner(f.runner())) {
             f.runner()
@@ -626,7 +699,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             persist(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
         }
         admit();
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onAcceptedDiscarded(AcceptedDiscarded d) {
@@ -636,7 +709,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         ActorRef<GroupRunner.Command> holder = f == null ? null : f.runner();
         persist(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
         admit();
-        return this;
+        return Behaviors.same();
     }
 
     /**
@@ -674,7 +747,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             byRunner.forEach(this::forget);
             consumed.replyTo().tell(new Collector.AckReply(consumed.batchId(), true));
         });
-        return this;
+        return Behaviors.same();
     }
 
     private void forget(ActorRef<GroupRunner.Command> runner, List<Long> ids) {
@@ -687,12 +760,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         pausedBy.remove(resume.updateId());
         if (resume.version() > budget.version()) {
             budget.onVersion(resume.version());
-            if (recovered && eval.dueAt(resume.version())) {
+            if (eval.dueAt(resume.version())) {
                 startEvalPass(resume.version());
             }
         }
         admit();
-        return this;
+        return Behaviors.same();
     }
 
     private void startEvalPass(int version) {
@@ -718,9 +791,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /** Dispatches re-dispatches first, then evaluation and training, as far as limits allow. */
     private void admit() {
-        if (!recovered) {
-            return;
-        }
         List<DurableState.OpenTask> written = new ArrayList<>();
         List<Runnable> sends = new ArrayList<>();
         while (tasks.hasRedispatches()) {
@@ -835,6 +905,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         tasks.inFlightByNode(),
                         Duration.ofNanos(tasks.oldestNanos(System.nanoTime())),
                         redispatched));
-        return this;
+        return Behaviors.same();
     }
 }

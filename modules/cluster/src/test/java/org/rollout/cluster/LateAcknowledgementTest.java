@@ -206,6 +206,65 @@ class LateAcknowledgementTest {
         assertThat(ledger.open().get(4L).possiblyDelivered()).isFalse();
     }
 
+    @Test
+    void shouldTakeAWeightUpdateThatEndsWhileItStillRecoversWithoutGoingBackToTheLedgersVersion() throws Exception {
+        // The runner answers only after a weight update to version 2 ended: the successor must
+        // not restore the budget to the ledger's version 1 over it (it used to fail and stop).
+        DurableState state = DurableState.inMemory();
+        state.writeLedger(
+                        List.of(new DurableState.OpenTask(4, 0, false, 4, 1, false, false)),
+                        List.of(),
+                        new DurableState.Cursor(5, 5, 4, 0))
+                .toCompletableFuture()
+                .get();
+        state.writeVersion(new DurableState.VersionRecord(1, "w1"))
+                .toCompletableFuture()
+                .get();
+        TestProbe<GroupRunner.Command> runner = kit.createTestProbe("runner");
+        kit.system().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, runner.getRef()));
+        TestProbe<Collector.Command> collector = kit.createTestProbe("collector");
+        PromptSource prompts = index -> index < 5 ? Optional.of(Map.of("prompt", "p" + index)) : Optional.empty();
+        ActorRef<RolloutCoordinator.Command> coordinator = kit.spawn(RolloutCoordinator.create(
+                new StalenessBudget(BATCH, BATCH, 1),
+                prompts,
+                List.of(),
+                0,
+                1,
+                64,
+                collector.getRef(),
+                state,
+                Duration.ofSeconds(10)));
+        collector
+                .expectMessageClass(Collector.Introduce.class, Duration.ofSeconds(10))
+                .coordinator()
+                .tell(new RolloutCoordinator.CollectorIs(collector.getRef()));
+        GroupRunner.GetHoldings get = null;
+        while (get == null) {
+            GroupRunner.Command c = runner.receiveMessage(Duration.ofSeconds(10));
+            if (c instanceof GroupRunner.GetInfo info) {
+                info.replyTo().tell(new GroupRunner.Info(runner.getRef(), "node-2", BATCH, 0));
+            } else if (c instanceof GroupRunner.GetHoldings h) {
+                get = h;
+            }
+        }
+        coordinator.tell(new RolloutCoordinator.PauseAdmission(9));
+        coordinator.tell(new RolloutCoordinator.ResumeAdmission(9, 2));
+        get.replyTo().tell(new GroupRunner.Holdings(runner.getRef(), "node-2", List.of()));
+
+        // Task 4 died with the node: it runs again, and the coordinator is alive at version 2.
+        GroupRunner.RunGroup again = null;
+        while (again == null) {
+            if (runner.receiveMessage(Duration.ofSeconds(10)) instanceof GroupRunner.RunGroup g) {
+                again = g;
+            }
+        }
+        assertThat(again.taskId()).isEqualTo(4);
+        TestProbe<RolloutCoordinator.Status> status = kit.createTestProbe();
+        coordinator.tell(new RolloutCoordinator.GetStatus(status.getRef()));
+        assertThat(status.receiveMessage(Duration.ofSeconds(5)).budget().version())
+                .isEqualTo(2);
+    }
+
     private static Collector.GroupFinished accepted(long taskId, int attempt) {
         TensorDict rows = TensorDict.builder()
                 .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
