@@ -209,18 +209,18 @@ public final class TrajectoryDumper {
                 mask[k] = t.generated(i, k) ? 1 : 0;
             }
             List<VersionRle.Run> rle;
+            GeneratedVersions range;
             if (t.versions() != null) {
-                int[] versions = new int[seqlen];
-                for (int k = 0; k < seqlen; k++) {
-                    versions[k] = t.intAt(t.versions(), TensorDict.VERSIONS, i, k);
-                }
+                int[] versions = rowVersions(t, i, seqlen);
                 rle = VersionRle.encode(versions, mask, seqlen);
+                range = GeneratedVersions.of(versions, mask, seqlen).orElseThrow(); // the last position is generated
             } else {
                 rle = List.of(
                         new VersionRle.Run(defaultVersion, Arrays.stream(mask).sum()));
+                range = new GeneratedVersions(defaultVersion, defaultVersion);
             }
-            int head = rle.stream().mapToInt(VersionRle.Run::version).min().orElseThrow();
-            int tail = rle.stream().mapToInt(VersionRle.Run::version).max().orElseThrow();
+            int head = range.head();
+            int tail = range.tail();
 
             int promptEnd = 0;
             while (mask[promptEnd] != 1) {
@@ -258,18 +258,27 @@ public final class TrajectoryDumper {
         if (t.versions() == null) {
             return defaultVersion;
         }
-        boolean any = false;
-        int max = Integer.MIN_VALUE;
+        GeneratedVersions all = null;
         for (int i = 0; i < t.rows(); i++) {
             int seqlen = t.seqlen(i);
+            int[] mask = new int[seqlen];
             for (int k = 0; k < seqlen; k++) {
-                if (t.generated(i, k)) {
-                    max = Math.max(max, t.intAt(t.versions(), TensorDict.VERSIONS, i, k));
-                    any = true;
-                }
+                mask[k] = t.generated(i, k) ? 1 : 0;
             }
+            GeneratedVersions row = GeneratedVersions.of(rowVersions(t, i, seqlen), mask, seqlen)
+                    .orElse(null);
+            all = all == null ? row : all.union(row);
         }
-        return any ? max : defaultVersion;
+        return all == null ? defaultVersion : all.tail();
+    }
+
+    /** The versions of row {@code i}'s first {@code seqlen} positions. */
+    private static int[] rowVersions(Layout t, int i, int seqlen) {
+        int[] versions = new int[seqlen];
+        for (int k = 0; k < seqlen; k++) {
+            versions[k] = t.intAt(t.versions(), TensorDict.VERSIONS, i, k);
+        }
+        return versions;
     }
 
     /**
