@@ -2,7 +2,7 @@ package org.rollout.api;
 
 import java.util.Arrays;
 
-/** An immutable bool {@link Tensor}. The attention mask uses this dtype (§3.2). */
+/** An immutable bool {@link Tensor}. The attention mask uses this dtype (semantics §3.2). */
 public final class BoolTensor extends DenseTensor<BoolTensor, boolean[]> implements Tensor {
 
     private BoolTensor(boolean[] data, int offset, int[] shape) {

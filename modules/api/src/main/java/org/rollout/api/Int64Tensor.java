@@ -3,7 +3,7 @@ package org.rollout.api;
 import java.util.Arrays;
 import java.util.stream.LongStream;
 
-/** An immutable int64 {@link Tensor}. Tensors built from interactions use it for ids, masks and versions (§3.2). */
+/** An immutable int64 {@link Tensor}. Tensors built from interactions use it for ids, masks and versions (semantics §3.2). */
 public final class Int64Tensor extends DenseTensor<Int64Tensor, long[]> implements Tensor {
 
     private Int64Tensor(long[] data, int offset, int[] shape) {

@@ -5,7 +5,7 @@ import org.rollout.trainer.PublishResult;
 
 /**
  * Makes every inference server load a weight file: pause → update from disk → continue, with
- * continue always sent (§6.9, §9.3). The weight version actor calls it from a virtual thread, so
+ * continue always sent (semantics §6.9, §9.3). The weight version actor calls it from a virtual thread, so
  * it may block. Implemented over the inference module's {@code WeightUpdater}; tests use fakes.
  */
 @FunctionalInterface

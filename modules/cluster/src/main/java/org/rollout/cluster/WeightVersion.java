@@ -20,7 +20,7 @@ import org.rollout.trainer.PublishResult;
 
 /**
  * The single source of the weight version. A trainer's publish moves it forward through the
- * training-step order of §6.9:
+ * training-step order of semantics §6.9:
  *
  * <pre>
  *   Publish(v, path)

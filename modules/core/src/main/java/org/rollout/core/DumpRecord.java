@@ -7,7 +7,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * One line of a trajectory dump: one row of one task's trajectory (§7). Written by
+ * One line of a trajectory dump: one row of one task's trajectory (semantics §7). Written by
  * {@link TrajectoryDumper}, read and checked by {@link TrajectoryDumpReader}; {@code docs/dumps.md}
  * describes the format.
  *
@@ -113,7 +113,7 @@ public record DumpRecord(
         return !segments.isEmpty();
     }
 
-    /** The record as one JSON line in §7's key order, without the trailing newline. */
+    /** The record as one JSON line in semantics §7's key order, without the trailing newline. */
     public String toJson() {
         Map<String, Object> line = new LinkedHashMap<>();
         line.put("task_id", taskId);

@@ -23,7 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Appends one task's trajectory to a JSON-lines file for inspection (§7, {@code docs/dumps.md}),
+ * Appends one task's trajectory to a JSON-lines file for inspection (semantics §7, {@code docs/dumps.md}),
  * accepted or rejected alike.
  *
  * <pre>
@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  *              ──► all lines encoded first ──► one append write, under a lock
  * </pre>
  *
- * <p><b>Path.</b> The seed's path, not AReaL's code path ({@code .../logs/{user}/...}):
- * deliberate (ARCHITECTURE §7). {@code eval-rollout} for evaluation tasks. {@code version} is the
+ * <p><b>Path.</b> Without AReaL's {@code .../logs/{user}/...} part:
+ * deliberate (docs/architecture.md lists it). {@code eval-rollout} for evaluation tasks. {@code version} is the
  * <em>maximum version over generated tokens</em> (loss mask 1 within each row's valid length) of
  * all rows — AReaL takes the maximum over the whole padded tensor, so its prompt (−1) and padding
  * (0) positions take part; ours never do. Without a {@code versions} key, or without any generated
@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * {@code versions} key is logged as a warning. One file per task; a re-dispatched task appends to
  * the same file.
  *
- * <p><b>Rows</b> follow §7 step by step: the valid length is the attention mask's row sum (right
+ * <p><b>Rows</b> follow semantics §7 step by step: the valid length is the attention mask's row sum (right
  * padding assumed, not checked); rows of length 0 and rows whose last valid token is not generated
  * are skipped; text is decoded with special tokens kept. Masks and versions may be int32, int64 or
  * bool tensors, read through {@link Tensor#getLong}; only the value 1 counts as generated.
@@ -186,7 +186,7 @@ public final class TrajectoryDumper {
 
     /**
      * The records {@link #dump} would write for {@code trajectory}, in row order, without writing:
-     * §7's per-row procedure as a pure function.
+     * semantics §7's per-row procedure as a pure function.
      *
      * @throws IllegalArgumentException naming the key (and row) when a required key is missing, a
      *     tensor has the wrong shape, an attention row sums outside {@code [0, L]}, or a token id
