@@ -21,7 +21,7 @@ import org.rollout.core.TensorDicts;
 /**
  * {@link GroupMerger#merge} of a 16 × 8k group of tensor slots ({@link GroupFixture}) against the
  * {@link TensorDicts#concatPadded} it does inside: the ratio is the price of the decision procedure
- * of §5.3 — validating every slot (shapes, finite rewards), the group metrics of §5.9, the slot
+ * of semantics §5.3 — validating every slot (shapes, finite rewards), the group metrics of semantics §5.9, the slot
  * boundaries — on top of the concatenation. Without reward normalisation (AReaL's default).
  */
 @State(Scope.Benchmark)

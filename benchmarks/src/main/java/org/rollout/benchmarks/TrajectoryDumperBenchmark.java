@@ -26,7 +26,7 @@ import org.rollout.core.TrajectoryDumper;
 /**
  * {@link TrajectoryDumper#dump} of a merged 16 × 8k group ({@link GroupFixture}) to a file under a
  * temporary directory (one new {@code {task_id}.jsonl} per call: JSON encoding, one append under the
- * path lock and a file lock) against {@link TrajectoryDumper#records}, the same per-row work of §7
+ * path lock and a file lock) against {@link TrajectoryDumper#records}, the same per-row work of semantics §7
  * without encoding or I/O (decoding 16 prompts and completions with the byte-level tokenizer,
  * version runs). The ratio is what encoding and writing add; the files are deleted after every
  * iteration.

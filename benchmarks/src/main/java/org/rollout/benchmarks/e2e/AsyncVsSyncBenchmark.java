@@ -31,7 +31,7 @@ import org.rollout.inference.RemoteInferenceEngine;
  * the same lengths) and measures the wall time from the moment the engine is up to the N-th
  * publish, and the servers' utilisation (mean {@code busy_fraction} over that time). Staleness
  * ({@code version at hand-out − head version}) is printed for context: under AReaL's admission
- * policy a group that runs long can exceed η (only admission is bounded, §6.8). Ratio = sync time / async time.
+ * policy a group that runs long can exceed η (only admission is bounded, semantics §6.8). Ratio = sync time / async time.
  * Targets: ratio ≥ 3 and async utilisation ≥ 95 %.
  */
 public final class AsyncVsSyncBenchmark implements EndToEndBenchmark {

@@ -19,6 +19,7 @@ import org.rollout.cluster.StalenessPolicy;
 import org.rollout.cluster.WeightPublisher;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
+import org.rollout.trainer.PublishResult;
 
 /**
  * A whole one-node engine ({@link LocalRollout}: coordinator, runner (with its groups' slot threads),
@@ -66,7 +67,7 @@ public record BenchmarkPipeline(
 
     /** A publisher for engines without servers: sets nothing, reports one server updated at once. */
     public static WeightPublisher noServers() {
-        return (weights, version) -> new WeightPublisher.Report(Duration.ZERO, 1, Map.of());
+        return (weights, version) -> new PublishResult(version, Duration.ZERO, 1, Map.of());
     }
 
     /** A started engine; closing it stops every actor, then the slots' executor. */

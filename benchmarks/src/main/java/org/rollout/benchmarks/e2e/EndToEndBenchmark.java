@@ -4,7 +4,7 @@ import java.io.PrintStream;
 import java.util.List;
 
 /**
- * One end-to-end benchmark of issue 7, run by {@code bin/rollout bench <name> [--flag value …]}
+ * One end-to-end benchmark, run by {@code bin/rollout bench <name> [--flag value …]}
  * ({@link EndToEndBenchmarks}). Every workload parameter is a {@link Flag} with a default small
  * enough for a shared two-core machine; {@link #run} prints progress to {@code log} and returns the
  * one {@link SummaryLine} that holds its figures, every flag's value and its target verdicts.

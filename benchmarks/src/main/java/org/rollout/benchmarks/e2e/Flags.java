@@ -6,8 +6,9 @@ import java.util.Map;
 import org.rollout.modelserver.LengthDistribution;
 
 /**
- * The values of one benchmark's {@link Flag}s: each declared flag's default, overridden by {@code
- * --name value} or {@code --name=value} arguments. Parsing and the typed getters throw {@link
+ * The values of one benchmark's {@link Flag}s: each declared flag's default, overridden by the
+ * {@code --name value} or {@code --name=value} arguments the {@code bench} command parsed
+ * ({@link EndToEndBenchmarks#commandLine()}). The typed getters throw {@link
  * IllegalArgumentException} naming the flag, the value and what is allowed. Immutable.
  */
 public final class Flags {
@@ -20,39 +21,23 @@ public final class Flags {
     }
 
     /**
-     * Reads {@code args} against the flags {@code declared} by {@code benchmark}.
+     * The values of the flags {@code declared} by {@code benchmark}: each flag's default, overridden
+     * by {@code given} (flag name without dashes → value, as the {@code bench} command parsed them).
      *
-     * @throws IllegalArgumentException for an unknown flag (listing the known ones), a flag without a
-     *     value, or an argument that is not a flag
+     * @throws IllegalArgumentException for a given name that is not declared
      */
-    public static Flags parse(String benchmark, List<Flag> declared, List<String> args) {
+    public static Flags of(String benchmark, List<Flag> declared, Map<String, String> given) {
         Map<String, String> values = new LinkedHashMap<>();
         for (Flag f : declared) {
             values.put(f.name(), f.defaultValue());
         }
-        for (int i = 0; i < args.size(); i++) {
-            String arg = args.get(i);
-            if (!arg.startsWith("--")) {
-                throw new IllegalArgumentException(
-                        "bench " + benchmark + ": unexpected argument '" + arg + "' (flags are --name value)");
-            }
-            String name = arg.substring(2);
-            String value;
-            int eq = name.indexOf('=');
-            if (eq >= 0) {
-                value = name.substring(eq + 1);
-                name = name.substring(0, eq);
-            } else if (i + 1 < args.size()) {
-                value = args.get(++i);
-            } else {
-                throw new IllegalArgumentException("bench " + benchmark + ": --" + name + " needs a value");
-            }
+        given.forEach((name, value) -> {
             if (!values.containsKey(name)) {
                 throw new IllegalArgumentException("bench " + benchmark + ": unknown flag --" + name + " (known: --"
                         + String.join(", --", values.keySet()) + ")");
             }
             values.put(name, value);
-        }
+        });
         return new Flags(benchmark, values);
     }
 

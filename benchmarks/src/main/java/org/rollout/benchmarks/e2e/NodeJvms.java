@@ -52,6 +52,10 @@ final class NodeJvms implements AutoCloseable {
                 "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "--enable-native-access=ALL-UNNAMED"));
+        // Pekko uses sun.misc.Unsafe; allowed, the JDK does not warn about it (the flag exists from 23 on).
+        if (Runtime.version().feature() >= 23) {
+            cmd.add("--sun-misc-unsafe-memory-access=allow");
+        }
         // Extra JVM flags for every node (a profiler, GC logging), split on spaces.
         String extra = System.getenv("ROLLOUT_BENCH_NODE_OPTS");
         if (extra != null && !extra.isBlank()) {

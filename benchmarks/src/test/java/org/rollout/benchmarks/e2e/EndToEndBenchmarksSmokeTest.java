@@ -144,6 +144,14 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(scaleout.log()).contains("run it as bin/rollout bench scaleout");
         Run badNodes = run("scaleout", "--nodes", "1,x", "--node-main", EndToEndBenchmarks.class.getName());
         assertThat(badNodes.log()).contains("--nodes must list cluster sizes from 1 to 8, e.g. 1,2,3; got '1,x'");
+        Run equals = run("weights", "--servers=0");
+        assertThat(equals.log()).contains("bench weights: --servers must be an integer >= 1, got '0'");
+        Run stray = run("weights", "servers", "2");
+        assertThat(stray.exit()).isEqualTo(2);
+        assertThat(stray.log()).contains("bench weights: unexpected argument 'servers' (flags are --name value)");
+        Run noValue = run("weights", "--servers");
+        assertThat(noValue.exit()).isEqualTo(2);
+        assertThat(noValue.log()).contains("bench weights: ", "--servers");
         Run all = run("all", "--servers", "2");
         assertThat(all.exit()).isEqualTo(2);
         assertThat(all.log()).contains("bench all runs every benchmark with its defaults and takes no flags");

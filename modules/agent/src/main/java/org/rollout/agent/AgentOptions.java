@@ -9,7 +9,7 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.core.WorkflowResolver;
 
 /**
- * How agent episodes run and export: AReaL's {@code rollout.agent} options (§8, §10).
+ * How agent episodes run and export: AReaL's {@code rollout.agent} options (semantics §8, §10).
  *
  * <table>
  *   <caption>keys under rollout.agent</caption>

@@ -8,7 +8,7 @@ import org.rollout.api.Interaction;
 import org.rollout.api.WorkflowContractException;
 
 /**
- * Applies what an agent returned to the completions its episode recorded (§8 step 4).
+ * Applies what an agent returned to the completions its episode recorded (semantics §8 step 4).
  *
  * <ul>
  *   <li>a finite {@link Number} (double, float, int, long, …): the reward of the last completion;
@@ -19,7 +19,7 @@ import org.rollout.api.WorkflowContractException;
  * </ul>
  *
  * <p><b>Deviation from AReaL:</b> AReaL accepts only {@code float} and {@code dict} and raises on
- * {@code int} (§11.1 item 12); here every {@code Number} counts, since Java agents naturally return
+ * {@code int} (semantics §11.1 item 12); here every {@code Number} counts, since Java agents naturally return
  * {@code 1} or {@code 0L} and nothing is gained by refusing them. Stateless and thread-safe.
  */
 public final class AgentRewards {

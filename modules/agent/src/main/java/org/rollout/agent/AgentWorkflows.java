@@ -43,7 +43,7 @@ public final class AgentWorkflows {
         };
     }
 
-    /** A resolver (§8) with {@code rollout.agent.mode} from {@code options} and agents wrapped behind {@code proxy}. */
+    /** A resolver (semantics §8) with {@code rollout.agent.mode} from {@code options} and agents wrapped behind {@code proxy}. */
     public static WorkflowResolver resolver(OpenAIProxy proxy, AgentOptions options) {
         return new WorkflowResolver(options.mode(), wrapping(proxy, options));
     }

@@ -4,7 +4,7 @@ import org.rollout.api.InvalidConfigException;
 
 /**
  * How an agent episode's completions become training rows ({@code rollout.agent.export_style},
- * §3.4, §8).
+ * semantics §3.4, §8).
  *
  * <ul>
  *   <li>{@link #INDIVIDUAL}: every completion is its own row (its prompt masked, its output

@@ -10,7 +10,7 @@ import org.rollout.api.Interaction;
 
 /**
  * Turns an episode's rewarded completions into the interactions it exports (AReaL's {@code
- * apply_reward_discount} then {@code export_interactions}, §3.4, §8 step 5).
+ * apply_reward_discount} then {@code export_interactions}, semantics §3.4, §8 step 5).
  *
  * <pre>
  *   recorded (in order)   own reward    after turn_discount γ = 0.5    individual   concat (c1 ← c2 ← c3)
@@ -23,7 +23,7 @@ import org.rollout.api.Interaction;
  * reward[i+1]}, so a completion without a reward receives the discounted later ones, as AReaL
  * computes it, in both styles. Then every exported interaction without a {@code rollout_reward}
  * gets the episode's terminal reward (the last completion's) as its reference, so that
- * rollout-time normalisation compares episodes, not turns (§5.6 [C]); AReaL [C] documents this for
+ * rollout-time normalisation compares episodes, not turns (semantics §5.6 [C]); AReaL [C] documents this for
  * {@code individual}, and it is done for {@code concat} too so that an episode with several leaves
  * is still one logical rollout.
  *

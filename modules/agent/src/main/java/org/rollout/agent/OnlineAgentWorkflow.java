@@ -10,7 +10,7 @@ import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.WorkflowContext;
 
 /**
- * Online mode (§8 rule 0, {@code rollout.agent.mode = online}): each episode opens a proxy session
+ * Online mode (semantics §8 rule 0, {@code rollout.agent.mode = online}): each episode opens a proxy session
  * and waits for an external client (any language, any process) to claim it, use it, and post its
  * reward.
  *

@@ -35,9 +35,6 @@ import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
 import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContractException;
-import org.rollout.core.ByteLevelTokenizer;
-import org.rollout.core.ChatMl;
-import org.rollout.core.HuggingFaceTokenizer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -771,19 +768,7 @@ public final class OpenAIProxy implements AutoCloseable {
 
     private String render(List<Map<String, Object>> messages, List<Map<String, Object>> tools) throws OpenAIError {
         try {
-            if (tokenizer instanceof ByteLevelTokenizer) {
-                return ChatMl.render(messages, tools, true);
-            }
-            if (tokenizer instanceof HuggingFaceTokenizer hf) {
-                return hf.applyChatTemplate(messages, true, tools.isEmpty() ? Map.of() : Map.of("tools", tools));
-            }
-            if (!tools.isEmpty()) {
-                throw OpenAIError.invalid(
-                        "tools",
-                        "unsupported_parameter",
-                        "This model's tokenizer (" + tokenizer + ") cannot render tools.");
-            }
-            return tokenizer.applyChatTemplate(messages, true);
+            return tokenizer.applyChatTemplate(messages, true, tools.isEmpty() ? Map.of() : Map.of("tools", tools));
         } catch (IllegalArgumentException e) {
             throw OpenAIError.invalid("messages", "The chat template cannot render these messages: " + e.getMessage());
         }

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Runs an {@link AgentWorkflow} behind the node's {@link OpenAIProxy} as a {@link RolloutWorkflow}:
- * AReaL's {@code OpenAIProxyWorkflow} (§8).
+ * AReaL's {@code OpenAIProxyWorkflow} (semantics §8).
  *
  * <pre>
  *   runEpisode(engine, data)

@@ -21,7 +21,7 @@ import org.rollout.core.ByteLevelTokenizer;
 import org.rollout.core.ResolvedWorkflow;
 import org.rollout.core.WorkflowResolver;
 
-/** Online mode and workflow resolution (§8) with the proxy's AgentWrapping. */
+/** Online mode and workflow resolution (semantics §8) with the proxy's AgentWrapping. */
 class OnlineModeTest {
     private static final AgentOptions ONLINE =
             AgentOptions.defaults().withMode("online").withOnlineTimeout(Duration.ofSeconds(60));
@@ -177,7 +177,7 @@ class OnlineModeTest {
         assertThat(r.error().get("code").asText()).isEqualTo("not_online_session");
     }
 
-    // ------------------------------------------------------------ §8 resolution with the proxy's wrapping
+    // ------------------------------------------------------------ semantics §8 resolution with the proxy's wrapping
 
     /** An agent class the resolver instantiates. */
     public static final class EchoAgent implements AgentWorkflow {

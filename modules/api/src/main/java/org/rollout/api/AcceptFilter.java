@@ -1,7 +1,7 @@
 package org.rollout.api;
 
 /**
- * Decides whether a merged group goes to training (AReaL's {@code should_accept_fn}, §6.4). It
+ * Decides whether a merged group goes to training (AReaL's {@code should_accept_fn}, semantics §6.4). It
  * sees the group's converted tensor rows after merging and normalisation. Returning false rejects
  * the group with reason {@code rejected}; throwing rejects it with the exception as the reason.
  */

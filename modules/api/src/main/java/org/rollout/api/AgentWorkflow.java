@@ -4,7 +4,7 @@ import java.util.Map;
 
 /**
  * An agent written as ordinary code against an OpenAI-compatible endpoint: the recommended way to
- * write new agentic RL workflows (§3.1, §8). The engine gives each episode its own base URL,
+ * write new agentic RL workflows (semantics §3.1, §8). The engine gives each episode its own base URL,
  * records every completion made under it, and turns the recorded interactions into training rows.
  *
  * <p>The return value assigns rewards:

@@ -1,20 +1,17 @@
 package org.rollout.api;
 
 import java.util.Arrays;
-import java.util.Objects;
 
-/** An immutable bool {@link Tensor}. The attention mask uses this dtype (§3.2). */
-public final class BoolTensor implements Tensor {
-    private final boolean[] data;
-    private final int offset;
-    private final int[] shape;
-    private final int numel;
+/** An immutable bool {@link Tensor}. The attention mask uses this dtype (semantics §3.2). */
+public final class BoolTensor extends DenseTensor<BoolTensor, boolean[]> implements Tensor {
 
     private BoolTensor(boolean[] data, int offset, int[] shape) {
-        this.data = data;
-        this.offset = offset;
-        this.shape = shape;
-        this.numel = TensorShape.numel(shape);
+        super(data, offset, shape);
+    }
+
+    @Override
+    BoolTensor view(boolean[] data, int offset, int[] shape) {
+        return new BoolTensor(data, offset, shape);
     }
 
     /**
@@ -22,9 +19,7 @@ public final class BoolTensor implements Tensor {
      * rank 1; use {@link #scalar} for rank 0.
      */
     public static BoolTensor of(boolean[] values, int... shape) {
-        int[] s = shape.length == 0 ? new int[] {values.length} : TensorShape.check(shape);
-        TensorShape.checkLength(values.length, s);
-        return new BoolTensor(values.clone(), 0, s);
+        return new BoolTensor(values.clone(), 0, shapeOf(values.length, shape));
     }
 
     /** A rank-0 tensor. */
@@ -39,16 +34,8 @@ public final class BoolTensor implements Tensor {
 
     /** A rank-2 tensor; every row must have the same length. */
     public static BoolTensor matrix(boolean[]... rows) {
-        int width = rows.length == 0 ? 0 : rows[0].length;
-        Builder b = builder(rows.length, width);
-        for (int i = 0; i < rows.length; i++) {
-            if (rows[i].length != width) {
-                throw new IllegalArgumentException("matrix rows must have equal length: row 0 has " + width + ", row "
-                        + i + " has " + rows[i].length);
-            }
-            b.copyFrom(i * width, rows[i], 0, width);
-        }
-        return b.build();
+        int[] s = matrixShape(rows);
+        return new BoolTensor(concatRows(rows, new boolean[s[0] * s[1]]), 0, s);
     }
 
     /** A tensor of {@code shape} with every element equal to {@code value}. */
@@ -71,45 +58,24 @@ public final class BoolTensor implements Tensor {
         return DType.BOOL;
     }
 
-    @Override
-    public int[] shape() {
-        return shape.clone();
-    }
-
-    @Override
-    public int rank() {
-        return shape.length;
-    }
-
-    @Override
-    public int dim(int axis) {
-        return shape[Objects.checkIndex(axis, shape.length)];
-    }
-
-    @Override
-    public int numel() {
-        return numel;
-    }
-
     /** Element {@code i} of a rank-1 tensor. */
     public boolean get(int i) {
-        return data[offset + TensorShape.flat(shape, i)];
+        return data[index(i)];
     }
 
     /** Element {@code (i, j)} of a rank-2 tensor. */
     public boolean get(int i, int j) {
-        return data[offset + TensorShape.flat(shape, i, j)];
+        return data[index(i, j)];
     }
 
     /** The single element of a rank-0 tensor (or of any tensor with one element). */
     public boolean item() {
-        TensorShape.checkScalar(shape);
-        return data[offset];
+        return data[itemIndex()];
     }
 
     /** Element {@code flatIndex} in row-major order. */
     public boolean at(int flatIndex) {
-        return data[offset + Objects.checkIndex(flatIndex, numel)];
+        return data[flatIndex(flatIndex)];
     }
 
     @Override
@@ -129,8 +95,7 @@ public final class BoolTensor implements Tensor {
 
     /** Copies {@code length} elements starting at flat index {@code from} into {@code dest}. */
     public void copyTo(int from, boolean[] dest, int destPos, int length) {
-        Objects.checkFromIndexSize(from, length, numel);
-        System.arraycopy(data, offset + from, dest, destPos, length);
+        copyElements(from, dest, destPos, length);
     }
 
     /** The number of {@code true} elements. */
@@ -145,60 +110,22 @@ public final class BoolTensor implements Tensor {
     }
 
     @Override
-    public BoolTensor row(int i) {
-        int[] rs = TensorShape.rowShape(shape, i);
-        return new BoolTensor(data, offset + i * TensorShape.rowStride(shape), rs);
-    }
-
-    @Override
-    public BoolTensor slice(int from, int to) {
-        int[] ss = TensorShape.sliceShape(shape, from, to);
-        return new BoolTensor(data, offset + from * TensorShape.rowStride(shape), ss);
-    }
-
-    @Override
-    public BoolTensor reshape(int... newShape) {
-        int[] s = TensorShape.check(newShape);
-        TensorShape.checkLength(numel, s);
-        return new BoolTensor(data, offset, s);
-    }
-
-    @Override
-    public boolean equals(Object o) {
-        if (this == o) {
-            return true;
-        }
-        if (!(o instanceof BoolTensor t) || !Arrays.equals(shape, t.shape)) {
-            return false;
-        }
+    boolean sameElements(BoolTensor t) {
         return Arrays.equals(data, offset, offset + numel, t.data, t.offset, t.offset + t.numel);
     }
 
     @Override
-    public int hashCode() {
-        int h = Arrays.hashCode(shape);
-        for (int k = 0; k < numel; k++) {
-            h = 31 * h + Boolean.hashCode(data[offset + k]);
-        }
-        return h;
-    }
-
-    @Override
-    public String toString() {
-        return TensorFormat.format(this);
+    int elementHash(int k) {
+        return Boolean.hashCode(data[offset + k]);
     }
 
     /**
      * Fills a new tensor in place, then hands the array over on {@link #build()} without copying.
      * A builder can build once; it is not thread-safe.
      */
-    public static final class Builder {
-        private final int[] shape;
-        private boolean[] data;
-
+    public static final class Builder extends DenseBuilder<boolean[]> {
         private Builder(int[] shape) {
-            this.shape = shape;
-            this.data = new boolean[TensorShape.numel(shape)];
+            super(shape, new boolean[TensorShape.numel(shape)]);
         }
 
         /** Sets flat element {@code flatIndex}. */
@@ -209,7 +136,7 @@ public final class BoolTensor implements Tensor {
 
         /** Sets element {@code (i, j)} of a rank-2 tensor. */
         public Builder set(int i, int j, boolean value) {
-            live()[TensorShape.flat(shape, i, j)] = value;
+            live()[flat(i, j)] = value;
             return this;
         }
 
@@ -233,16 +160,7 @@ public final class BoolTensor implements Tensor {
 
         /** The tensor; the builder cannot be used afterwards. */
         public BoolTensor build() {
-            BoolTensor t = new BoolTensor(live(), 0, shape);
-            data = null;
-            return t;
-        }
-
-        private boolean[] live() {
-            if (data == null) {
-                throw new IllegalStateException("this builder has already built its tensor");
-            }
-            return data;
+            return new BoolTensor(take(), 0, shape);
         }
     }
 }

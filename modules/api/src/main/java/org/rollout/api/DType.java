@@ -2,7 +2,7 @@ package org.rollout.api;
 
 /**
  * The element type of a {@link Tensor}. These are the four dtypes AReaL's trajectories use
- * (§3.2): token ids and masks as int32 or int64, logprobs and rewards as float32, the attention
+ * (semantics §3.2): token ids and masks as int32 or int64, logprobs and rewards as float32, the attention
  * mask as bool.
  */
 public enum DType {

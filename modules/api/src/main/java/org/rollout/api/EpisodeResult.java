@@ -6,16 +6,16 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * What one {@link RolloutWorkflow#runEpisode} call produced: one logical rollout (§3.1).
+ * What one {@link RolloutWorkflow#runEpisode} call produced: one logical rollout (semantics §3.1).
  *
  * <pre>
- *   Trajectory(TensorDict)            batch-first rows (§3.2), usually one
+ *   Trajectory(TensorDict)            batch-first rows (semantics §3.2), usually one
  *   Interactions(id → Interaction)    agent completions keyed by completion id, insertion-ordered
  *   Rejected(reason)                  not usable for training (AReaL's None); the slot is unusable
  * </pre>
  *
  * <p>Inside a group a {@code Rejected} slot is never re-run and a usable result is never
- * duplicated (§5.2). A workflow that throws is not rejected quietly: its group fails and its
+ * duplicated (semantics §5.2). A workflow that throws is not rejected quietly: its group fails and its
  * siblings are cancelled.
  */
 public sealed interface EpisodeResult {
@@ -35,7 +35,7 @@ public sealed interface EpisodeResult {
         return new Rejected(reason);
     }
 
-    /** Tensor rows (§3.2); an empty dict is a contract error when the group is merged. */
+    /** Tensor rows (semantics §3.2); an empty dict is a contract error when the group is merged. */
     record Trajectory(TensorDict data) implements EpisodeResult {
         public Trajectory {
             Objects.requireNonNull(data, "trajectory data");

@@ -1,7 +1,6 @@
 package org.rollout.api;
 
 import java.util.Arrays;
-import java.util.Objects;
 import java.util.stream.DoubleStream;
 import java.util.stream.IntStream;
 
@@ -9,17 +8,15 @@ import java.util.stream.IntStream;
  * An immutable float32 {@link Tensor}. Logprobs and rewards use this dtype. Equality compares
  * elements the way {@link Float#equals} does, so {@code NaN} equals {@code NaN}.
  */
-public final class Float32Tensor implements Tensor {
-    private final float[] data;
-    private final int offset;
-    private final int[] shape;
-    private final int numel;
+public final class Float32Tensor extends DenseTensor<Float32Tensor, float[]> implements Tensor {
 
     private Float32Tensor(float[] data, int offset, int[] shape) {
-        this.data = data;
-        this.offset = offset;
-        this.shape = shape;
-        this.numel = TensorShape.numel(shape);
+        super(data, offset, shape);
+    }
+
+    @Override
+    Float32Tensor view(float[] data, int offset, int[] shape) {
+        return new Float32Tensor(data, offset, shape);
     }
 
     /**
@@ -27,9 +24,7 @@ public final class Float32Tensor implements Tensor {
      * rank 1; use {@link #scalar} for rank 0.
      */
     public static Float32Tensor of(float[] values, int... shape) {
-        int[] s = shape.length == 0 ? new int[] {values.length} : TensorShape.check(shape);
-        TensorShape.checkLength(values.length, s);
-        return new Float32Tensor(values.clone(), 0, s);
+        return new Float32Tensor(values.clone(), 0, shapeOf(values.length, shape));
     }
 
     /** A rank-0 tensor. */
@@ -44,16 +39,8 @@ public final class Float32Tensor implements Tensor {
 
     /** A rank-2 tensor; every row must have the same length. */
     public static Float32Tensor matrix(float[]... rows) {
-        int width = rows.length == 0 ? 0 : rows[0].length;
-        Builder b = builder(rows.length, width);
-        for (int i = 0; i < rows.length; i++) {
-            if (rows[i].length != width) {
-                throw new IllegalArgumentException("matrix rows must have equal length: row 0 has " + width + ", row "
-                        + i + " has " + rows[i].length);
-            }
-            b.copyFrom(i * width, rows[i], 0, width);
-        }
-        return b.build();
+        int[] s = matrixShape(rows);
+        return new Float32Tensor(concatRows(rows, new float[s[0] * s[1]]), 0, s);
     }
 
     /** A tensor of {@code shape} with every element equal to {@code value}. */
@@ -76,45 +63,24 @@ public final class Float32Tensor implements Tensor {
         return DType.FLOAT32;
     }
 
-    @Override
-    public int[] shape() {
-        return shape.clone();
-    }
-
-    @Override
-    public int rank() {
-        return shape.length;
-    }
-
-    @Override
-    public int dim(int axis) {
-        return shape[Objects.checkIndex(axis, shape.length)];
-    }
-
-    @Override
-    public int numel() {
-        return numel;
-    }
-
     /** Element {@code i} of a rank-1 tensor. */
     public float get(int i) {
-        return data[offset + TensorShape.flat(shape, i)];
+        return data[index(i)];
     }
 
     /** Element {@code (i, j)} of a rank-2 tensor. */
     public float get(int i, int j) {
-        return data[offset + TensorShape.flat(shape, i, j)];
+        return data[index(i, j)];
     }
 
     /** The single element of a rank-0 tensor (or of any tensor with one element). */
     public float item() {
-        TensorShape.checkScalar(shape);
-        return data[offset];
+        return data[itemIndex()];
     }
 
     /** Element {@code flatIndex} in row-major order. */
     public float at(int flatIndex) {
-        return data[offset + Objects.checkIndex(flatIndex, numel)];
+        return data[flatIndex(flatIndex)];
     }
 
     @Override
@@ -134,8 +100,7 @@ public final class Float32Tensor implements Tensor {
 
     /** Copies {@code length} elements starting at flat index {@code from} into {@code dest}. */
     public void copyTo(int from, float[] dest, int destPos, int length) {
-        Objects.checkFromIndexSize(from, length, numel);
-        System.arraycopy(data, offset + from, dest, destPos, length);
+        copyElements(from, dest, destPos, length);
     }
 
     /** The elements in row-major order, widened to double. */
@@ -144,60 +109,22 @@ public final class Float32Tensor implements Tensor {
     }
 
     @Override
-    public Float32Tensor row(int i) {
-        int[] rs = TensorShape.rowShape(shape, i);
-        return new Float32Tensor(data, offset + i * TensorShape.rowStride(shape), rs);
-    }
-
-    @Override
-    public Float32Tensor slice(int from, int to) {
-        int[] ss = TensorShape.sliceShape(shape, from, to);
-        return new Float32Tensor(data, offset + from * TensorShape.rowStride(shape), ss);
-    }
-
-    @Override
-    public Float32Tensor reshape(int... newShape) {
-        int[] s = TensorShape.check(newShape);
-        TensorShape.checkLength(numel, s);
-        return new Float32Tensor(data, offset, s);
-    }
-
-    @Override
-    public boolean equals(Object o) {
-        if (this == o) {
-            return true;
-        }
-        if (!(o instanceof Float32Tensor t) || !Arrays.equals(shape, t.shape)) {
-            return false;
-        }
+    boolean sameElements(Float32Tensor t) {
         return Arrays.equals(data, offset, offset + numel, t.data, t.offset, t.offset + t.numel);
     }
 
     @Override
-    public int hashCode() {
-        int h = Arrays.hashCode(shape);
-        for (int k = 0; k < numel; k++) {
-            h = 31 * h + Float.hashCode(data[offset + k]);
-        }
-        return h;
-    }
-
-    @Override
-    public String toString() {
-        return TensorFormat.format(this);
+    int elementHash(int k) {
+        return Float.hashCode(data[offset + k]);
     }
 
     /**
      * Fills a new tensor in place, then hands the array over on {@link #build()} without copying.
      * A builder can build once; it is not thread-safe.
      */
-    public static final class Builder {
-        private final int[] shape;
-        private float[] data;
-
+    public static final class Builder extends DenseBuilder<float[]> {
         private Builder(int[] shape) {
-            this.shape = shape;
-            this.data = new float[TensorShape.numel(shape)];
+            super(shape, new float[TensorShape.numel(shape)]);
         }
 
         /** Sets flat element {@code flatIndex}. */
@@ -208,7 +135,7 @@ public final class Float32Tensor implements Tensor {
 
         /** Sets element {@code (i, j)} of a rank-2 tensor. */
         public Builder set(int i, int j, float value) {
-            live()[TensorShape.flat(shape, i, j)] = value;
+            live()[flat(i, j)] = value;
             return this;
         }
 
@@ -232,16 +159,7 @@ public final class Float32Tensor implements Tensor {
 
         /** The tensor; the builder cannot be used afterwards. */
         public Float32Tensor build() {
-            Float32Tensor t = new Float32Tensor(live(), 0, shape);
-            data = null;
-            return t;
-        }
-
-        private float[] live() {
-            if (data == null) {
-                throw new IllegalStateException("this builder has already built its tensor");
-            }
-            return data;
+            return new Float32Tensor(take(), 0, shape);
         }
     }
 }

@@ -4,14 +4,14 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Sampling parameters for one generation, AReaL's {@code GenerationHyperparameters} (§1.3): every
+ * Sampling parameters for one generation, AReaL's {@code GenerationHyperparameters} (semantics §1.3): every
  * field, with the same defaults, named in errors and configs by its AReaL key.
  *
  * <table>
  *   <caption>fields</caption>
  *   <tr><th>key</th><th>default</th><th>allowed</th></tr>
  *   <tr><td>n_samples</td><td>1</td><td>≥ 1; the group size. {@code generate} itself needs 1.</td></tr>
- *   <tr><td>max_new_tokens</td><td>16384</td><td>≥ 1; clipped per request to max_tokens − prompt (§2.1)</td></tr>
+ *   <tr><td>max_new_tokens</td><td>16384</td><td>≥ 1; clipped per request to max_tokens − prompt (semantics §2.1)</td></tr>
  *   <tr><td>min_new_tokens</td><td>0</td><td>0 … max_new_tokens; not sent to SGLang or vLLM (as in AReaL)</td></tr>
  *   <tr><td>max_tokens</td><td>32768</td><td>≥ 1; prompt plus generation</td></tr>
  *   <tr><td>greedy</td><td>false</td><td>when true, temperature 0 is sent</td></tr>
@@ -26,9 +26,9 @@ import java.util.List;
  *   <tr><td>seed</td><td>null</td><td>any long; sent as SGLang sampling_seed / vLLM seed when set</td></tr>
  *   <tr><td>lora_name</td><td>"default_lora"</td><td>non-null</td></tr>
  *   <tr><td>use_beam_search</td><td>false</td><td>the SGLang backend rejects true</td></tr>
- *   <tr><td>reward_normalization</td><td>false</td><td>rollout-time group normalisation (§5.6)</td></tr>
- *   <tr><td>reward_normalization_use_std</td><td>true</td><td>false: centre only, divisor 1 (§5.6 [C])</td></tr>
- *   <tr><td>drop_incomplete_group</td><td>false</td><td>any unusable slot drops the group (§5.5)</td></tr>
+ *   <tr><td>reward_normalization</td><td>false</td><td>rollout-time group normalisation (semantics §5.6)</td></tr>
+ *   <tr><td>reward_normalization_use_std</td><td>true</td><td>false: centre only, divisor 1 (semantics §5.6 [C])</td></tr>
+ *   <tr><td>drop_incomplete_group</td><td>false</td><td>any unusable slot drops the group (semantics §5.5)</td></tr>
  * </table>
  *
  * <p>A config is valid by construction: the canonical constructor (and so the builder) throws
@@ -93,7 +93,7 @@ public record GenerationConfig(
         require(loraName != null, "lora_name", null, "a string");
     }
 
-    /** The defaults of §1.3. */
+    /** The defaults of semantics §1.3. */
     public static GenerationConfig defaults() {
         return DEFAULTS;
     }
@@ -141,7 +141,7 @@ public record GenerationConfig(
         }
     }
 
-    /** Builds a {@link GenerationConfig}; starts from the defaults of §1.3. */
+    /** Builds a {@link GenerationConfig}; starts from the defaults of semantics §1.3. */
     public static final class Builder {
         private int nSamples = 1;
         private int maxNewTokens = DEFAULT_MAX_NEW_TOKENS;

@@ -1,21 +1,18 @@
 package org.rollout.api;
 
 import java.util.Arrays;
-import java.util.Objects;
 import java.util.stream.IntStream;
 
 /** An immutable int32 {@link Tensor}. Token ids, masks, versions and turn ids use this dtype. */
-public final class Int32Tensor implements Tensor {
-    private final int[] data;
-    private final int offset;
-    private final int[] shape;
-    private final int numel;
+public final class Int32Tensor extends DenseTensor<Int32Tensor, int[]> implements Tensor {
 
     private Int32Tensor(int[] data, int offset, int[] shape) {
-        this.data = data;
-        this.offset = offset;
-        this.shape = shape;
-        this.numel = TensorShape.numel(shape);
+        super(data, offset, shape);
+    }
+
+    @Override
+    Int32Tensor view(int[] data, int offset, int[] shape) {
+        return new Int32Tensor(data, offset, shape);
     }
 
     /**
@@ -23,9 +20,7 @@ public final class Int32Tensor implements Tensor {
      * rank 1; use {@link #scalar} for rank 0.
      */
     public static Int32Tensor of(int[] values, int... shape) {
-        int[] s = shape.length == 0 ? new int[] {values.length} : TensorShape.check(shape);
-        TensorShape.checkLength(values.length, s);
-        return new Int32Tensor(values.clone(), 0, s);
+        return new Int32Tensor(values.clone(), 0, shapeOf(values.length, shape));
     }
 
     /** A rank-0 tensor. */
@@ -40,16 +35,8 @@ public final class Int32Tensor implements Tensor {
 
     /** A rank-2 tensor; every row must have the same length. */
     public static Int32Tensor matrix(int[]... rows) {
-        int width = rows.length == 0 ? 0 : rows[0].length;
-        Builder b = builder(rows.length, width);
-        for (int i = 0; i < rows.length; i++) {
-            if (rows[i].length != width) {
-                throw new IllegalArgumentException("matrix rows must have equal length: row 0 has " + width + ", row "
-                        + i + " has " + rows[i].length);
-            }
-            b.copyFrom(i * width, rows[i], 0, width);
-        }
-        return b.build();
+        int[] s = matrixShape(rows);
+        return new Int32Tensor(concatRows(rows, new int[s[0] * s[1]]), 0, s);
     }
 
     /** A tensor of {@code shape} with every element equal to {@code value}. */
@@ -72,45 +59,24 @@ public final class Int32Tensor implements Tensor {
         return DType.INT32;
     }
 
-    @Override
-    public int[] shape() {
-        return shape.clone();
-    }
-
-    @Override
-    public int rank() {
-        return shape.length;
-    }
-
-    @Override
-    public int dim(int axis) {
-        return shape[Objects.checkIndex(axis, shape.length)];
-    }
-
-    @Override
-    public int numel() {
-        return numel;
-    }
-
     /** Element {@code i} of a rank-1 tensor. */
     public int get(int i) {
-        return data[offset + TensorShape.flat(shape, i)];
+        return data[index(i)];
     }
 
     /** Element {@code (i, j)} of a rank-2 tensor. */
     public int get(int i, int j) {
-        return data[offset + TensorShape.flat(shape, i, j)];
+        return data[index(i, j)];
     }
 
     /** The single element of a rank-0 tensor (or of any tensor with one element). */
     public int item() {
-        TensorShape.checkScalar(shape);
-        return data[offset];
+        return data[itemIndex()];
     }
 
     /** Element {@code flatIndex} in row-major order. */
     public int at(int flatIndex) {
-        return data[offset + Objects.checkIndex(flatIndex, numel)];
+        return data[flatIndex(flatIndex)];
     }
 
     @Override
@@ -130,8 +96,7 @@ public final class Int32Tensor implements Tensor {
 
     /** Copies {@code length} elements starting at flat index {@code from} into {@code dest}. */
     public void copyTo(int from, int[] dest, int destPos, int length) {
-        Objects.checkFromIndexSize(from, length, numel);
-        System.arraycopy(data, offset + from, dest, destPos, length);
+        copyElements(from, dest, destPos, length);
     }
 
     /** The elements in row-major order. */
@@ -140,60 +105,22 @@ public final class Int32Tensor implements Tensor {
     }
 
     @Override
-    public Int32Tensor row(int i) {
-        int[] rs = TensorShape.rowShape(shape, i);
-        return new Int32Tensor(data, offset + i * TensorShape.rowStride(shape), rs);
-    }
-
-    @Override
-    public Int32Tensor slice(int from, int to) {
-        int[] ss = TensorShape.sliceShape(shape, from, to);
-        return new Int32Tensor(data, offset + from * TensorShape.rowStride(shape), ss);
-    }
-
-    @Override
-    public Int32Tensor reshape(int... newShape) {
-        int[] s = TensorShape.check(newShape);
-        TensorShape.checkLength(numel, s);
-        return new Int32Tensor(data, offset, s);
-    }
-
-    @Override
-    public boolean equals(Object o) {
-        if (this == o) {
-            return true;
-        }
-        if (!(o instanceof Int32Tensor t) || !Arrays.equals(shape, t.shape)) {
-            return false;
-        }
+    boolean sameElements(Int32Tensor t) {
         return Arrays.equals(data, offset, offset + numel, t.data, t.offset, t.offset + t.numel);
     }
 
     @Override
-    public int hashCode() {
-        int h = Arrays.hashCode(shape);
-        for (int k = 0; k < numel; k++) {
-            h = 31 * h + Integer.hashCode(data[offset + k]);
-        }
-        return h;
-    }
-
-    @Override
-    public String toString() {
-        return TensorFormat.format(this);
+    int elementHash(int k) {
+        return Integer.hashCode(data[offset + k]);
     }
 
     /**
      * Fills a new tensor in place, then hands the array over on {@link #build()} without copying.
      * A builder can build once; it is not thread-safe.
      */
-    public static final class Builder {
-        private final int[] shape;
-        private int[] data;
-
+    public static final class Builder extends DenseBuilder<int[]> {
         private Builder(int[] shape) {
-            this.shape = shape;
-            this.data = new int[TensorShape.numel(shape)];
+            super(shape, new int[TensorShape.numel(shape)]);
         }
 
         /** Sets flat element {@code flatIndex}. */
@@ -204,7 +131,7 @@ public final class Int32Tensor implements Tensor {
 
         /** Sets element {@code (i, j)} of a rank-2 tensor. */
         public Builder set(int i, int j, int value) {
-            live()[TensorShape.flat(shape, i, j)] = value;
+            live()[flat(i, j)] = value;
             return this;
         }
 
@@ -228,16 +155,7 @@ public final class Int32Tensor implements Tensor {
 
         /** The tensor; the builder cannot be used afterwards. */
         public Int32Tensor build() {
-            Int32Tensor t = new Int32Tensor(live(), 0, shape);
-            data = null;
-            return t;
-        }
-
-        private int[] live() {
-            if (data == null) {
-                throw new IllegalStateException("this builder has already built its tensor");
-            }
-            return data;
+            return new Int32Tensor(take(), 0, shape);
         }
     }
 }

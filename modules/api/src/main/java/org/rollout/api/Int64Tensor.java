@@ -1,21 +1,18 @@
 package org.rollout.api;
 
 import java.util.Arrays;
-import java.util.Objects;
 import java.util.stream.LongStream;
 
-/** An immutable int64 {@link Tensor}. Tensors built from interactions use it for ids, masks and versions (§3.2). */
-public final class Int64Tensor implements Tensor {
-    private final long[] data;
-    private final int offset;
-    private final int[] shape;
-    private final int numel;
+/** An immutable int64 {@link Tensor}. Tensors built from interactions use it for ids, masks and versions (semantics §3.2). */
+public final class Int64Tensor extends DenseTensor<Int64Tensor, long[]> implements Tensor {
 
     private Int64Tensor(long[] data, int offset, int[] shape) {
-        this.data = data;
-        this.offset = offset;
-        this.shape = shape;
-        this.numel = TensorShape.numel(shape);
+        super(data, offset, shape);
+    }
+
+    @Override
+    Int64Tensor view(long[] data, int offset, int[] shape) {
+        return new Int64Tensor(data, offset, shape);
     }
 
     /**
@@ -23,9 +20,7 @@ public final class Int64Tensor implements Tensor {
      * rank 1; use {@link #scalar} for rank 0.
      */
     public static Int64Tensor of(long[] values, int... shape) {
-        int[] s = shape.length == 0 ? new int[] {values.length} : TensorShape.check(shape);
-        TensorShape.checkLength(values.length, s);
-        return new Int64Tensor(values.clone(), 0, s);
+        return new Int64Tensor(values.clone(), 0, shapeOf(values.length, shape));
     }
 
     /** A rank-0 tensor. */
@@ -40,16 +35,8 @@ public final class Int64Tensor implements Tensor {
 
     /** A rank-2 tensor; every row must have the same length. */
     public static Int64Tensor matrix(long[]... rows) {
-        int width = rows.length == 0 ? 0 : rows[0].length;
-        Builder b = builder(rows.length, width);
-        for (int i = 0; i < rows.length; i++) {
-            if (rows[i].length != width) {
-                throw new IllegalArgumentException("matrix rows must have equal length: row 0 has " + width + ", row "
-                        + i + " has " + rows[i].length);
-            }
-            b.copyFrom(i * width, rows[i], 0, width);
-        }
-        return b.build();
+        int[] s = matrixShape(rows);
+        return new Int64Tensor(concatRows(rows, new long[s[0] * s[1]]), 0, s);
     }
 
     /** A tensor of {@code shape} with every element equal to {@code value}. */
@@ -72,45 +59,24 @@ public final class Int64Tensor implements Tensor {
         return DType.INT64;
     }
 
-    @Override
-    public int[] shape() {
-        return shape.clone();
-    }
-
-    @Override
-    public int rank() {
-        return shape.length;
-    }
-
-    @Override
-    public int dim(int axis) {
-        return shape[Objects.checkIndex(axis, shape.length)];
-    }
-
-    @Override
-    public int numel() {
-        return numel;
-    }
-
     /** Element {@code i} of a rank-1 tensor. */
     public long get(int i) {
-        return data[offset + TensorShape.flat(shape, i)];
+        return data[index(i)];
     }
 
     /** Element {@code (i, j)} of a rank-2 tensor. */
     public long get(int i, int j) {
-        return data[offset + TensorShape.flat(shape, i, j)];
+        return data[index(i, j)];
     }
 
     /** The single element of a rank-0 tensor (or of any tensor with one element). */
     public long item() {
-        TensorShape.checkScalar(shape);
-        return data[offset];
+        return data[itemIndex()];
     }
 
     /** Element {@code flatIndex} in row-major order. */
     public long at(int flatIndex) {
-        return data[offset + Objects.checkIndex(flatIndex, numel)];
+        return data[flatIndex(flatIndex)];
     }
 
     @Override
@@ -130,8 +96,7 @@ public final class Int64Tensor implements Tensor {
 
     /** Copies {@code length} elements starting at flat index {@code from} into {@code dest}. */
     public void copyTo(int from, long[] dest, int destPos, int length) {
-        Objects.checkFromIndexSize(from, length, numel);
-        System.arraycopy(data, offset + from, dest, destPos, length);
+        copyElements(from, dest, destPos, length);
     }
 
     /** The elements in row-major order. */
@@ -140,60 +105,22 @@ public final class Int64Tensor implements Tensor {
     }
 
     @Override
-    public Int64Tensor row(int i) {
-        int[] rs = TensorShape.rowShape(shape, i);
-        return new Int64Tensor(data, offset + i * TensorShape.rowStride(shape), rs);
-    }
-
-    @Override
-    public Int64Tensor slice(int from, int to) {
-        int[] ss = TensorShape.sliceShape(shape, from, to);
-        return new Int64Tensor(data, offset + from * TensorShape.rowStride(shape), ss);
-    }
-
-    @Override
-    public Int64Tensor reshape(int... newShape) {
-        int[] s = TensorShape.check(newShape);
-        TensorShape.checkLength(numel, s);
-        return new Int64Tensor(data, offset, s);
-    }
-
-    @Override
-    public boolean equals(Object o) {
-        if (this == o) {
-            return true;
-        }
-        if (!(o instanceof Int64Tensor t) || !Arrays.equals(shape, t.shape)) {
-            return false;
-        }
+    boolean sameElements(Int64Tensor t) {
         return Arrays.equals(data, offset, offset + numel, t.data, t.offset, t.offset + t.numel);
     }
 
     @Override
-    public int hashCode() {
-        int h = Arrays.hashCode(shape);
-        for (int k = 0; k < numel; k++) {
-            h = 31 * h + Long.hashCode(data[offset + k]);
-        }
-        return h;
-    }
-
-    @Override
-    public String toString() {
-        return TensorFormat.format(this);
+    int elementHash(int k) {
+        return Long.hashCode(data[offset + k]);
     }
 
     /**
      * Fills a new tensor in place, then hands the array over on {@link #build()} without copying.
      * A builder can build once; it is not thread-safe.
      */
-    public static final class Builder {
-        private final int[] shape;
-        private long[] data;
-
+    public static final class Builder extends DenseBuilder<long[]> {
         private Builder(int[] shape) {
-            this.shape = shape;
-            this.data = new long[TensorShape.numel(shape)];
+            super(shape, new long[TensorShape.numel(shape)]);
         }
 
         /** Sets flat element {@code flatIndex}. */
@@ -204,7 +131,7 @@ public final class Int64Tensor implements Tensor {
 
         /** Sets element {@code (i, j)} of a rank-2 tensor. */
         public Builder set(int i, int j, long value) {
-            live()[TensorShape.flat(shape, i, j)] = value;
+            live()[flat(i, j)] = value;
             return this;
         }
 
@@ -228,16 +155,7 @@ public final class Int64Tensor implements Tensor {
 
         /** The tensor; the builder cannot be used afterwards. */
         public Int64Tensor build() {
-            Int64Tensor t = new Int64Tensor(live(), 0, shape);
-            data = null;
-            return t;
-        }
-
-        private long[] live() {
-            if (data == null) {
-                throw new IllegalStateException("this builder has already built its tensor");
-            }
-            return data;
+            return new Int64Tensor(take(), 0, shape);
         }
     }
 }

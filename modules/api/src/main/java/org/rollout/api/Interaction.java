@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * One model completion inside an agent episode, with its token-level data and reward: AReaL's
- * {@code InteractionWithTokenLogpReward} (§3.4).
+ * {@code InteractionWithTokenLogpReward} (semantics §3.4).
  *
  * <p>An interaction has tensor data when it carries a {@link ModelResponse} (the proxy records one
  * for every completion) or precomputed {@link #tensorData()}. It converts to one trajectory row:
@@ -16,13 +16,13 @@ import java.util.Objects;
  *
  * <p>Rewards: {@code reward} is this row's (possibly discounted) reward; {@code originalReward} is
  * the raw value kept when rollout-time normalisation rewrites {@code reward}; {@code rolloutReward}
- * is the logical rollout's reference reward when rows of one episode differ (§5.6).
+ * is the logical rollout's reference reward when rows of one episode differ (semantics §5.6).
  *
  * <p>Immutable; {@code with*} methods return copies.
  */
 public final class Interaction {
 
-    /** How a child interaction relates to its parent's tokens (§3.4 {@code chat_template_type}). */
+    /** How a child interaction relates to its parent's tokens (semantics §3.4 {@code chat_template_type}). */
     public enum ChatTemplateType {
         /** Each completion is its own row. */
         HF,
@@ -96,7 +96,7 @@ public final class Interaction {
         return originalReward;
     }
 
-    /** The logical rollout's reference reward (§5.6), or null. */
+    /** The logical rollout's reference reward (semantics §5.6), or null. */
     public Double rolloutReward() {
         return rolloutReward;
     }

@@ -6,7 +6,7 @@ import java.util.Objects;
 import java.util.UUID;
 
 /**
- * One generation request (§1.1): a prompt as token ids and its sampling parameters.
+ * One generation request (semantics §1.1): a prompt as token ids and its sampling parameters.
  *
  * <p>The {@code rid} keys server stickiness: every segment of one generation (after an interruption)
  * goes back to the server that served the first, so its prefix cache can help. A caller that wants

@@ -5,7 +5,7 @@ import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * The result of one generation (§1.2), accumulated across interruptions.
+ * The result of one generation (semantics §1.2), accumulated across interruptions.
  *
  * <p>Invariants, checked at construction:
  *
@@ -17,7 +17,7 @@ import java.util.Objects;
  *       abort becomes {@code LENGTH}), but a response built by hand may carry any reason.
  * </ul>
  *
- * <p>Versions are those pinned before each segment was sent (§2.3), so tokens generated across a
+ * <p>Versions are those pinned before each segment was sent (semantics §2.3), so tokens generated across a
  * weight update carry two versions, in order: e.g. forty 3s then sixty 4s.
  */
 public final class ModelResponse {
@@ -151,7 +151,7 @@ public final class ModelResponse {
     }
 
     /**
-     * The output without its trailing run of stop ids (§1.2 {@code output_tokens_without_stop}).
+     * The output without its trailing run of stop ids (semantics §1.2 {@code output_tokens_without_stop}).
      * For {@code length} and {@code abort} the output is returned unchanged.
      *
      * @throws IllegalStateException when a {@code stop}/{@code tool_calls} output does not end in a

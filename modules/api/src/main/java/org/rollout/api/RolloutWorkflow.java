@@ -3,7 +3,7 @@ package org.rollout.api;
 import java.util.Map;
 
 /**
- * How one episode turns a data item into trajectory rows (§3.1): build the prompt, call
+ * How one episode turns a data item into trajectory rows (semantics §3.1): build the prompt, call
  * {@link InferenceEngine#generate}, compute a reward, pack a {@link TensorDict} (or return
  * interactions, or reject).
  *

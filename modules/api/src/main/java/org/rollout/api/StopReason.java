@@ -1,7 +1,7 @@
 package org.rollout.api;
 
 /**
- * Why a generation ended (§1.4).
+ * Why a generation ended (semantics §1.4).
  *
  * <ul>
  *   <li>{@link #STOP}: an EOS or stop token/string was produced.

@@ -1,7 +1,7 @@
 package org.rollout.api;
 
 /**
- * An immutable, typed, shaped, dense tensor: the unit of trajectory data (§3.2).
+ * An immutable, typed, shaped, dense tensor: the unit of trajectory data (semantics §3.2).
  *
  * <pre>
  *   rank 0   scalar          e.g. rollout_reward

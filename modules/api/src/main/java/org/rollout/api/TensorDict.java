@@ -9,7 +9,7 @@ import java.util.function.BiConsumer;
 
 /**
  * An immutable, insertion-ordered map from key to {@link Tensor}: one episode's trajectory rows,
- * or a whole group's after merging (§3.2).
+ * or a whole group's after merging (semantics §3.2).
  *
  * <p>The keys the engine understands, with the dtype the built-in workflows use:
  *
@@ -23,7 +23,7 @@ import java.util.function.BiConsumer;
  *   turn_ids         [B, L] int32   -1 off generated positions, turn index t on turn t's tokens
  *   original_rewards [B]    float32 the reward before rollout-time normalisation
  *   is_truncated     [B]    bool    the row's generation stopped on its length budget
- *   rollout_reward   []     float32 the logical rollout's reference reward (§5.6)
+ *   rollout_reward   []     float32 the logical rollout's reference reward (semantics §5.6)
  * </pre>
  *
  * <p>Other keys travel untouched. A dict whose rows disagree on {@code B}, or whose tensors have

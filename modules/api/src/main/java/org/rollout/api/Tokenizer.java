@@ -38,8 +38,35 @@ public interface Tokenizer {
      */
     String applyChatTemplate(List<Map<String, Object>> messages, boolean addGenerationPrompt);
 
+    /**
+     * The prompt text for {@code messages} with extra chat-template variables, as Hugging Face's
+     * {@code apply_chat_template(..., **kwargs)}: {@code tools} (OpenAI's list of
+     * {@code {"type": "function", "function": {…}}}) and model-specific switches such as
+     * {@code enable_thinking}. A template ignores the variables it does not read.
+     *
+     * <p>The default ignores every variable except {@code tools}: a non-empty tool list is an
+     * {@link IllegalArgumentException}, because the plain template cannot show tools to the model.
+     *
+     * @param variables template variables by name; null or empty for none
+     * @throws IllegalArgumentException when the template cannot render the messages or the tools
+     */
+    default String applyChatTemplate(
+            List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+        Object tools = variables == null ? null : variables.get("tools");
+        if (tools != null && !(tools instanceof java.util.Collection<?> c && c.isEmpty())) {
+            throw new IllegalArgumentException("the chat template of " + this + " cannot render tools");
+        }
+        return applyChatTemplate(messages, addGenerationPrompt);
+    }
+
     /** {@code encode(applyChatTemplate(messages, addGenerationPrompt))}. */
     default int[] encodeChat(List<Map<String, Object>> messages, boolean addGenerationPrompt) {
         return encode(applyChatTemplate(messages, addGenerationPrompt));
+    }
+
+    /** {@code encode(applyChatTemplate(messages, addGenerationPrompt, variables))}. */
+    default int[] encodeChat(
+            List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+        return encode(applyChatTemplate(messages, addGenerationPrompt, variables));
     }
 }

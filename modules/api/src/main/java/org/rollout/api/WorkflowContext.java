@@ -8,7 +8,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 
 /**
- * Who a workflow call is working for (§4): evaluation or training, which task, which slot of how
+ * Who a workflow call is working for (semantics §4): evaluation or training, which task, which slot of how
  * large a group, which dispatch attempt; plus the group-scoped cache, a shared HTTP client for
  * tools and reward services, and where to record statistics.
  *

@@ -1,7 +1,7 @@
 package org.rollout.api;
 
 /**
- * A workflow result that breaks the rollout contract in a way retrying will not fix (§5.8):
+ * A workflow result that breaks the rollout contract in a way retrying will not fix (semantics §5.8):
  * duplicate completion ids in a group, mixed result kinds, ambiguous reward references,
  * non-finite rewards, tensors of the wrong shape. The message names the task, the slot and the
  * key at fault.

@@ -1,5 +1,6 @@
 package org.rollout.cli;
 
+import java.util.Optional;
 import org.rollout.modelserver.ModelServerMain;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -12,7 +13,7 @@ import picocli.CommandLine.Command;
  *   rollout node --roles coordinator,rollout,gateway --seed-nodes 127.0.0.1:25520 --port 25520 [--profile f.conf …] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
- *   rollout bench orchestration|async|interrupt|weights|all [--flag value …]
+ *   rollout bench orchestration|async|interrupt|weights|scaleout|all [--flag value …]
  * </pre>
  *
  * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and
@@ -28,10 +29,11 @@ import picocli.CommandLine.Command;
             NodeCommand.class,
             DemoWeightsCommand.class,
             TrainerDemoCommand.class,
-            BenchCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class RolloutCli implements Runnable {
+    /** The benchmarks' command (module {@code benchmarks}), a run-time dependency only. */
+    private static final String BENCHMARKS = "org.rollout.benchmarks.e2e.EndToEndBenchmarks";
 
     public static void main(String[] args) {
         System.exit(commandLine().execute(args));
@@ -40,7 +42,23 @@ public final class RolloutCli implements Runnable {
     static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new RolloutCli());
         cl.addSubcommand("model-server", new ModelServerMain());
+        benchCommand().ifPresent(bench -> cl.addSubcommand("bench", bench));
         return cl;
+    }
+
+    /**
+     * {@code rollout bench}: the end-to-end benchmarks' own command, from the benchmarks jar on the
+     * run-time class path; absent when that jar is not there.
+     */
+    private static Optional<CommandLine> benchCommand() {
+        try {
+            Class<?> benchmarks = Class.forName(BENCHMARKS);
+            return Optional.of((CommandLine) benchmarks.getMethod("commandLine").invoke(null));
+        } catch (ClassNotFoundException e) {
+            return Optional.empty();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot build the bench command from " + BENCHMARKS + ": " + e, e);
+        }
     }
 
     @Override

@@ -8,8 +8,8 @@ import org.rollout.trainer.RolloutStatus;
 
 /**
  * The one line {@code rollout local} keeps updating while it runs: step, weight version, mean
- * reward of the last step, throughput since start, what is in flight and for how long (LESSONS:
- * a stuck rollout must be visible), and staleness.
+ * reward of the last step, throughput since start, what is in flight and for how long (a stuck
+ * rollout must be visible), and staleness (docs/architecture.md says what it measures).
  *
  * <pre>
  * step  12/100 | v12 | reward 0.431 | 31.4 groups/s | 2.0k tok/s | in flight 52 (oldest 0.8 s) | staleness 0.48 | rejected 0

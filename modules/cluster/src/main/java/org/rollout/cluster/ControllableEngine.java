@@ -5,12 +5,12 @@ import org.rollout.api.InferenceEngine;
 /**
  * A node's inference engine as the runtime drives it: the workflow-facing {@link InferenceEngine}
  * plus the three controls a weight update needs (AReaL's executor {@code pause()}/{@code resume()}
- * and {@code set_version}, §6.9).
+ * and {@code set_version}, semantics §6.9).
  *
  * <p>{@link #pause()} closes the client-side gate: generations in flight finish their current
  * segment (servers abort it during the update) and send no new segment until {@link #resume()}.
  * {@link #setVersion(int)} must be called before {@code resume()} so that the next segments are
- * pinned to the new version (§2.3). Thread-safe.
+ * pinned to the new version (semantics §2.3). Thread-safe.
  */
 public interface ControllableEngine extends InferenceEngine {
 

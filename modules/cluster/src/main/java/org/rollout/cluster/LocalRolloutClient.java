@@ -144,8 +144,7 @@ public final class LocalRolloutClient implements RolloutClient {
             throw new WeightPublishException(reply.error());
         }
         knownVersion.accumulateAndGet(reply.version(), Math::max);
-        WeightPublisher.Report report = reply.report();
-        return new PublishResult(reply.version(), report.elapsed(), report.serversUpdated(), report.failures());
+        return reply.report();
     }
 
     @Override

@@ -1,7 +1,7 @@
 package org.rollout.cluster;
 
 /**
- * Why a group did not reach training. The first two are AReaL's reasons (§6.4); the rest are
+ * Why a group did not reach training. The first two are AReaL's reasons (semantics §6.4); the rest are
  * ours, because our runtime can also fail, cancel or time out a group and says so.
  */
 public enum RejectReason {

@@ -7,6 +7,7 @@ import org.rollout.api.ModelResponse;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.WeightUpdateException;
 import org.rollout.inference.WeightUpdateReport;
+import org.rollout.trainer.PublishResult;
 
 /**
  * Connects the inference module's {@link RemoteInferenceEngine} to the runtime: as the node's
@@ -67,7 +68,7 @@ public final class RemoteEngines {
         };
     }
 
-    static WeightPublisher.Report toReport(WeightUpdateReport report) {
+    static PublishResult toReport(WeightUpdateReport report) {
         Map<String, String> failures = new LinkedHashMap<>();
         int updated = 0;
         for (WeightUpdateReport.ServerOutcome o : report.servers()) {
@@ -78,6 +79,6 @@ public final class RemoteEngines {
                 failures.put(o.server().toString(), String.join("; ", o.errors()));
             }
         }
-        return new WeightPublisher.Report(report.elapsed(), updated, failures);
+        return new PublishResult(report.version(), report.elapsed(), updated, failures);
     }
 }

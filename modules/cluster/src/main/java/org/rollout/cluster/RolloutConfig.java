@@ -73,7 +73,7 @@ import org.slf4j.LoggerFactory;
 public final class RolloutConfig {
     private static final Logger LOG = LoggerFactory.getLogger(RolloutConfig.class);
 
-    /** How {@code queue_size} is derived from {@code max_concurrent_rollouts} when null (§6.8). */
+    /** How {@code queue_size} is derived from {@code max_concurrent_rollouts} when null (semantics §6.8). */
     static final int QUEUE_SIZE_FACTOR = 16;
 
     private static final String DIRECTORY_NAME = "a single directory name (no '/', '\\', '.' or '..')";

@@ -34,7 +34,7 @@ import org.rollout.inference.ServerAddress;
  * <p>Derived values: {@code max_concurrent_rollouts} null → {@code consumer_batch_size};
  * {@code queue_size} null → {@code max_concurrent_rollouts × 16}; {@code node_capacity} and
  * {@code eval_max_concurrent} null → {@code max_concurrent_rollouts}; {@code min_usable_group_size}
- * null → derived by {@link MinUsableGroupSize#resolve} (§5.4).
+ * null → derived by {@link MinUsableGroupSize#resolve} (semantics §5.4).
  *
  * <p>Immutable and thread-safe. Only {@link RolloutConfig} builds one, so an instance is always
  * valid; the nested records are plain values (building them directly checks nothing beyond
@@ -219,7 +219,7 @@ public final class RolloutSettings {
         return actor;
     }
 
-    /** {@code actor.min_usable_group_size}, resolved (§5.4). */
+    /** {@code actor.min_usable_group_size}, resolved (semantics §5.4). */
     public int minUsableGroupSize() {
         return minUsableGroupSize;
     }

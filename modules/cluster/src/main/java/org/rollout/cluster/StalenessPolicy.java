@@ -8,7 +8,7 @@ import org.rollout.api.InvalidConfigException;
  */
 public enum StalenessPolicy {
     /**
-     * AReaL's behaviour (the default): staleness is bounded at admission (§6.8); groups in flight
+     * AReaL's behaviour (the default): staleness is bounded at admission (semantics §6.8); groups in flight
      * continue across updates as partial rollouts, their tokens labelled with the versions that
      * generated them.
      */

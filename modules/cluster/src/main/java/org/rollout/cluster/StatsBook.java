@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The run's statistics, per weight version and scope ({@code rollout}, {@code eval-rollout}): what
- * AReaL records — workflow scalars such as {@code reward}, the seven group metrics of §5.9,
+ * AReaL records — workflow scalars such as {@code reward}, the seven group metrics of semantics §5.9,
  * accepted and rejected counts with reasons — plus generated tokens and staleness.
  *
  * <p>Values are held per version until the version is left behind ({@link #flushBefore}), then

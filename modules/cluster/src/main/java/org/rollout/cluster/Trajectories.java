@@ -4,32 +4,18 @@ import org.rollout.api.EpisodeResult;
 import org.rollout.api.Interaction;
 import org.rollout.api.Tensor;
 import org.rollout.api.TensorDict;
+import org.rollout.core.GeneratedVersions;
 
 /** Small read-only measurements of trajectory rows that the runtime reports. */
 final class Trajectories {
     private Trajectories() {}
 
     /**
-     * The smallest and largest version over generated positions ({@code loss_mask == 1}) of all
-     * rows, or {@code [fallback, fallback]} when there is no {@code versions} key or no generated
-     * token.
+     * The smallest and largest version over generated positions of all rows, or
+     * {@code [fallback, fallback]} when there is none; see {@link GeneratedVersions}.
      */
     static int[] generatedVersionRange(TensorDict rows, int fallback) {
-        Tensor versions = rows.get(TensorDict.VERSIONS);
-        Tensor mask = rows.get(TensorDict.LOSS_MASK);
-        if (versions == null || mask == null || versions.numel() != mask.numel()) {
-            return new int[] {fallback, fallback};
-        }
-        int lo = Integer.MAX_VALUE;
-        int hi = Integer.MIN_VALUE;
-        for (int k = 0; k < mask.numel(); k++) {
-            if (mask.getLong(k) == 1) {
-                int v = (int) versions.getLong(k);
-                lo = Math.min(lo, v);
-                hi = Math.max(hi, v);
-            }
-        }
-        return lo > hi ? new int[] {fallback, fallback} : new int[] {lo, hi};
+        return GeneratedVersions.range(rows, fallback);
     }
 
     /** The number of generated tokens ({@code loss_mask == 1}) in {@code rows}. */

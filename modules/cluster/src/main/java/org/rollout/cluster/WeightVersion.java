@@ -16,10 +16,11 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.rollout.trainer.PublishResult;
 
 /**
  * The single source of the weight version. A trainer's publish moves it forward through the
- * training-step order of §6.9:
+ * training-step order of semantics §6.9:
  *
  * <pre>
  *   Publish(v, path)
@@ -54,7 +55,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             implements Command, CborSerializable {}
 
     /** The outcome of a publish: {@code error} is null on success. */
-    public record PublishReply(int version, String error, WeightPublisher.Report report) implements CborSerializable {
+    public record PublishReply(int version, String error, PublishResult report) implements CborSerializable {
         public boolean ok() {
             return error == null;
         }
@@ -71,13 +72,11 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
 
     private record PrepareTimedOut(long updateId) implements Command, NodeLocal {}
 
-    private record Updated(long updateId, WeightPublisher.Report report, Throwable error)
-            implements Command, NodeLocal {}
+    private record Updated(long updateId, PublishResult report, Throwable error) implements Command, NodeLocal {}
 
     private record Recovered(DurableState.VersionRecord record, Throwable error) implements Command, NodeLocal {}
 
-    private record Written(long updateId, WeightPublisher.Report report, Throwable error)
-            implements Command, NodeLocal {}
+    private record Written(long updateId, PublishResult report, Throwable error) implements Command, NodeLocal {}
 
     private final WeightPublisher publisher;
     private final ActorRef<RolloutCoordinator.Command> coordinator;
@@ -197,7 +196,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             if (p.version() == version && p.path().equals(path) && !path.isEmpty()) {
                 p.replyTo()
                         .tell(new PublishReply(
-                                version, null, new WeightPublisher.Report(Duration.ZERO, 0, java.util.Map.of())));
+                                version, null, new PublishResult(version, Duration.ZERO, 0, java.util.Map.of())));
                 continue;
             }
             if (p.version() <= version) {
@@ -252,7 +251,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     private void startUpdate() {
         Publish p = current;
         long id = updateId;
-        CompletableFuture<WeightPublisher.Report> f = CompletableFuture.supplyAsync(
+        CompletableFuture<PublishResult> f = CompletableFuture.supplyAsync(
                 () -> {
                     try {
                         return publisher.update(Path.of(p.path()), p.version());
@@ -278,7 +277,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             error = "weight update to version " + p.version() + " failed: " + GroupRun.describe(e);
         } else if (!u.report().applied()) {
             error = "no server loaded " + p.path() + " as version " + p.version() + ": "
-                    + u.report().failures();
+                    + u.report().serverFailures();
         }
         if (error != null) {
             getContext().getLog().error(error);
@@ -305,7 +304,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         }
         Publish p = current;
         current = null;
-        WeightPublisher.Report report = w.report();
+        PublishResult report = w.report();
         if (w.error() != null) {
             getContext()
                     .getLog()
@@ -316,14 +315,14 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         }
         version = p.version();
         path = p.path();
-        if (!report.failures().isEmpty()) {
+        if (!report.serverFailures().isEmpty()) {
             getContext()
                     .getLog()
                     .warn(
                             "version {}: {} server(s) failed to load the weights and are out of rotation: {}",
                             version,
-                            report.failures().size(),
-                            report.failures());
+                            report.serverFailures().size(),
+                            report.serverFailures());
         }
         topic.tell(Topic.publish(new VersionChanged(version)));
         coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));

@@ -33,6 +33,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 import org.rollout.core.StalenessBudget;
+import org.rollout.trainer.PublishResult;
 
 /**
  * Every message that may cross nodes round-trips through Pekko's serialization with the serializer
@@ -121,9 +122,7 @@ class MessageSerializationTest {
                 new WeightVersion.VersionChanged(3),
                 new WeightVersion.Publish(4, "/weights/v4.rlm", ref()),
                 new WeightVersion.PublishReply(
-                        4,
-                        null,
-                        new WeightPublisher.Report(Duration.ofMillis(20), 1, Map.of("127.0.0.1:30001", "refused"))),
+                        4, null, new PublishResult(4, Duration.ofMillis(20), 1, Map.of("127.0.0.1:30001", "refused"))),
                 new WeightVersion.PublishReply(4, "version 4 is not newer than the current version 4", null),
                 new WeightVersion.GetVersion(ref()),
                 new WeightVersion.RunnerPrepared(8, ref()),

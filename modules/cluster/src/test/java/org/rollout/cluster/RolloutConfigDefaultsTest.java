@@ -13,7 +13,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.inference.InferenceConfig;
 import org.rollout.inference.ServerAddress;
 
-/** Without a file or overrides, the settings are AReaL's defaults (§1.3, §10) and ours where AReaL has none. */
+/** Without a file or overrides, the settings are AReaL's defaults (semantics §1.3, §10) and ours where AReaL has none. */
 class RolloutConfigDefaultsTest {
 
     @Test
@@ -21,7 +21,7 @@ class RolloutConfigDefaultsTest {
         RolloutSettings.Rollout r = load().rollout();
         assertThat(r.consumerBatchSize()).isEqualTo(1);
         assertThat(r.maxHeadOffpolicyness()).isZero();
-        // null in AReaL: falls back to consumer_batch_size, and queue_size to that × 16 (§6.8).
+        // null in AReaL: falls back to consumer_batch_size, and queue_size to that × 16 (semantics §6.8).
         assertThat(r.maxConcurrentRollouts()).isEqualTo(1);
         assertThat(r.queueSize()).isEqualTo(16);
         assertThat(r.dumpToFile()).isFalse();
@@ -54,7 +54,7 @@ class RolloutConfigDefaultsTest {
     void gconfigDefaultsAreGenerationHyperparametersDefaults() {
         GenerationConfig g = load().gconfig();
         assertThat(g).isEqualTo(GenerationConfig.defaults());
-        // §1.3 spelled out, so that a change of GenerationConfig's defaults shows here too.
+        // semantics §1.3 spelled out, so that a change of GenerationConfig's defaults shows here too.
         assertThat(g.nSamples()).isEqualTo(1);
         assertThat(g.maxNewTokens()).isEqualTo(16384);
         assertThat(g.minNewTokens()).isZero();

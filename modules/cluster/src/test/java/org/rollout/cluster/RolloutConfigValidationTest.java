@@ -473,7 +473,7 @@ class RolloutConfigValidationTest {
                         + " (allowed: false with rollout.backend = sglang (SGLang does not implement beam search))");
     }
 
-    // ---- actor and min_usable_group_size (§5.4) ----
+    // ---- actor and min_usable_group_size (semantics §5.4) ----
 
     @Test
     void minUsableGroupSizeAboveNSamplesIsRefused() {

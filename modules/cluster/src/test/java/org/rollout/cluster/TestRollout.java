@@ -21,6 +21,7 @@ import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.trainer.PublishResult;
 
 /** Builds {@link LocalRollout}s for tests, with small, explicit defaults. */
 final class TestRollout {
@@ -103,7 +104,7 @@ final class TestRollout {
                 NodeServices.virtualThreads());
         WeightPublisher publisher = (path, version) -> {
             published.add(path);
-            return new WeightPublisher.Report(Duration.ofMillis(1), 1, Map.of());
+            return new PublishResult(version, Duration.ofMillis(1), 1, Map.of());
         };
         LocalRollout.Spec spec = new LocalRollout.Spec(
                 svc,

@@ -160,6 +160,22 @@ public final class ByteLevelTokenizer implements Tokenizer {
         return ChatMl.render(messages, addGenerationPrompt);
     }
 
+    /**
+     * ChatML with {@code tools} (a list of OpenAI tool objects) in the system turn when the
+     * variables hold a non-empty one; other variables are unused.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public String applyChatTemplate(
+            List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+        Object tools = variables == null ? null : variables.get("tools");
+        if (tools != null && !(tools instanceof List<?>)) {
+            throw new IllegalArgumentException("chat template variable 'tools' must be a list of tool objects, got "
+                    + tools.getClass().getSimpleName());
+        }
+        return ChatMl.render(messages, (List<Map<String, Object>>) tools, addGenerationPrompt);
+    }
+
     @Override
     public String toString() {
         return "ByteLevelTokenizer{vocab=" + VOCAB_SIZE + ", eos=<|im_end|>, pad=<|endoftext|>}";

@@ -84,7 +84,7 @@ public final class ChatMl {
                 if (tools.get(t) == null) {
                     throw new IllegalArgumentException("tools[" + t + "] is not an object");
                 }
-                sb.append('\n').append(JinjaJson.dumps(tools.get(t)));
+                sb.append('\n').append(PythonJson.dumps(tools.get(t)));
             }
             sb.append(TOOLS_FOOTER);
         }
@@ -143,7 +143,7 @@ public final class ChatMl {
         sb.append("\n<tool_call>\n{\"name\": \"")
                 .append(name)
                 .append("\", \"arguments\": ")
-                .append(JinjaJson.dumps(arguments(fn.get("arguments"))))
+                .append(PythonJson.dumps(arguments(fn.get("arguments"))))
                 .append("}\n</tool_call>");
     }
 

@@ -43,7 +43,7 @@ import jinjava.javax.el.CompositeELResolver;
  *       IllegalArgumentException} naming this template and {@code msg};
  *   <li>{@code strftime_now(fmt)}, the current local time in Python {@code strftime} form
  *       (directives {@code %a %A %b %B %d %-d %m %y %Y %H %I %M %S %p %j %%});
- *   <li>the {@code tojson} filter with Python's spacing ({@link JinjaJson}), and its {@code
+ *   <li>the {@code tojson} filter with Python's spacing ({@link PythonJson}), and its {@code
  *       indent}, {@code sort_keys}, {@code ensure_ascii} and {@code separators} arguments; Jinja's
  *       {@code items} filter, which Jinjava lacks;
  *   <li>Python {@code str} methods ({@code .strip()}, {@code .startswith()}, {@code .split()}, …,
@@ -322,7 +322,7 @@ public final class ChatTemplate {
                 itemSeparator = String.valueOf(seps.get(0));
                 keySeparator = String.valueOf(seps.get(1));
             }
-            return JinjaJson.dumps(
+            return PythonJson.dumps(
                     var,
                     indent(indent),
                     itemSeparator,

@@ -1,7 +1,7 @@
 package org.rollout.core;
 
 /**
- * A trajectory dump line that does not match the format of §7 (see {@code docs/dumps.md}). The
+ * A trajectory dump line that does not match the format of semantics §7 (see {@code docs/dumps.md}). The
  * message reads {@code "<source>:<line>: field '<field>': <problem>"}, or without the field part
  * when the line as a whole is wrong (not JSON, not an object, not UTF-8, not terminated). It never
  * embeds the line itself.

@@ -1,14 +1,13 @@
 package org.rollout.core;
 
-import com.fasterxml.jackson.core.JsonGenerator;
-import java.io.IOException;
-import java.io.StringWriter;
-import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
- * One line of a trajectory dump: one row of one task's trajectory (§7). Written by
+ * One line of a trajectory dump: one row of one task's trajectory (semantics §7). Written by
  * {@link TrajectoryDumper}, read and checked by {@link TrajectoryDumpReader}; {@code docs/dumps.md}
  * describes the format.
  *
@@ -114,48 +113,35 @@ public record DumpRecord(
         return !segments.isEmpty();
     }
 
-    /** The record as one JSON line in §7's key order, without the trailing newline. */
+    /** The record as one JSON line in semantics §7's key order, without the trailing newline. */
     public String toJson() {
-        StringWriter out = new StringWriter(64 + prompt.length() + completion.length());
-        try (JsonGenerator g = PythonJson.generator(out)) {
-            g.writeStartObject();
-            g.writeNumberField("task_id", taskId);
-            g.writeNumberField("sample_idx", sampleIdx);
-            g.writeNumberField("seqlen", seqlen);
-            g.writeNumberField("prompt_len", promptLen);
-            g.writeNumberField("head_version", headVersion);
-            g.writeNumberField("tail_version", tailVersion);
-            g.writeArrayFieldStart("version_rle");
-            for (VersionRle.Run r : versionRle) {
-                g.writeStartArray();
-                g.writeNumber(r.version());
-                g.writeNumber(r.count());
-                g.writeEndArray();
+        Map<String, Object> line = new LinkedHashMap<>();
+        line.put("task_id", taskId);
+        line.put("sample_idx", sampleIdx);
+        line.put("seqlen", seqlen);
+        line.put("prompt_len", promptLen);
+        line.put("head_version", headVersion);
+        line.put("tail_version", tailVersion);
+        line.put(
+                "version_rle",
+                versionRle.stream().map(r -> List.of(r.version(), r.count())).toList());
+        line.put("reward", reward);
+        line.put("prompt", prompt);
+        line.put("completion", completion);
+        if (!segments.isEmpty()) {
+            List<Map<String, Object>> segs = new ArrayList<>(segments.size());
+            for (Segment seg : segments) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("role", seg.role().wireName());
+                m.put("len", seg.len());
+                m.put("text", seg.text());
+                segs.add(m);
             }
-            g.writeEndArray();
-            g.writeFieldName("reward");
-            PythonJson.writeFloat(g, reward);
-            g.writeStringField("prompt", prompt);
-            g.writeStringField("completion", completion);
-            if (!segments.isEmpty()) {
-                g.writeArrayFieldStart("segments");
-                for (Segment s : segments) {
-                    g.writeStartObject();
-                    g.writeStringField("role", s.role().wireName());
-                    g.writeNumberField("len", s.len());
-                    g.writeStringField("text", s.text());
-                    g.writeEndObject();
-                }
-                g.writeEndArray();
-            }
-            if (originalReward != null) {
-                g.writeFieldName("original_reward");
-                PythonJson.writeFloat(g, originalReward);
-            }
-            g.writeEndObject();
-        } catch (IOException e) {
-            throw new UncheckedIOException("writing dump record of task " + taskId + " row " + sampleIdx, e);
+            line.put("segments", segs);
         }
-        return out.toString();
+        if (originalReward != null) {
+            line.put("original_reward", originalReward);
+        }
+        return PythonJson.dumps(line);
     }
 }

@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * What {@link TrajectoryDumper#dump} did: wrote records, or skipped with a reason. A dump never
- * fails a rollout (§6.4 step 6); the caller logs a {@link Skipped} as a warning with the task id.
+ * fails a rollout (semantics §6.4 step 6); the caller logs a {@link Skipped} as a warning with the task id.
  */
 public sealed interface DumpResult {
 

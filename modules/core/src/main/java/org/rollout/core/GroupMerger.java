@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides what one prompt group of {@code G} slot results becomes: AReaL's grouped-rollout
- * decision procedure (§5.3) merged with the later refinements of §5.6 and §5.8 [C].
+ * decision procedure (semantics §5.3) merged with the later refinements of semantics §5.6 and §5.8 [C].
  *
  * <pre>
  *   slots 0..G-1 ─► 1 validate every usable slot ──── contract error ──► WorkflowContractException
@@ -35,7 +35,7 @@ import org.slf4j.LoggerFactory;
  * <p>Usage: the group actor collects its slots' results in slot order (a slot that returned
  * nothing is {@code null} or {@link EpisodeResult.Rejected}) and calls {@link #merge} once. A
  * {@link WorkflowContractException} is never turned into a quiet drop: it propagates, and the
- * caller rejects the group and reports the error loudly (§5.8).
+ * caller rejects the group and reports the error loudly (semantics §5.8).
  *
  * <p>Where this differs from AReaL, deliberately:
  *

@@ -5,7 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The group statistics recorded once per grouped call (§5.9, AReaL's {@code _record_group_stats}):
+ * The group statistics recorded once per grouped call (semantics §5.9, AReaL's {@code _record_group_stats}):
  * counts of raw rollout calls before {@code should_accept}, not of accepted results.
  *
  * <pre>
@@ -63,7 +63,7 @@ public record GroupMetrics(int targetSlotCount, int usableSlotCount, int trainab
         return (double) trainableSlotCount / targetSlotCount;
     }
 
-    /** The seven scalars under their AReaL keys, in the order of §5.9, booleans as 0.0 or 1.0. */
+    /** The seven scalars under their AReaL keys, in the order of semantics §5.9, booleans as 0.0 or 1.0. */
     public Map<String, Double> asMap() {
         Map<String, Double> m = new LinkedHashMap<>(12);
         m.put("target_slot_count", (double) targetSlotCount);

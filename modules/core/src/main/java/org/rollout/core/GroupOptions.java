@@ -3,7 +3,7 @@ package org.rollout.core;
 import org.rollout.api.GenerationConfig;
 
 /**
- * How one prompt group is merged (§5.1, §5.5, §5.6): its size {@code G}, the usable minimum
+ * How one prompt group is merged (semantics §5.1, §5.5, §5.6): its size {@code G}, the usable minimum
  * {@code M}, and the two workflow-layer flags of {@link GenerationConfig}.
  *
  * <p>Valid by construction: {@code G >= 1} and {@code 1 <= M <= G}
@@ -11,8 +11,8 @@ import org.rollout.api.GenerationConfig;
  *
  * @param groupSize {@code G}, the number of slots ({@code gconfig.n_samples})
  * @param minUsableGroupSize {@code M}; resolve it with {@link MinUsableGroupSize#resolve}
- * @param dropIncompleteGroup any unusable slot drops the whole group (§5.5)
- * @param rewardNormalization rollout-time normalisation within the group (§5.6)
+ * @param dropIncompleteGroup any unusable slot drops the whole group (semantics §5.5)
+ * @param rewardNormalization rollout-time normalisation within the group (semantics §5.6)
  * @param rewardNormalizationUseStd false: centre only, divisor 1
  */
 public record GroupOptions(

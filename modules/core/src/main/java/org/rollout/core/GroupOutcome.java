@@ -20,7 +20,7 @@ import org.rollout.api.TensorDict;
  */
 public sealed interface GroupOutcome {
 
-    /** The group's statistics (§5.9), to record under the task's stat scope. */
+    /** The group's statistics (semantics §5.9), to record under the task's stat scope. */
     GroupMetrics metrics();
 
     /**

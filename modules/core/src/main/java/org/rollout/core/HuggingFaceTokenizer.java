@@ -395,6 +395,7 @@ public final class HuggingFaceTokenizer implements Tokenizer {
      *
      * @throws IllegalArgumentException when the template raises or fails, naming the template
      */
+    @Override
     public String applyChatTemplate(
             List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
         if (chatTemplate == null) {

@@ -18,8 +18,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns agent {@link Interaction}s into trajectory rows: AReaL's {@code to_tensor_dict} (§3.4)
- * and the executor's conversion of an interaction result (§3.5).
+ * Turns agent {@link Interaction}s into trajectory rows: AReaL's {@code to_tensor_dict} (semantics §3.4)
+ * and the executor's conversion of an interaction result (semantics §3.5).
  *
  * <pre>
  *   one interaction (HF)        input_tokens            output_tokens
@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * {@code turn_ids} int32, {@code attention_mask} bool, {@code logprobs} and rewards float32), the
  * dtypes of the tensor workflows, so rows of any result kind concatenate into one batch. Newer
  * upstream code also emits {@code is_truncated} here; this conversion does not, so that its key
- * set matches the tensor workflows' of §3.2.
+ * set matches the tensor workflows' of semantics §3.2.
  *
  * <p>CONCAT parents: the child's input tokens must start with the parent's whole sequence; a
  * mismatch is a {@link WorkflowContractException} naming both ids and the first differing
@@ -62,7 +62,7 @@ public final class InteractionTensors {
     private InteractionTensors() {}
 
     /**
-     * One interaction as one row [1, L] (§3.4), or its precomputed tensor data.
+     * One interaction as one row [1, L] (semantics §3.4), or its precomputed tensor data.
      *
      * @throws WorkflowContractException when the interaction (or a CONCAT ancestor) has no tensor
      *     data, or a CONCAT child's input does not start with its parent's sequence
@@ -73,7 +73,7 @@ public final class InteractionTensors {
 
     /**
      * An interaction result as trajectory rows: each interaction converted, concatenated with
-     * padding in insertion order (§3.5). An empty result gives an empty dict.
+     * padding in insertion order (semantics §3.5). An empty result gives an empty dict.
      *
      * @throws WorkflowContractException naming the task, slot and interaction id when an
      *     interaction has no tensor data or a non-finite reward, or its row cannot be built

@@ -14,7 +14,7 @@ import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 
 /**
- * Checks what a trainer received against the engine's invariants (ARCHITECTURE §6), so that
+ * Checks what a trainer received against the engine's invariants (docs/reliability.md), so that
  * end-to-end and chaos tests state them once:
  *
  * <ol>
@@ -25,7 +25,7 @@ import org.rollout.api.TrainingGroup;
  *       positions carry a version ≥ 0 that never decreases along the row and lies between the
  *       group's dispatch and completion versions, and a finite logprob ≤ 0; prompt and context
  *       positions carry version −1; the group's head/tail versions match its rows;
- *   <li>staleness (§6.8): at every observation {@code running ≤ C} and {@code accepted + running ≤
+ *   <li>staleness (semantics §6.8): at every observation {@code running ≤ C} and {@code accepted + running ≤
  *       (η + v + 1)·B} ({@link #onBudget}; both hold at every admission and only loosen between
  *       admissions). With strict staleness ({@code staleness_policy = cancel}) also: a batch handed
  *       out at trainer version {@code t} holds no group dispatched before {@code t − η}. Under
@@ -61,7 +61,7 @@ public final class InvariantChecker {
     }
 
     /**
-     * Checks one observation of the staleness budget (§6.8): {@code running ≤ C} and {@code
+     * Checks one observation of the staleness budget (semantics §6.8): {@code running ≤ C} and {@code
      * accepted + running ≤ (η + version + 1) · B}.
      */
     public synchronized void onBudget(
@@ -203,8 +203,6 @@ public final class InvariantChecker {
         }
         int b = ids.dim(0);
         int l = ids.dim(1);
-        int lo = Integer.MAX_VALUE;
-        int hi = Integer.MIN_VALUE;
         for (int i = 0; i < b; i++) {
             rows++;
             count("row_versions");
@@ -230,17 +228,16 @@ public final class InvariantChecker {
                         violations.add(where + " row " + i + " position " + j + ": generated logprob " + lp);
                     }
                     last = Math.max(last, v);
-                    lo = Math.min(lo, v);
-                    hi = Math.max(hi, v);
                 } else if (real && v != -1) {
                     violations.add(where + " row " + i + " position " + j + ": prompt/context token with version " + v);
                 }
             }
         }
         count("head_tail_versions");
-        if (lo <= hi && (lo != g.headVersion() || hi != g.tailVersion())) {
+        GeneratedVersions span = GeneratedVersions.of(d).orElse(null);
+        if (span != null && (span.head() != g.headVersion() || span.tail() != g.tailVersion())) {
             violations.add(where + ": head/tail versions " + g.headVersion() + ".." + g.tailVersion()
-                    + " but rows span " + lo + ".." + hi);
+                    + " but rows span " + span.head() + ".." + span.tail());
         }
     }
 

@@ -4,7 +4,7 @@ import org.rollout.api.InvalidConfigException;
 
 /**
  * How many usable slots a group needs to be trained on: AReaL's {@code min_usable_group_size}
- * (§5.1, §5.4), its derivation and its validation.
+ * (semantics §5.1, §5.4), its derivation and its validation.
  *
  * <table>
  *   <caption>resolve(explicit, n_samples, groupStatistics)</caption>
@@ -31,7 +31,7 @@ public final class MinUsableGroupSize {
     private MinUsableGroupSize() {}
 
     /**
-     * AReaL's {@code validate_rollout_group_sizes} (§5.1): {@code G >= 1} and {@code 1 <= M <= G}.
+     * AReaL's {@code validate_rollout_group_sizes} (semantics §5.1): {@code G >= 1} and {@code 1 <= M <= G}.
      *
      * @throws InvalidConfigException keyed {@code group_size} or {@code min_usable_group_size}
      */
@@ -48,7 +48,7 @@ public final class MinUsableGroupSize {
     }
 
     /**
-     * The minimum for training rollouts (§5.4): the explicit value if given (validated), else
+     * The minimum for training rollouts (semantics §5.4): the explicit value if given (validated), else
      * derived from whether group statistics are in use.
      *
      * <p>An explicit 1 with group statistics is allowed only when {@code nSamples == 1}: such a
@@ -90,7 +90,7 @@ public final class MinUsableGroupSize {
 
     /**
      * The minimum for evaluation: the whole group, {@code eval_gconfig.n_samples} (evaluation
-     * requires full groups, as the later upstream test expects, §5.4 [C]).
+     * requires full groups, as the later upstream test expects, semantics §5.4 [C]).
      *
      * @throws InvalidConfigException keyed {@code n_samples} when it is below 1
      */

@@ -1,44 +1,183 @@
 package org.rollout.core;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.PrettyPrinter;
-import java.io.IOException;
-import java.io.Writer;
+import java.lang.reflect.Array;
 import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.math.MathContext;
 import java.math.RoundingMode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Predicate;
 
 /**
- * JSON that reads like Python's {@code json.dumps} with default arguments, so our dump lines
- * look like AReaL's: {@code ", "} between items, {@code ": "} after keys, floats as Python's
- * {@code repr} ({@code 0.1}, {@code 1.0}, {@code 1e-05}, {@code 1e+16}, {@code NaN},
- * {@code Infinity}).
+ * JSON text exactly as Python's {@code json.dumps} writes it. Two places need those bytes: the
+ * {@code tojson} filter of Hugging Face chat templates, which embeds tool schemas and tool-call
+ * arguments in the prompt (they must match what the model saw in training), and the trajectory
+ * dump lines, which read like AReaL's. So: {@code {"a": 1, "b": [1, 2]}} with a space after
+ * {@code :} and {@code ,}, floats in Python's {@code repr} form ({@code 0.1}, {@code 1.0},
+ * {@code 1e-05}, {@code 1e+16}, {@code NaN}, {@code Infinity}), control characters escaped with
+ * lower-case hex, non-ASCII kept as is unless {@code ensureAscii} (the default of the
+ * {@code tojson} filter; dumps keep it too, so they stay readable).
  *
- * <p>One deliberate difference: non-ASCII text is written as UTF-8, not as {@code \}{@code uXXXX}
- * escapes (Python's {@code ensure_ascii=True}), so dumps stay readable. Control characters are
- * escaped as JSON requires, with upper-case hex digits where Python writes lower-case.
- *
- * <p>Stateless and thread-safe.
+ * <p>Accepts maps (keys rendered as strings), iterables and arrays, strings and other char
+ * sequences, numbers, booleans and null; anything else is an {@link IllegalArgumentException}
+ * naming its class, as Python's {@code TypeError: Object of type X is not JSON serializable}.
+ * Stateless and thread-safe.
  */
 final class PythonJson {
-    private static final JsonFactory FACTORY = JsonFactory.builder().build();
-    private static final PrettyPrinter SEPARATORS = new PythonSeparators();
-
     private PythonJson() {}
 
-    /** A generator writing to {@code out} with Python's separators. */
-    static JsonGenerator generator(Writer out) throws IOException {
-        JsonGenerator g = FACTORY.createGenerator(out);
-        g.setPrettyPrinter(SEPARATORS);
-        return g;
+    /** {@code json.dumps(value, ensure_ascii=ensureAscii, indent=indent, separators=..., sort_keys=sortKeys)}. */
+    static String dumps(
+            Object value,
+            Integer indent,
+            String itemSeparator,
+            String keySeparator,
+            boolean sortKeys,
+            boolean ensureAscii) {
+        // Python's defaults: (", ", ": ") without indent, ("," , ": ") with one.
+        String items = itemSeparator != null ? itemSeparator : (indent == null ? ", " : ",");
+        String keys = keySeparator != null ? keySeparator : ": ";
+        StringBuilder sb = new StringBuilder();
+        new Writer(sb, indent, items, keys, sortKeys, ensureAscii).write(value, 0);
+        return sb.toString();
     }
 
-    /** Writes {@code value} as Python's {@code json.dumps} would write that float. */
-    static void writeFloat(JsonGenerator g, double value) throws IOException {
-        g.writeNumber(floatRepr(value));
+    /** {@code json.dumps(value, ensure_ascii=False)}. */
+    static String dumps(Object value) {
+        return dumps(value, null, null, null, false, false);
     }
+
+    private record Writer(
+            StringBuilder sb, Integer indent, String items, String keys, boolean sortKeys, boolean ensureAscii) {
+
+        void write(Object v, int level) {
+            switch (v) {
+                case null -> sb.append("null");
+                case Boolean b -> sb.append(b ? "true" : "false");
+                case CharSequence s -> string(s.toString());
+                case Character c -> string(c.toString());
+                case Number n -> number(n);
+                case Map<?, ?> m -> map(m, level);
+                case Iterable<?> it -> list(it, level);
+                default -> {
+                    if (v.getClass().isArray()) {
+                        List<Object> elements = new ArrayList<>();
+                        for (int i = 0; i < Array.getLength(v); i++) {
+                            elements.add(Array.get(v, i));
+                        }
+                        list(elements, level);
+                    } else {
+                        throw new IllegalArgumentException(
+                                "tojson: object of type " + v.getClass().getName() + " is not JSON serializable");
+                    }
+                }
+            }
+        }
+
+        private void map(Map<?, ?> m, int level) {
+            if (m.isEmpty()) {
+                sb.append("{}");
+                return;
+            }
+            List<Map.Entry<String, Object>> entries = new ArrayList<>();
+            m.forEach((k, v) -> entries.add(Map.entry(key(k), v == null ? NULL : v)));
+            if (sortKeys) {
+                entries.sort(Map.Entry.comparingByKey());
+            }
+            sb.append('{');
+            for (int i = 0; i < entries.size(); i++) {
+                separate(i, level + 1);
+                string(entries.get(i).getKey());
+                sb.append(keys);
+                Object value = entries.get(i).getValue();
+                write(value == NULL ? null : value, level + 1);
+            }
+            close(level, '}');
+        }
+
+        private void list(Iterable<?> it, int level) {
+            int i = 0;
+            sb.append('[');
+            for (Object e : it) {
+                separate(i++, level + 1);
+                write(e, level + 1);
+            }
+            if (i == 0) {
+                sb.append(']');
+                return;
+            }
+            close(level, ']');
+        }
+
+        private void separate(int index, int level) {
+            if (index > 0) {
+                sb.append(items);
+            }
+            newline(level);
+        }
+
+        private void close(int level, char bracket) {
+            newline(level);
+            sb.append(bracket);
+        }
+
+        private void newline(int level) {
+            if (indent != null) {
+                sb.append('\n').append(" ".repeat(indent * level));
+            }
+        }
+
+        /** Python converts non-string keys: None → "null", True → "true", numbers as written. */
+        private static String key(Object k) {
+            if (k == null) {
+                return "null";
+            }
+            if (k instanceof Double || k instanceof Float) {
+                return floatRepr(((Number) k).doubleValue());
+            }
+            return k.toString();
+        }
+
+        private void number(Number n) {
+            switch (n) {
+                case Double d -> sb.append(floatRepr(d));
+                case Float f -> sb.append(floatRepr(f.doubleValue()));
+                case BigDecimal bd ->
+                    sb.append(bd.scale() <= 0 ? bd.toBigInteger().toString() : floatRepr(bd.doubleValue()));
+                case BigInteger bi -> sb.append(bi);
+                default -> sb.append(n.longValue());
+            }
+        }
+
+        private void string(String s) {
+            sb.append('"');
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                switch (c) {
+                    case '"' -> sb.append("\\\"");
+                    case '\\' -> sb.append("\\\\");
+                    case '\n' -> sb.append("\\n");
+                    case '\r' -> sb.append("\\r");
+                    case '\t' -> sb.append("\\t");
+                    case '\b' -> sb.append("\\b");
+                    case '\f' -> sb.append("\\f");
+                    default -> {
+                        if (c < 0x20 || (ensureAscii && c > 0x7E)) {
+                            sb.append(String.format("\\u%04x", (int) c));
+                        } else {
+                            sb.append(c);
+                        }
+                    }
+                }
+            }
+            sb.append('"');
+        }
+    }
+
+    /** Stands in for a null map value while entries are sorted. */
+    private static final Object NULL = new Object();
 
     /**
      * The double whose Python {@code repr} is the shortest decimal of the float32 {@code value}:
@@ -116,52 +255,5 @@ final class PythonJson {
             }
         }
         return best != null ? best : d;
-    }
-
-    /** Python's default separators, no indentation, no newline. */
-    private static final class PythonSeparators implements PrettyPrinter {
-        @Override
-        public void writeRootValueSeparator(JsonGenerator g) {}
-
-        @Override
-        public void writeStartObject(JsonGenerator g) throws IOException {
-            g.writeRaw('{');
-        }
-
-        @Override
-        public void beforeObjectEntries(JsonGenerator g) {}
-
-        @Override
-        public void writeObjectFieldValueSeparator(JsonGenerator g) throws IOException {
-            g.writeRaw(": ");
-        }
-
-        @Override
-        public void writeObjectEntrySeparator(JsonGenerator g) throws IOException {
-            g.writeRaw(", ");
-        }
-
-        @Override
-        public void writeEndObject(JsonGenerator g, int entries) throws IOException {
-            g.writeRaw('}');
-        }
-
-        @Override
-        public void writeStartArray(JsonGenerator g) throws IOException {
-            g.writeRaw('[');
-        }
-
-        @Override
-        public void beforeArrayValues(JsonGenerator g) {}
-
-        @Override
-        public void writeArrayValueSeparator(JsonGenerator g) throws IOException {
-            g.writeRaw(", ");
-        }
-
-        @Override
-        public void writeEndArray(JsonGenerator g, int values) throws IOException {
-            g.writeRaw(']');
-        }
     }
 }

@@ -1,7 +1,7 @@
 package org.rollout.core;
 
 /**
- * The statistics of rollout-time reward normalisation within one group (§5.6 [C]): one
+ * The statistics of rollout-time reward normalisation within one group (semantics §5.6 [C]): one
  * reference reward per usable logical rollout in, a center and a divisor out.
  *
  * <pre>
@@ -25,7 +25,7 @@ package org.rollout.core;
  * @param divisor what a centred reward is divided by; always &gt; 0
  */
 public record RewardNormalizer(double center, double scale, double divisor) {
-    /** The rollout-time normalisation epsilon (§10: {@code 1e-8}). */
+    /** The rollout-time normalisation epsilon (semantics §10: {@code 1e-8}). */
     public static final double EPS = 1e-8;
 
     public RewardNormalizer {

@@ -4,7 +4,7 @@ import org.rollout.api.InvalidConfigException;
 
 /**
  * How many more prompt groups may start now without breaking the concurrency cap or the
- * staleness bound: AReaL's {@code StalenessManager} (§6.8), with checkpoint recovery (#1345).
+ * staleness bound: AReaL's {@code StalenessManager} (semantics §6.8), with checkpoint recovery.
  *
  * <pre>
  *   submit ──onEnqueue──► enqueued ──onAdmit──► running ──onAccept──► accepted   (never decremented)
@@ -76,7 +76,7 @@ public final class StalenessBudget {
     }
 
     /**
-     * A budget with §6.8's local values for one of {@code dataParallelSize} trainer ranks:
+     * A budget with semantics §6.8's local values for one of {@code dataParallelSize} trainer ranks:
      * {@code C = max(1, (maxConcurrentRollouts ?? consumerBatchSize) / dp)} and
      * {@code Bc = max(1, consumerBatchSize / dp)} (integer division).
      *
@@ -107,7 +107,7 @@ public final class StalenessBudget {
         }
     }
 
-    // ---- counter transitions (§6.8 table) ----
+    // ---- counter transitions (semantics §6.8 table) ----
 
     /** A task was submitted: {@code enqueued + 1}. */
     public synchronized void onEnqueue() {
@@ -253,7 +253,7 @@ public final class StalenessBudget {
         return capacity() > 0;
     }
 
-    /** {@code (η + 1)·Bc}: the most tasks {@code prepare_batch} keeps waiting for admission (§6.7). */
+    /** {@code (η + 1)·Bc}: the most tasks {@code prepare_batch} keeps waiting for admission (semantics §6.7). */
     public synchronized long pendingLimit() {
         return saturatedMultiply(saturatedAdd(maxHeadOffpolicyness, 1), consumerBatchSize);
     }

@@ -15,7 +15,7 @@ import org.rollout.api.Tensor;
 import org.rollout.api.TensorDict;
 
 /**
- * Operations on whole {@link TensorDict}s: AReaL's {@code concat_padded_tensors} (§3.2) and the
+ * Operations on whole {@link TensorDict}s: AReaL's {@code concat_padded_tensors} (semantics §3.2) and the
  * small readers the group code shares.
  *
  * <pre>
@@ -30,7 +30,7 @@ import org.rollout.api.TensorDict;
  * <p>Padding: every rank-2 tensor is right-padded in dim 1 to the widest of its key, then all
  * are concatenated along dim 0. The pad value is 0 ({@code false} for bool) for every key except
  * {@code versions}, which pads with −1: AReaL pads versions with 0, which makes padding look like
- * weight version 0 (ARCHITECTURE §7, a deliberate difference). Rank-1 tensors are concatenated
+ * weight version 0 (a deliberate difference, listed in docs/architecture.md). Rank-1 tensors are concatenated
  * directly; rank-0 tensors (one per dict) are stacked into a rank-1 tensor of length n.
  *
  * <p>Pitfalls: all dicts must have the same key set, and each key the same dtype and rank in every
@@ -48,7 +48,7 @@ public final class TensorDicts {
     private TensorDicts() {}
 
     /**
-     * Right-pads and concatenates {@code dicts} along dim 0 (§3.2). An empty list gives {@link
+     * Right-pads and concatenates {@code dicts} along dim 0 (semantics §3.2). An empty list gives {@link
      * TensorDict#empty()}; a single dict is returned unchanged.
      *
      * @throws IllegalArgumentException when key sets differ (naming the missing and extra keys and

@@ -19,7 +19,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * Reads trajectory dump files and checks that every line matches §7 exactly (the format of
+ * Reads trajectory dump files and checks that every line matches semantics §7 exactly (the format of
  * {@link DumpRecord}, {@code docs/dumps.md}). Used by end-to-end tests and tools; fuzzed.
  *
  * <p>A line is accepted only when all of these hold:

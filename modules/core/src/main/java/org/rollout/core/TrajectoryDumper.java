@@ -23,7 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Appends one task's trajectory to a JSON-lines file for inspection (§7, {@code docs/dumps.md}),
+ * Appends one task's trajectory to a JSON-lines file for inspection (semantics §7, {@code docs/dumps.md}),
  * accepted or rejected alike.
  *
  * <pre>
@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  *              ──► all lines encoded first ──► one append write, under a lock
  * </pre>
  *
- * <p><b>Path.</b> The seed's path, not AReaL's code path ({@code .../logs/{user}/...}):
- * deliberate (ARCHITECTURE §7). {@code eval-rollout} for evaluation tasks. {@code version} is the
+ * <p><b>Path.</b> Without AReaL's {@code .../logs/{user}/...} part:
+ * deliberate (docs/architecture.md lists it). {@code eval-rollout} for evaluation tasks. {@code version} is the
  * <em>maximum version over generated tokens</em> (loss mask 1 within each row's valid length) of
  * all rows — AReaL takes the maximum over the whole padded tensor, so its prompt (−1) and padding
  * (0) positions take part; ours never do. Without a {@code versions} key, or without any generated
@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * {@code versions} key is logged as a warning. One file per task; a re-dispatched task appends to
  * the same file.
  *
- * <p><b>Rows</b> follow §7 step by step: the valid length is the attention mask's row sum (right
+ * <p><b>Rows</b> follow semantics §7 step by step: the valid length is the attention mask's row sum (right
  * padding assumed, not checked); rows of length 0 and rows whose last valid token is not generated
  * are skipped; text is decoded with special tokens kept. Masks and versions may be int32, int64 or
  * bool tensors, read through {@link Tensor#getLong}; only the value 1 counts as generated.
@@ -186,7 +186,7 @@ public final class TrajectoryDumper {
 
     /**
      * The records {@link #dump} would write for {@code trajectory}, in row order, without writing:
-     * §7's per-row procedure as a pure function.
+     * semantics §7's per-row procedure as a pure function.
      *
      * @throws IllegalArgumentException naming the key (and row) when a required key is missing, a
      *     tensor has the wrong shape, an attention row sums outside {@code [0, L]}, or a token id
@@ -209,18 +209,18 @@ public final class TrajectoryDumper {
                 mask[k] = t.generated(i, k) ? 1 : 0;
             }
             List<VersionRle.Run> rle;
+            GeneratedVersions range;
             if (t.versions() != null) {
-                int[] versions = new int[seqlen];
-                for (int k = 0; k < seqlen; k++) {
-                    versions[k] = t.intAt(t.versions(), TensorDict.VERSIONS, i, k);
-                }
+                int[] versions = rowVersions(t, i, seqlen);
                 rle = VersionRle.encode(versions, mask, seqlen);
+                range = GeneratedVersions.of(versions, mask, seqlen).orElseThrow(); // the last position is generated
             } else {
                 rle = List.of(
                         new VersionRle.Run(defaultVersion, Arrays.stream(mask).sum()));
+                range = new GeneratedVersions(defaultVersion, defaultVersion);
             }
-            int head = rle.stream().mapToInt(VersionRle.Run::version).min().orElseThrow();
-            int tail = rle.stream().mapToInt(VersionRle.Run::version).max().orElseThrow();
+            int head = range.head();
+            int tail = range.tail();
 
             int promptEnd = 0;
             while (mask[promptEnd] != 1) {
@@ -258,18 +258,27 @@ public final class TrajectoryDumper {
         if (t.versions() == null) {
             return defaultVersion;
         }
-        boolean any = false;
-        int max = Integer.MIN_VALUE;
+        GeneratedVersions all = null;
         for (int i = 0; i < t.rows(); i++) {
             int seqlen = t.seqlen(i);
+            int[] mask = new int[seqlen];
             for (int k = 0; k < seqlen; k++) {
-                if (t.generated(i, k)) {
-                    max = Math.max(max, t.intAt(t.versions(), TensorDict.VERSIONS, i, k));
-                    any = true;
-                }
+                mask[k] = t.generated(i, k) ? 1 : 0;
             }
+            GeneratedVersions row = GeneratedVersions.of(rowVersions(t, i, seqlen), mask, seqlen)
+                    .orElse(null);
+            all = all == null ? row : all.union(row);
         }
-        return any ? max : defaultVersion;
+        return all == null ? defaultVersion : all.tail();
+    }
+
+    /** The versions of row {@code i}'s first {@code seqlen} positions. */
+    private static int[] rowVersions(Layout t, int i, int seqlen) {
+        int[] versions = new int[seqlen];
+        for (int k = 0; k < seqlen; k++) {
+            versions[k] = t.intAt(t.versions(), TensorDict.VERSIONS, i, k);
+        }
+        return versions;
     }
 
     /**

@@ -16,7 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * AReaL's {@code check_trajectory_format} (§3.5, on when {@code check_trajectory_format=True}):
+ * AReaL's {@code check_trajectory_format} (semantics §3.5, on when {@code check_trajectory_format=True}):
  * checks each raw episode result before conversion, and learns the key set of the first tensor
  * result so that later results missing any of those keys are caught.
  *

@@ -9,7 +9,7 @@ import org.rollout.api.TensorDict;
 
 /**
  * Builds the one-row trajectory of a single-turn episode exactly as AReaL's RLVR workflow does
- * (§3.3), plus {@code is_truncated}:
+ * (semantics §3.3), plus {@code is_truncated}:
  *
  * <pre>
  *   input_ids       prompt ++ output                      int32 [1, L]

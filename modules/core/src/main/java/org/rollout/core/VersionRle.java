@@ -7,7 +7,7 @@ import java.util.List;
 
 /**
  * Run-length encoding of the weight versions of generated tokens, as a dump record's
- * {@code version_rle} (§7): {@code [[5, 2], [6, 1]]} means two tokens from version 5, then one
+ * {@code version_rle} (semantics §7): {@code [[5, 2], [6, 1]]} means two tokens from version 5, then one
  * from version 6.
  *
  * <pre>

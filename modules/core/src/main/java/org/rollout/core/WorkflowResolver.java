@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Turns what a user configured as the workflow into the {@link RolloutWorkflow} each slot runs
- * (AReaL's {@code _resolve_workflow}, §8), and the configured {@code should_accept_fn} into an
+ * (AReaL's {@code _resolve_workflow}, semantics §8), and the configured {@code should_accept_fn} into an
  * {@link AcceptFilter}.
  *
  * <pre>
@@ -233,7 +233,7 @@ public final class WorkflowResolver {
     }
 
     /**
-     * The {@code should_accept_fn} filter (§8): null accepts everything; an {@link AcceptFilter} is
+     * The {@code should_accept_fn} filter (semantics §8): null accepts everything; an {@link AcceptFilter} is
      * used as is; a string names an {@code AcceptFilter} class (built by its public no-arg
      * constructor) or a public static field holding one.
      *

@@ -77,4 +77,13 @@ class ByteLevelTokenizerTest {
                 Gen.unicodeStrings(0, 255),
                 text -> assertThat(tok.decode(tok.encode(text), false)).isEqualTo(text));
     }
+
+    @Test
+    void rendersToolsPassedAsATemplateVariableIntoTheSystemTurn() {
+        List<Map<String, Object>> messages = List.of(Map.of("role", "user", "content", "1+2?"));
+        List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "add")));
+        assertThat(tok.applyChatTemplate(messages, true, Map.of("tools", tools, "enable_thinking", false)))
+                .isEqualTo(ChatMl.render(messages, tools, true))
+                .contains("\"name\": \"add\"");
+    }
 }

@@ -476,7 +476,7 @@ class GroupMergerTest {
 
         @Test
         void normalisesDiscountedRowsWithTheirExplicitReference() {
-            // Rows [0.5, 1.0] with reference 1.0 and a peer with 3.0: center 2, divisor ~1 (§5.6 [C]).
+            // Rows [0.5, 1.0] with reference 1.0 and a peer with 3.0: center 2, divisor ~1 (semantics §5.6 [C]).
             EpisodeResult.Trajectory discounted =
                     withTensor(twoRows(0.5f, 1.0f), TensorDict.ROLLOUT_REWARD, Float32Tensor.scalar(1.0f));
 

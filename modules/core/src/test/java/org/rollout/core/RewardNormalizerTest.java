@@ -25,7 +25,7 @@ class RewardNormalizerTest {
 
     @Test
     void normalisesDiscountedRowsWithTheirRolloutsCenterAndDivisor() {
-        // Rows [0.5, 1.0] with reference 1.0, and a peer rollout with 3.0 (§5.6 [C]).
+        // Rows [0.5, 1.0] with reference 1.0, and a peer rollout with 3.0 (semantics §5.6 [C]).
         RewardNormalizer n = RewardNormalizer.fromReferences(new double[] {1.0, 3.0}, true);
 
         assertThat(n.center()).isEqualTo(2.0);

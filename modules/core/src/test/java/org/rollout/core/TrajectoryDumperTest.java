@@ -49,7 +49,7 @@ class TrajectoryDumperTest {
                 .build();
     }
 
-    /** §7's multi-turn mask 0 0 1 1 0 0 1 1: "ab" "cd" "ef" "gh". */
+    /** semantics §7's multi-turn mask 0 0 1 1 0 0 1 1: "ab" "cd" "ef" "gh". */
     private static TensorDict multiTurn() {
         return TensorDict.builder()
                 .put("input_ids", Int32Tensor.matrix(new int[] {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}))

@@ -15,7 +15,7 @@ final class TrajectoryFixtures {
     private TrajectoryFixtures() {}
 
     /**
-     * One row in the RLVR layout (§3.3): the first {@code promptLen} of {@code ids} are prompt,
+     * One row in the RLVR layout (semantics §3.3): the first {@code promptLen} of {@code ids} are prompt,
      * the rest generated at {@code version} with logprob −0.5.
      */
     static TensorDict row(int[] ids, int promptLen, int version, float reward) {

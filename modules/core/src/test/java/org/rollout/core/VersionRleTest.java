@@ -37,7 +37,7 @@ class VersionRleTest {
     @Test
     void ignoresPositionsBeyondLength() {
         int[] mask = {0, 1, 1, 1, 1};
-        int[] versions = {-1, 3, 3, 0, 0}; // padding holds version 0 after concat (§3.2)
+        int[] versions = {-1, 3, 3, 0, 0}; // padding holds version 0 after concat (semantics §3.2)
         assertThat(VersionRle.encode(versions, mask, 3)).containsExactly(new Run(3, 2));
     }
 

@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
-import org.rollout.core.HuggingFaceTokenizer;
 
 /**
  * How the built-in workflows turn a data item into prompt token ids: AReaL's {@code
@@ -58,11 +57,8 @@ final class ChatPrompt {
 
     /** The prompt ids: the chat template with the generation prompt. */
     static int[] inputIds(Tokenizer tokenizer, List<Map<String, Object>> messages, boolean enableThinking) {
-        if (tokenizer instanceof HuggingFaceTokenizer hf) {
-            // Templates of thinking models (Qwen3) read enable_thinking; others ignore it, as in AReaL.
-            return hf.encode(hf.applyChatTemplate(messages, true, Map.of("enable_thinking", enableThinking)));
-        }
-        return tokenizer.encodeChat(messages, true);
+        // Templates of thinking models (Qwen3) read enable_thinking; others ignore it, as in AReaL.
+        return tokenizer.encodeChat(messages, true, Map.of("enable_thinking", enableThinking));
     }
 
     private static String where() {

@@ -17,7 +17,7 @@ import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
 
 /**
- * Retry with feedback (AReaL's {@code MultiTurnWorkflow}, §3.3): while the answer earns no reward
+ * Retry with feedback (AReaL's {@code MultiTurnWorkflow}, semantics §3.3): while the answer earns no reward
  * and turns remain, tell the model it was wrong and let it try again in the same conversation; the
  * reward of a later success is discounted per extra turn.
  *

@@ -15,7 +15,7 @@ import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
 
 /**
- * Reinforcement learning with verifiable rewards, one turn (AReaL's {@code RLVRWorkflow}, §3.3):
+ * Reinforcement learning with verifiable rewards, one turn (AReaL's {@code RLVRWorkflow}, semantics §3.3):
  * prompt → one generation → reward function → one trajectory row.
  *
  * <pre>

@@ -8,7 +8,7 @@ import org.rollout.api.ModelResponse;
 import org.rollout.api.TensorDict;
 
 /**
- * One trajectory row being assembled, token by token, in the layout of §3.2: context tokens
+ * One trajectory row being assembled, token by token, in the layout of semantics §3.2: context tokens
  * (prompts, feedback turns) and generated tokens, each with its loss mask, logprob, version and
  * turn id.
  *

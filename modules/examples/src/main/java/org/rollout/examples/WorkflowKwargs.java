@@ -15,7 +15,7 @@ import org.rollout.core.Tokenizers;
 
 /**
  * Reads a workflow's {@code workflow_kwargs} (the map the runtime's resolver hands to a {@code
- * (Map<String, Object>)} constructor, §8): typed values by key, every wrong value an {@link
+ * (Map<String, Object>)} constructor, semantics §8): typed values by key, every wrong value an {@link
  * InvalidConfigException} naming the key, an unknown key refused (as Python refuses an unexpected
  * keyword argument). Immutable.
  */

@@ -24,6 +24,7 @@ import org.rollout.cluster.WeightPublisher;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.trainer.PublishResult;
 
 /**
  * Builds {@link LocalRollout}s with a scripted engine for the gateway's tests (the cluster tests'
@@ -48,7 +49,7 @@ final class TestRollout {
     /** Prompts in all; -1 for endless. */
     int prompts = -1;
     /** What the weight publisher answers; loads on one server by default. */
-    WeightPublisher publisher = (path, version) -> new WeightPublisher.Report(Duration.ofMillis(1), 1, Map.of());
+    WeightPublisher publisher = (path, version) -> new PublishResult(version, Duration.ofMillis(1), 1, Map.of());
 
     final ScriptedEngine engine;
 

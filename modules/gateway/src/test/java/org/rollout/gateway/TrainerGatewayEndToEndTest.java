@@ -17,7 +17,6 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 import org.rollout.cluster.LocalRollout;
-import org.rollout.cluster.WeightPublisher;
 import org.rollout.trainer.ClientConfig;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
@@ -138,7 +137,7 @@ class TrainerGatewayEndToEndTest {
     void weightsThatNoServerLoadedAreAFailureOfKindNotLoaded() throws Exception {
         TestRollout t = new TestRollout(5);
         t.publisher = (path, version) ->
-                new WeightPublisher.Report(Duration.ofMillis(1), 0, Map.of("127.0.0.1:30000", "HTTP 500: disk full"));
+                new PublishResult(version, Duration.ofMillis(1), 0, Map.of("127.0.0.1:30000", "HTTP 500: disk full"));
         try (LocalRollout rollout = t.start();
                 TrainerGateway gateway = TrainerGateway.start(GatewayConfig.defaults(), rollout.client());
                 RolloutClient remote = RolloutClient.connect(config(gateway))) {

@@ -1,7 +1,7 @@
 package org.rollout.inference;
 
 /**
- * The wire protocol the inference servers speak (config key {@code backend}, §9): {@link #SGLANG}
+ * The wire protocol the inference servers speak (config key {@code backend}, semantics §9): {@link #SGLANG}
  * (the default, and what the built-in model server speaks) or {@link #VLLM} (AReaL's vLLM server
  * extension). Each backend has one stateless {@link ServerProtocol}.
  */

@@ -14,7 +14,7 @@ import org.rollout.api.InvalidConfigException;
 
 /**
  * Configuration of a {@link RemoteInferenceEngine}, with AReaL's key names where AReaL has the knob
- * (§10, {@code rollout.*}).
+ * (semantics §10, {@code rollout.*}).
  *
  * <table>
  *   <caption>keys</caption>

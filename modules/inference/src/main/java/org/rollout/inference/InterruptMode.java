@@ -8,7 +8,7 @@ import org.rollout.api.InvalidConfigException;
  * {@code interrupt_mode}).
  *
  * <ul>
- *   <li>{@link #RESUME} (the default, AReaL's behaviour, §2.2): keep the tokens generated so far and
+ *   <li>{@link #RESUME} (the default, AReaL's behaviour, semantics §2.2): keep the tokens generated so far and
  *       send prompt + those tokens with the remaining budget; the tokens keep the versions they were
  *       generated under.
  *   <li>{@link #DISCARD}: drop the tokens generated so far and generate again from the original

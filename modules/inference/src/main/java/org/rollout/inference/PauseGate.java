@@ -4,7 +4,7 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The client-side pause of §6.9: while closed, no segment is sent. It is closed while the user has
+ * The client-side pause of semantics §6.9: while closed, no segment is sent. It is closed while the user has
  * paused the engine ({@link #pause()}) or while any weight update holds it ({@link #hold()}); the
  * two are independent, so a weight update's release never reopens a gate the user paused.
  *

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Interruptible generation against SGLang or vLLM servers over HTTP: AReaL's
- * {@code RemoteInfEngine.agenerate} (§2.1), with failover, load-aware routing and cancellation.
+ * {@code RemoteInfEngine.agenerate} (semantics §2.1), with failover, load-aware routing and cancellation.
  *
  * <pre>
  *   generate(request)
@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  *     loop while stop reason ∉ {stop, length, tool_calls} and tokens &lt; B:
  *       ┌ pause gate (pause() / a weight update): wait, interruptibly
  *       │ ServerPool.acquire(rid, servers that failed this segment)
- *       │ pin the version                                  ◄── §2.3, AReaL PR #1569
+ *       │ pin the version                                  ◄── semantics §2.3
  *       │ POST prompt + tokens so far, max_new_tokens = B − tokens, same rid
  *       │ 2xx: parse → append tokens, logprobs, one pinned version per token
  *       └ failure: eject (5xx, timeout, connection error, malformed) and retry the SAME segment on
@@ -65,7 +65,7 @@ import org.slf4j.LoggerFactory;
  * without waiting for the answer (best effort, 2 s timeout; a failure is logged).
  *
  * <p><b>Versions.</b> {@link #version()} starts at 0; {@link #setVersion} never goes backwards.
- * {@link #updateWeights} runs the training-step order of §6.9: gate closed → {@link WeightUpdater}
+ * {@link #updateWeights} runs the training-step order of semantics §6.9: gate closed → {@link WeightUpdater}
  * → {@code setVersion} → gate reopened (in a finally).
  *
  * <p><b>Pitfalls.</b> Tokens are labelled with the version read just before their segment was
@@ -307,7 +307,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         // The server generated with weights older than the engine's: it restarted
                         // since the last update (and came back with its initial weights) or missed
                         // one unnoticed. Its tokens would carry a version older than the group's
-                        // dispatch version (ARCHITECTURE §6.2): drop them, owe it a re-sync (the
+                        // dispatch version (invariant 2 of docs/reliability.md): drop them, owe it a re-sync (the
                         // health checker re-sends the last update before re-admitting it), and
                         // continue elsewhere.
                         int behind = generated.serverVersion().getAsInt();
@@ -477,7 +477,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
 
     /**
      * Loads the weights at {@code modelPath} as version {@code newVersion} on every server, in the
-     * training-step order of §6.9: close the gate (no new segments), {@link WeightUpdater#update}
+     * training-step order of semantics §6.9: close the gate (no new segments), {@link WeightUpdater#update}
      * (pause, load, continue — continue always), {@link #setVersion}, reopen the gate (in a finally).
      * In-flight segments are aborted by the servers and resume afterwards with the new version.
      *
@@ -631,11 +631,11 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private record Segment(GeneratedSegment generated, int version) {}
 
     /**
-     * The version a segment's tokens are labelled with: the one pinned before sending (§2.3),
+     * The version a segment's tokens are labelled with: the one pinned before sending (semantics §2.3),
      * unless the server says which weights produced them. The two differ only in a narrow race —
      * a segment that passed the gate just before an update closed it reaches the server after its
      * pause, waits there, and runs after the load under the new weights. The server's word is the
-     * truth, so the versions tensor stays truthful (ARCHITECTURE §6.2); AReaL labels such a segment
+     * truth, so the versions tensor stays truthful (invariant 2 of docs/reliability.md); AReaL labels such a segment
      * with the pinned version. (A server behind the pinned version, restarted or missing an update,
      * never gets here: its segment is dropped and the server re-synced, see {@code runSegment}.)
      */

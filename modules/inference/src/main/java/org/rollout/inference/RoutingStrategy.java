@@ -10,7 +10,7 @@ import org.rollout.api.InvalidConfigException;
  *   <li>{@link #LEAST_REQUESTS} (the default): the eligible server with the fewest outstanding
  *       requests from this engine; ties are broken round-robin, so equally loaded servers take
  *       turns.
- *   <li>{@link #ROUND_ROBIN}: AReaL's only strategy (§2.4): the next eligible server after the
+ *   <li>{@link #ROUND_ROBIN}: AReaL's only strategy (semantics §2.4): the next eligible server after the
  *       last one chosen, starting from a random index.
  * </ul>
  */

@@ -6,7 +6,7 @@ import org.rollout.api.InvalidConfigException;
 
 /**
  * An inference server's {@code host:port}, as AReaL spells its server addresses. IPv6 hosts are
- * written in brackets ({@code [::1]:30000}) and kept bracketed in URLs (§9: base URL
+ * written in brackets ({@code [::1]:30000}) and kept bracketed in URLs (semantics §9: base URL
  * {@code http://{host:port}}).
  *
  * <p>Immutable; {@link #toString()} gives back the {@code host:port} form used in every error

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The engine's inference servers: which one serves the next segment, which are in rotation, and
- * how loaded each is (§2.4, with the improvements of ARCHITECTURE §7).
+ * how loaded each is (semantics §2.4, improved: failover and load awareness, see docs/inference.md).
  *
  * <pre>
  *   acquire(rid, avoid) ──► in rotation? (not ejected, no resync pending)
@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * </pre>
  *
  * <ul>
- *   <li><b>Round robin</b> starts at a random index (§2.4) and skips servers out of rotation.
+ *   <li><b>Round robin</b> starts at a random index (semantics §2.4) and skips servers out of rotation.
  *   <li><b>Least requests</b> (the default) picks the fewest outstanding requests of this engine;
  *       ties go round-robin, so equally loaded servers take turns.
  *   <li><b>Sticky by rid</b>: an LRU of {@value #RID_CACHE_SIZE} rids remembers each rid's last

@@ -6,7 +6,7 @@ import java.util.Optional;
 import org.rollout.api.GenerationConfig;
 
 /**
- * Builds and parses the bodies one backend's servers speak (docs/protocol.md, §9.1 and §9.2). One
+ * Builds and parses the bodies one backend's servers speak (docs/protocol.md, semantics §9.1 and §9.2). One
  * stateless, thread-safe instance per backend: {@link SglangProtocol#INSTANCE} and
  * {@link VllmProtocol#INSTANCE}.
  *

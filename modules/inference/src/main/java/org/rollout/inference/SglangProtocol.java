@@ -17,7 +17,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
 
 /**
- * SGLang's native protocol (§9.1, docs/protocol.md "SGLang"): {@code POST /generate} with
+ * SGLang's native protocol (semantics §9.1, docs/protocol.md "SGLang"): {@code POST /generate} with
  * {@code input_ids} and {@code sampling_params}, answered with {@code meta_info.finish_reason} and
  * {@code meta_info.output_token_logprobs} ({@code [logprob, token_id, text]} per token).
  *

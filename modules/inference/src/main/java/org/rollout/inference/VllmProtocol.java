@@ -17,7 +17,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
 
 /**
- * AReaL's vLLM server extension (§9.2, docs/protocol.md "vLLM"): {@code POST /v1/completions} with a
+ * AReaL's vLLM server extension (semantics §9.2, docs/protocol.md "vLLM"): {@code POST /v1/completions} with a
  * flat body and token ids as the prompt, answered with {@code choices[0].finish_reason},
  * {@code choices[0].logprobs.tokens} ({@code "token_id:52"}) and
  * {@code choices[0].logprobs.token_logprobs}.
@@ -107,7 +107,7 @@ public final class VllmProtocol implements ServerProtocol {
 
     /**
      * False: AReaL's {@code /areal_update_weights} pauses and resumes the engine around the load, but
-     * §9.2 does not say that it aborts the requests in flight (only {@code /areal_pause_generation}
+     * semantics §9.2 does not say that it aborts the requests in flight (only {@code /areal_pause_generation}
      * clears the cache), so the update keeps its pause before the load.
      */
     @Override

@@ -18,7 +18,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads new weights from disk on every server (§6.9 disk path, §9.3): every server in parallel on
+ * Loads new weights from disk on every server (semantics §6.9 disk path, semantics §9.3): every server in parallel on
  * its own virtual thread, each running its own chain, so that a fast server does not wait for a
  * slow one between steps:
  *

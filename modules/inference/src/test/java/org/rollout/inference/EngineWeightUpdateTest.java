@@ -26,7 +26,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 
-/** {@link RemoteInferenceEngine#updateWeights}: the training-step order of §6.9 and stale servers. */
+/** {@link RemoteInferenceEngine#updateWeights}: the training-step order of semantics §6.9 and stale servers. */
 class EngineWeightUpdateTest {
     private static final int[] PROMPT = {257, 1, 2};
     private static final Duration WAIT = Duration.ofSeconds(10);

@@ -24,7 +24,7 @@ import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
 
-/** A failed server is left, and the generation resumes on another with the tokens it has (ARCHITECTURE §7). */
+/** A failed server is left, and the generation resumes on another with the tokens it has (a deliberate difference from AReaL, semantics §2.4). */
 class FailoverTest {
     private static final int[] PROMPT = {257, 10, 11};
     private static final Duration WAIT = Duration.ofSeconds(10);

@@ -140,7 +140,7 @@ final class CheckedTrainer implements AutoCloseable {
     }
 
     /**
-     * Per-token versions as this trainer knows them (ARCHITECTURE §6.2), beyond the {@link
+     * Per-token versions as this trainer knows them (invariant 2 of docs/reliability.md), beyond the {@link
      * InvariantChecker}'s checks: every generated token carries a version this trainer has
      * published (or was publishing) when it pulled the batch, never a later one, and a trajectory
      * whose tokens came from two or more versions (a generation interrupted by a weight update and

@@ -450,9 +450,12 @@ final class TestCluster implements AutoCloseable {
                 "-XX:TieredStopAtLevel=1",
                 "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
-                "--enable-native-access=ALL-UNNAMED",
-                "-jar",
-                cliJar.toString()));
+                "--enable-native-access=ALL-UNNAMED"));
+        // As bin/rollout: Pekko's sun.misc.Unsafe use allowed without a warning (the flag exists from 23 on).
+        if (Runtime.version().feature() >= 23) {
+            cmd.add("--sun-misc-unsafe-memory-access=allow");
+        }
+        cmd.addAll(List.of("-jar", cliJar.toString()));
         cmd.addAll(args);
         return cmd;
     }

@@ -290,7 +290,7 @@ public final class GrpoTrainer {
             Tensor logprobs = d.tensor(TensorDict.LOGPROBS);
             int width = ids.dim(1);
             int base = i * width;
-            int length = lengths[i]; // right padding: the valid length is the row sum (§3.2)
+            int length = lengths[i]; // right padding: the valid length is the row sum (semantics §3.2)
             int first = -1;
             for (int j = 0; j < length; j++) {
                 if (lossMask.getLong(base + j) != 0) {
