@@ -95,15 +95,18 @@ def test_a_silent_gateway_times_out_and_counts_as_a_failure() -> None:
 def pair(processes: Processes, model_server: str) -> Iterator[dict]:
     """node-1: coordinator, rollout, gateway (the seed; holds the singletons); node-2: rollout,
     gateway. Killing node-2 leaves node-1 (the lower address) running the cluster."""
-    seed = free_port()
+    # On a tie the Split Brain Resolver keeps the lower address: node-1 must have the lower port.
+    seed, other = sorted({free_port() for _ in range(4)})[:2]
     n1 = processes.node("pair-1", model_server, "coordinator,rollout,gateway", seed, overrides=FAST_ENGINE)
-    n2 = processes.node("pair-2", model_server, "rollout,gateway", free_port(), seed_port=seed, overrides=FAST_ENGINE)
+    n2 = processes.node("pair-2", model_server, "rollout,gateway", other, seed_port=seed, overrides=FAST_ENGINE)
     yield {"node1": n1, "node2": n2}
 
 
 def test_fail_over_to_the_second_gateway_when_the_first_node_is_killed(pair: dict) -> None:
     n1, n2 = pair["node1"], pair["node2"]
-    with RolloutClient([n2.gateway, n1.gateway], token_from_env=False, retry_deadline=30.0) as c:
+    # The acknowledgement is answered once the retired tasks are written to a majority, which with
+    # node-2 gone means after the Split Brain Resolver has downed it (about 17 s).
+    with RolloutClient([n2.gateway, n1.gateway], token_from_env=False, retry_deadline=60.0, request_timeout=60.0) as c:
         b = c.next_batch(wait=60)
         assert b is not None
         n2.proc.kill()

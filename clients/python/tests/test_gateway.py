@@ -105,7 +105,7 @@ def test_without_the_token_or_the_ca_the_gateway_refuses(secure: Dict[str, objec
             cleartext.status()
 
 
-def test_each_gateway_error_code_is_its_exception(secure: Dict[str, object], tmp_path: Path) -> None:
+def test_each_gateway_error_code_is_its_exception(secure: Dict[str, object], tmp_path: Path, v0: Path) -> None:
     with client_for(secure) as client:
         def call(method: str, path: str, body: bytes = b""):
             return client._call("probe", method, path, body, 10.0, lambda cp, r, a: client._json(cp, "probe", r))
@@ -129,6 +129,8 @@ def test_each_gateway_error_code_is_its_exception(secure: Dict[str, object], tmp
             client.publish_weights(now + 1000, broken)
         assert not_loaded.value.status == 502
         assert client.status().version == now
+        # Put the server back in rotation with a file it loads, for the tests that follow.
+        client.publish_weights(now + 1, v0)
 
 
 def test_a_stream_cut_midway_is_a_clear_error_and_the_batch_comes_again(secure: Dict[str, object]) -> None:
