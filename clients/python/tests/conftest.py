@@ -9,7 +9,10 @@ from typing import Dict, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, straight from the source tree
+try:
+    import rollout_client  # noqa: F401  (installed: test what pip installed)
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # else straight from the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine import JAR, Node, Processes, free_port, make_tls  # noqa: E402
