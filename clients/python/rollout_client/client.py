@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from .batch import Batch
+from .chunked import ChunkedBody
 from .errors import (
     BatchFormatError,
     BatchStreamBrokenError,
@@ -328,10 +329,10 @@ class RolloutClient:
             if resp.status != 200:
                 raise self._error(cp, what, resp)
             header_id = resp.getheader("X-Rollout-Batch-Id")
-            stream = _IdleReader(resp, self)
+            stream = _BodyReader(resp, self.read_idle_timeout)
             try:
                 batch = read_batch(stream)
-                if resp.read(1):
+                if stream.finish() is not None:
                     raise BatchFormatError(f"batch {batch.batch_id}: bytes follow the trailer; the body must end there")
             except StreamEnded as e:
                 raise BatchStreamBrokenError(cp.url, _int_or_none(header_id), e.received, str(e)) from e
@@ -342,7 +343,7 @@ class RolloutClient:
                     stream.received,
                     f"no data for {self.read_idle_timeout:g} s (read_idle_timeout)",
                 ) from e
-            except (OSError, http.client.HTTPException) as e:
+            except (OSError, EOFError, ValueError, http.client.HTTPException) as e:
                 if self._closed.is_set():
                     raise ClientClosedError(f"could not {what}: the client was closed") from e
                 raise BatchStreamBrokenError(cp.url, _int_or_none(header_id), stream.received, _describe(e)) from e
@@ -531,21 +532,34 @@ class RolloutClient:
         return _ContactPoint(url.strip().rstrip("/"), u.scheme, u.hostname, port, u.path.rstrip("/"))
 
 
-class _IdleReader:
-    """The response body with the idle timeout as its socket timeout, counting what arrived."""
+class _BodyReader:
+    """A batch response's body: chunked bodies through :class:`ChunkedBody` (large reads, payload
+    straight into the arrays), others through ``http.client``; the socket timeout becomes the idle
+    timeout; counts the payload bytes that arrived."""
 
-    def __init__(self, resp: http.client.HTTPResponse, client: RolloutClient) -> None:
+    def __init__(self, resp: http.client.HTTPResponse, idle_timeout: float) -> None:
         self.resp = resp
         self.received = 0
-        sock = getattr(getattr(resp, "fp", None), "raw", None)
-        sock = getattr(sock, "_sock", None)
+        sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
         if sock is not None:
-            sock.settimeout(client.read_idle_timeout)
+            sock.settimeout(idle_timeout)
+        self._chunked = ChunkedBody(resp.fp) if getattr(resp, "chunked", False) and resp.fp is not None else None
 
     def readinto(self, buffer: memoryview) -> int:
-        n = self.resp.readinto(buffer)
+        n = self._chunked.readinto(buffer) if self._chunked is not None else self.resp.readinto(buffer)
         self.received += n
         return n
+
+    def finish(self) -> Optional[bytes]:
+        """Reads to the end of the body (so the connection can be reused); returns a byte found
+        beyond the expected end, or None."""
+        if self._chunked is None:
+            extra = self.resp.read(1)
+            return extra or None
+        extra = self._chunked.finish()
+        if extra is None:
+            self.resp.close()  # the body is consumed: the connection goes back to the pool
+        return extra
 
 
 def _abort(conn: http.client.HTTPConnection) -> None:
