@@ -9,6 +9,7 @@ encoder, for tests and benchmarks.
 from __future__ import annotations
 
 import json
+import mmap
 import struct
 from typing import BinaryIO, Dict, List, Optional, Protocol
 
@@ -23,6 +24,13 @@ FORMAT_VERSION = 1
 HEADER = struct.Struct("<6sHqii")
 MAX_METADATA_BYTES = 1 << 20
 CONTENT_TYPE = "application/x-rollout-batch"
+#: Groups with at least this many tensor bytes get one block of memory mapped with its pages
+#: populated up front: on Linux one mmap(MAP_POPULATE) is many times cheaper than a page fault per
+#: 4 KiB as the socket fills fresh arrays (measured on the development VM: 4.4 GB/s against about
+#: 0.1-0.7 GB/s).
+POPULATE_AT_BYTES = 1 << 20
+_ALIGN = 64
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 #: RBATCH dtype names and their little-endian numpy dtypes.
 DTYPES: Dict[str, np.dtype] = {
@@ -115,7 +123,8 @@ def _read_group(r: _Counting, batch_id: int, index: int) -> Group:
     except (ValueError, KeyError, TypeError) as e:
         raise BatchFormatError(f"{where}: malformed metadata: {e}") from e
     where = f"{where} (task {task_id})"
-    tensors: Dict[str, np.ndarray] = {}
+    layout = []
+    total = 0
     for spec in specs:
         try:
             key = str(spec["key"])
@@ -132,9 +141,17 @@ def _read_group(r: _Counting, batch_id: int, index: int) -> Group:
                 f"{where} tensor '{key}': nbytes {nbytes} but shape {list(shape)} of {spec['dtype']} needs "
                 f"{count * dtype.itemsize}"
             )
-        if key in tensors:
+        if any(key == k for k, *_ in layout):
             raise BatchFormatError(f"{where}: tensor '{key}' appears twice")
-        array = np.empty(shape, dtype=dtype)
+        layout.append((key, dtype, shape, nbytes, total))
+        total += -(-nbytes // _ALIGN) * _ALIGN
+    block = _group_block(total)
+    tensors: Dict[str, np.ndarray] = {}
+    for key, dtype, shape, nbytes, offset in layout:
+        if block is not None:
+            array = block[offset : offset + nbytes].view(dtype).reshape(shape)
+        else:
+            array = np.empty(shape, dtype=dtype)
         if nbytes:
             r.fill(memoryview(array.reshape(-1)).cast("B"), f"{where} tensor '{key}'")
         if dtype.kind == "b" and nbytes and array.view(np.uint8).max() > 1:
@@ -151,6 +168,18 @@ def _read_group(r: _Counting, batch_id: int, index: int) -> Group:
         completion_version=int(meta.get("completion_version", 0)),
         tensors=tensors,
     )
+
+
+def _group_block(nbytes: int) -> Optional[np.ndarray]:
+    """One populated, writable block of ``nbytes`` for a large group's tensors (None: allocate each
+    tensor on its own, for small groups and where MAP_POPULATE does not exist)."""
+    if nbytes < POPULATE_AT_BYTES or not _MAP_POPULATE:
+        return None
+    try:
+        m = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_POPULATE)
+    except OSError:
+        return None
+    return np.frombuffer(m, dtype=np.uint8)
 
 
 def write_batch(batch: Batch, out: BinaryIO) -> int:

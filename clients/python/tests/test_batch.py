@@ -134,3 +134,25 @@ def test_to_torch_keeps_dtypes_unless_asked() -> None:
     np.testing.assert_array_equal(t["versions"].numpy(), b.collate()["versions"])
     wide = b.to_torch(device="cpu", int64=True)
     assert wide["input_ids"].dtype == torch.int64 and wide["attention_mask"].dtype == torch.bool
+
+
+def test_a_large_group_decodes_into_one_populated_block() -> None:
+    big = group(5, rows=8, width=40_000)  # 8 x 40k x (4 + 1 + 4) bytes + rewards: ~2.9 MB
+    small = group(6, rows=2, width=3)
+    buf = io.BytesIO()
+    write_batch(Batch(3, 1, [big, small]), buf)
+    buf.seek(0)
+    b = read_batch(buf)
+    for want, got in zip([big, small], b.groups):
+        assert list(got.tensors) == list(want.tensors)
+        for k, a in want.tensors.items():
+            np.testing.assert_array_equal(got.tensors[k], a)
+            assert got.tensors[k].flags.writeable and got.tensors[k].flags.c_contiguous
+            assert got.tensors[k].flags.aligned
+    for a in b.groups[0].tensors.values():  # the large group's block: every tensor 64-byte aligned
+        assert a.ctypes.data % 64 == 0
+    ids = b.groups[0].tensors["input_ids"]
+    ids[0, 0] = -7  # writable, and only this tensor changes
+    assert b.groups[0].tensors["input_ids"][0, 0] == -7 and b.groups[0].tensors["versions"][0, 0] != -7
+    torch = pytest.importorskip("torch")
+    assert torch.from_numpy(ids)[0, 0].item() == -7
