@@ -76,15 +76,28 @@ class ChunkedBody:
         dest = dest.cast("B") if dest.format != "B" else dest
         want = len(dest)
         filled = 0
+        buf, view = self._buf, self._view
         while filled < want and not self.done:
             if self._left == 0:
+                # The common case inline: CRLF, a chunk-size line and data all staged already.
+                pos, end = self._pos, self._end
+                start = pos + 2 if self._need_crlf else pos
+                i = buf.find(b"\r\n", start, end) if end - pos > 2 else -1
+                if i > start and (not self._need_crlf or view[pos:start] == b"\r\n"):
+                    try:
+                        size = int(buf[start:i], 16)
+                    except ValueError:
+                        size = 0
+                    if size > 0:
+                        self._pos, self._left, self._need_crlf = i + 2, size, True
+                        continue
                 self._next_chunk()
                 continue
             n = min(self._left, want - filled)
             staged = self._end - self._pos
             if staged:
                 n = min(n, staged)
-                dest[filled : filled + n] = self._view[self._pos : self._pos + n]
+                dest[filled : filled + n] = view[self._pos : self._pos + n]
                 self._pos += n
             else:
                 n = self._fp.readinto1(dest[filled : filled + n])  # type: ignore[attr-defined]
