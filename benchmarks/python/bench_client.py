@@ -164,6 +164,9 @@ def decode_rate(mb: int, rounds: int) -> None:
     print(f"  raw socket, reused buffer {hot:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in warm_rates)})")
     print(f"  RolloutClient.next_batch  {cli:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in client_rates)})")
     print(f"  ratio client / raw: {cli / raw:.2f} against a fresh buffer, {cli / hot:.2f} against a reused one")
+    print(f"RESULT bench=python-decode mb={nbytes / 1e6:.0f} rounds={rounds} raw_fresh_mb_s={raw:.1f} "
+          f"raw_reused_mb_s={hot:.1f} client_mb_s={cli:.1f} client_to_raw_fresh={cli / raw:.3f} "
+          f"client_to_raw_reused={cli / hot:.3f} chunk={CHUNK}")
 
 
 def prefetch_share(mb: int, steps: int, step_ms: float) -> None:
@@ -218,6 +221,10 @@ def prefetch_share(mb: int, steps: int, step_ms: float) -> None:
     print(f"  batches(prefetch=2): waits {pre_block * 1e3:6.0f} ms per step of {pre_step * 1e3:6.0f} ms "
           f"({pre_block / pre_step:.0%})")
     print(f"  share of the hand-off no longer blocking: {1 - pre_block / inline_block:.0%}")
+    print(f"RESULT bench=python-prefetch mb={mb} steps={steps} step_ms={step_ms:.0f} "
+          f"inline_wait_ms={inline_block * 1e3:.1f} inline_step_ms={inline_step * 1e3:.1f} "
+          f"prefetch_wait_ms={pre_block * 1e3:.1f} prefetch_step_ms={pre_step * 1e3:.1f} "
+          f"unblocked_share={1 - pre_block / inline_block:.3f}")
 
 
 def main() -> None:

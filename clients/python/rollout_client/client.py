@@ -242,9 +242,15 @@ class RolloutClient:
         def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> PublishResult:
             if resp.status == 409 and ambiguous is not None:
                 err = self._error(cp, what, resp)
-                err.message += f" (an earlier attempt of this publish broke off with '{ambiguous}' and may have been applied)"
-                err.args = (str(err.args[0]) + f" (an earlier attempt broke off with '{ambiguous}' and may have been applied)",)
                 if isinstance(err, VersionRefusedError):
+                    err = VersionRefusedError(
+                        what,
+                        cp.url,
+                        err.status,
+                        err.code,
+                        f"{err.message} (an earlier attempt of this publish broke off with '{ambiguous}' "
+                        f"and may have been applied)",
+                    )
                     err.maybe_applied_earlier = True
                 raise err
             p = self._json(cp, what, resp)

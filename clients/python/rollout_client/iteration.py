@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from .batch import Batch
@@ -48,61 +49,25 @@ class BatchIterator(Iterator[Batch]):
     ) -> None:
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1, got {prefetch}")
-        self._client = client
-        self._dedup = deduplicator
-        self._wait = wait
         self._slots = threading.Semaphore(prefetch)
         self._queue: "queue.Queue[Union[Batch, BaseException, None]]" = queue.Queue()
         self._stop = threading.Event()
         self._done = False
         self.blocked_s = 0.0
-        self._thread = threading.Thread(target=self._run, name="rollout-prefetch", daemon=True)
+        # The thread gets the shared pieces, not the iterator: an iterator dropped without close()
+        # can then be collected, and collecting it stops the thread.
+        self._thread = threading.Thread(
+            target=_pull_ahead,
+            args=(client, deduplicator, wait, self._slots, self._queue, self._stop),
+            name="rollout-prefetch",
+            daemon=True,
+        )
         self._thread.start()
-
-    def _run(self) -> None:
-        import time
-
-        try:
-            deadline = None if self._wait is None else time.monotonic() + self._wait
-            while not self._stop.is_set():
-                if not self._slots.acquire(timeout=_STOP_CHECK_S):
-                    continue
-                batch: Optional[Batch] = None
-                while batch is None and not self._stop.is_set():
-                    if deadline is not None and time.monotonic() >= deadline:
-                        self._queue.put(None)
-                        return
-                    step = _STOP_CHECK_S if deadline is None else min(_STOP_CHECK_S, max(0.0, deadline - time.monotonic()))
-                    try:
-                        batch = self._client.next_batch(wait=step)
-                    except BatchStreamBrokenError as e:
-                        log.warning("%s; pulling on", e)
-                        continue
-                    if batch is not None and self._dedup is not None:
-                        fresh = self._dedup.fresh(batch)
-                        if fresh is None:
-                            log.info("batch %d was trained already: acknowledged again, not trained", batch.batch_id)
-                            self._client.ack(batch)
-                            batch = None
-                            continue
-                        batch = fresh
-                if batch is None:
-                    return
-                if deadline is not None:
-                    deadline = time.monotonic() + self._wait  # type: ignore[operator]
-                self._queue.put(batch)
-        except ClientClosedError as e:
-            if not self._stop.is_set():
-                self._queue.put(e)
-        except BaseException as e:  # handed to the loop
-            self._queue.put(e)
 
     def __iter__(self) -> "BatchIterator":
         return self
 
     def __next__(self) -> Batch:
-        import time
-
         if self._done:
             raise StopIteration
         started = time.perf_counter()
@@ -137,3 +102,48 @@ class BatchIterator(Iterator[Batch]):
             self._stop.set()
         except Exception:
             pass
+
+
+def _pull_ahead(
+    client: "RolloutClient",
+    dedup: Optional["Deduplicator"],
+    wait: Optional[float],
+    slots: threading.Semaphore,
+    out: "queue.Queue[Union[Batch, BaseException, None]]",
+    stop: threading.Event,
+) -> None:
+    """The background thread: pulls while a slot is free, hands batches (or the error) to ``out``."""
+    try:
+        deadline = None if wait is None else time.monotonic() + wait
+        while not stop.is_set():
+            if not slots.acquire(timeout=_STOP_CHECK_S):
+                continue
+            batch: Optional[Batch] = None
+            while batch is None and not stop.is_set():
+                if deadline is not None and time.monotonic() >= deadline:
+                    out.put(None)
+                    return
+                step = _STOP_CHECK_S if deadline is None else min(_STOP_CHECK_S, max(0.0, deadline - time.monotonic()))
+                try:
+                    batch = client.next_batch(wait=step)
+                except BatchStreamBrokenError as e:
+                    log.warning("%s; pulling on", e)
+                    continue
+                if batch is not None and dedup is not None:
+                    fresh = dedup.fresh(batch)
+                    if fresh is None:
+                        log.info("batch %d was trained already: acknowledged again, not trained", batch.batch_id)
+                        client.ack(batch)
+                        batch = None
+                        continue
+                    batch = fresh
+            if batch is None:
+                return
+            if wait is not None:
+                deadline = time.monotonic() + wait
+            out.put(batch)
+    except ClientClosedError as e:
+        if not stop.is_set():
+            out.put(e)
+    except BaseException as e:  # handed to the loop
+        out.put(e)

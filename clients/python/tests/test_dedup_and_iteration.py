@@ -111,3 +111,16 @@ def test_wait_ends_the_iteration_when_nothing_comes() -> None:
     c = ScriptedClient(limit=1)
     with BatchIterator(c, prefetch=1, wait=0.3) as it:  # type: ignore[arg-type]
         assert [b.batch_id for b in it] == [0]
+
+
+def test_an_iterator_dropped_without_close_stops_its_thread() -> None:
+    import gc
+
+    c = ScriptedClient()
+    it = BatchIterator(c, prefetch=1)  # type: ignore[arg-type]
+    thread = it._thread
+    wait_until(lambda: len(c.pulled) == 1)
+    del it
+    gc.collect()
+    thread.join(5.0)
+    assert not thread.is_alive()

@@ -124,3 +124,36 @@ def test_fail_over_to_the_second_gateway_when_the_first_node_is_killed(pair: dic
         again = [t for nb in later for t in nb.task_ids if t in set(b.task_ids)]
         assert again == [], f"tasks of the acknowledged batch came again: {again}"
         assert c.contact_points[c._preferred] == n1.gateway
+
+
+def test_a_refusal_after_an_attempt_that_broke_off_says_it_may_have_been_applied() -> None:
+    import threading
+
+    from rollout_client import VersionRefusedError
+
+    hangup = socket.socket()
+    hangup.bind(("127.0.0.1", 0))
+    hangup.listen(4)
+
+    def read_then_close() -> None:
+        conn, _ = hangup.accept()
+        conn.recv(65536)  # the publish arrived; the answer never leaves
+        conn.close()
+
+    t = threading.Thread(target=read_then_close, daemon=True)
+    t.start()
+    refusing = StubGateway(409, {"error": {"message": "version 5 is not greater than 5", "code": "version_refused"}})
+    try:
+        url = f"http://127.0.0.1:{hangup.getsockname()[1]}"
+        with RolloutClient([url, refusing.url], token_from_env=False) as c:
+            with pytest.raises(VersionRefusedError) as e:
+                c.publish_weights(5, "/tmp/v5.rlm")
+        assert e.value.maybe_applied_earlier and "may have been applied" in str(e.value)
+        with RolloutClient([refusing.url], token_from_env=False) as c:
+            with pytest.raises(VersionRefusedError) as plain:
+                c.publish_weights(5, "/tmp/v5.rlm")
+        assert not plain.value.maybe_applied_earlier
+    finally:
+        t.join(5)
+        hangup.close()
+        refusing.close()
