@@ -54,6 +54,14 @@ final class LocalCommand implements Callable<Integer> {
                     + "behind the OpenAI-compatible proxy) (default: ${DEFAULT-VALUE}).")
     String workflow;
 
+    @Option(
+            names = "--trainer",
+            defaultValue = "java",
+            description =
+                    "java (the demo GRPO trainer in this process) or python (the PyTorch GRPO trainer of "
+                            + "clients/python/examples as its own process, through a trainer gateway) (default: ${DEFAULT-VALUE}).")
+    String trainer;
+
     @Option(names = "--config", description = "A HOCON file with rollout/gconfig/eval_gconfig/actor settings.")
     Path config;
 
@@ -78,6 +86,10 @@ final class LocalCommand implements Callable<Integer> {
             System.err.println("invalid value for '--workflow': \"" + workflow + "\" (allowed: demo or agent)");
             return 2;
         }
+        if (!trainer.equals("java") && !trainer.equals("python")) {
+            System.err.println("invalid value for '--trainer': \"" + trainer + "\" (allowed: java or python)");
+            return 2;
+        }
         if (steps < 1 || servers < 1) {
             System.err.println("--steps and --servers must be at least 1");
             return 2;
@@ -92,6 +104,9 @@ final class LocalCommand implements Callable<Integer> {
         LocalRun run = new LocalRun(settings, workflow, steps, servers, !noStatus && System.console() != null, out);
         if (simulateGpu) {
             run.withLatency(LocalRun.SIMULATED_GPU);
+        }
+        if (trainer.equals("python")) {
+            run.withPythonTrainer();
         }
         try {
             run.execute();

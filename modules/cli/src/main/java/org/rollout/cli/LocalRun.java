@@ -21,6 +21,8 @@ import org.rollout.examples.demo.DemoConfig;
 import org.rollout.examples.demo.DemoTraining;
 import org.rollout.examples.demo.GrpoTrainer;
 import org.rollout.examples.demo.StepReport;
+import org.rollout.gateway.GatewayConfig;
+import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerAddress;
 import org.rollout.modelserver.LatencyModel;
@@ -59,6 +61,7 @@ final class LocalRun {
     private final List<AutoCloseable> toClose = new ArrayList<>();
     private LatencyModel latency = LatencyModel.NONE;
     private UnaryOperator<RolloutClient> clientDecorator = UnaryOperator.identity();
+    private boolean pythonTrainer;
 
     LocalRun(
             RolloutSettings settings,
@@ -78,6 +81,15 @@ final class LocalRun {
     /** Makes the model servers take the modelled time per step (a simulated GPU). */
     LocalRun withLatency(LatencyModel model) {
         this.latency = model;
+        return this;
+    }
+
+    /**
+     * Trains with the PyTorch trainer ({@link PythonTrainerProcess}) as its own process, through a
+     * trainer gateway on a free loopback port, instead of the Java trainer in this process.
+     */
+    LocalRun withPythonTrainer() {
+        this.pythonTrainer = true;
         return this;
     }
 
@@ -114,7 +126,17 @@ final class LocalRun {
                             demo.clipEpsilon(),
                             settings.gconfig().temperature(),
                             weightsDir));
-            List<StepReport> reports = train(rollout.client(), trainer, started);
+            List<StepReport> reports;
+            if (pythonTrainer) {
+                TrainerGateway gateway = TrainerGateway.start(GatewayConfig.defaults(), rollout.client());
+                toClose.add(gateway);
+                out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
+                        + gateway.uri());
+                reports = PythonTrainerProcess.run(
+                        gateway.uri(), v0, weightsDir, steps, settings.gconfig().temperature(), out);
+            } else {
+                reports = train(rollout.client(), trainer, started);
+            }
             RolloutStatus finalStatus = rollout.client().status();
             rollout.close(); // writes the statistics still held, so the summary sees every version
             Summary.print(

@@ -93,6 +93,12 @@ final class NodeCommand implements Callable<Integer> {
     String gatewayToken;
 
     @Option(
+            names = "--gateway-key-store",
+            description = "PKCS12 or JKS key store with the gateway's key and certificate: the gateway then speaks "
+                    + "HTTPS only; its password comes from $ROLLOUT_GATEWAY_KEY_STORE_PASSWORD.")
+    Path gatewayKeyStore;
+
+    @Option(
             names = "--progress-every",
             defaultValue = "10",
             description = "Seconds between the 'groups started here' lines (default: ${DEFAULT-VALUE}).")
@@ -145,6 +151,16 @@ final class NodeCommand implements Callable<Integer> {
                         GatewayConfig.defaults().withHost(gatewayHost).withPort(gatewayPort);
                 if (token != null && !token.isBlank()) {
                     gc = gc.withToken(token);
+                }
+                if (gatewayKeyStore != null) {
+                    String password = System.getenv("ROLLOUT_GATEWAY_KEY_STORE_PASSWORD");
+                    if (password == null) {
+                        throw new InvalidConfigException(
+                                "--gateway-key-store",
+                                gatewayKeyStore.toString(),
+                                "a key store whose password is in $ROLLOUT_GATEWAY_KEY_STORE_PASSWORD (unset)");
+                    }
+                    gc = gc.withTls(gatewayKeyStore, password);
                 }
                 TrainerGateway gateway = TrainerGateway.start(gc, node.client());
                 toClose.add(gateway);

@@ -1,0 +1,603 @@
+"""``RolloutClient``: a trainer's connection to the engine through its trainer gateways.
+
+The Python twin of the Java ``HttpRolloutClient`` (modules/trainer-client)::
+
+    next_batch(wait)          POST /v1/batches/next?wait=S   repeated until a batch comes or ``wait`` passes
+    ack(batch)                POST /v1/batches/{id}/ack {"task_ids": [...]}
+    publish_weights(v, path)  POST /v1/weights {"version", "path"}
+    status()                  GET  /v1/status
+
+Fail-over: a contact point that refuses or drops the connection, times out, or answers 503 is left
+for the next one, in the configured order (starting from the last one that answered); rounds over
+all of them back off (``retry_initial_backoff`` doubling up to ``retry_max_backoff``) until
+``retry_deadline`` has passed since the first failure, then :class:`EngineUnreachableError` names
+every contact point's last failure. Answers retrying cannot change are :class:`GatewayError`
+subclasses. Every call is safe to repeat: acknowledging is idempotent and publishing is fenced by
+the version.
+
+Thread safety: one client may be used from several threads (the prefetching iterator pulls on its
+own thread while the trainer acknowledges); each call uses its own pooled connection.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+
+from .batch import Batch
+from .chunked import ChunkedBody
+from .errors import (
+    BatchFormatError,
+    BatchStreamBrokenError,
+    ClientClosedError,
+    EngineUnreachableError,
+    GatewayError,
+    VersionRefusedError,
+    error_for,
+)
+from .rbatch import StreamEnded, read_batch
+
+log = logging.getLogger("rollout_client")
+
+T = TypeVar("T")
+_MAX_SMALL_BODY = 1 << 20
+_USER_AGENT = "rollout-client-python/1"
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What a weight publish did: the version now served, how long the servers took to load it, how
+    many loaded it, and each server that failed (address -> error). Failed servers are out of
+    rotation until a later update loads on them."""
+
+    version: int
+    update_time_ms: float
+    servers_updated: int
+    server_failures: Dict[str, str]
+
+
+@dataclass(frozen=True)
+class Status:
+    """``GET /v1/status``: the engine's weight version and what is in flight and buffered. Statistics
+    that are not finite are None; ``raw`` is the whole answer."""
+
+    version: int
+    running: int
+    accepted: int
+    rejected: int
+    capacity: int
+    buffered_groups: int
+    unacknowledged_batches: int
+    eval_running: int
+    tokens_generated: int
+    rejected_by_reason: Dict[str, int]
+    last_stats: Dict[str, Any]
+    raw: Dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class _ContactPoint:
+    url: str
+    scheme: str
+    host: str
+    port: int
+    prefix: str
+
+
+class _Failure(Exception):
+    """A failure that moves the call on to the next contact point."""
+
+    def __init__(self, message: str, ambiguous: bool) -> None:
+        super().__init__(message)
+        self.ambiguous = ambiguous
+
+
+class RolloutClient:
+    """A trainer's client of the engine, over one or more trainer gateways.
+
+    ``contact_points``: gateway base URLs (``http://`` or ``https://``, optional path prefix), tried
+    in order. ``token``: sent as ``Authorization: Bearer``; default ``$ROLLOUT_GATEWAY_TOKEN`` when
+    ``token_from_env`` (the default) and the variable is set. ``cafile``: PEM file of the CA (or the
+    self-signed certificate) that signed the gateways' certificates; ``ssl_context`` overrides it.
+
+    Timeouts, in seconds: ``connect_timeout`` opening a connection; ``request_timeout`` an ack or
+    status call, and a pull's first byte beyond its wait; ``publish_timeout`` a publish (the servers
+    load the weights before it answers); ``poll_wait`` one long-poll; ``read_idle_timeout`` a batch
+    body from which nothing arrives for this long is abandoned; ``retry_initial_backoff``,
+    ``retry_max_backoff``, ``retry_deadline`` bound the retries when no contact point answers.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        contact_points: Union[str, Sequence[str]],
+        token: Optional[str] = None,
+        cafile: Optional[str] = None,
+        *,
+        ssl_context: Optional[ssl.SSLContext] = None,
+        token_from_env: bool = True,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 30.0,
+        publish_timeout: float = 600.0,
+        poll_wait: float = 20.0,
+        read_idle_timeout: float = 60.0,
+        retry_initial_backoff: float = 0.1,
+        retry_max_backoff: float = 5.0,
+        retry_deadline: float = 60.0,
+    ) -> None:
+        if isinstance(contact_points, str):
+            contact_points = [contact_points]
+        if not contact_points:
+            raise ValueError("contact_points: at least one gateway URL is needed")
+        self._contacts = [self._parse(cp) for cp in contact_points]
+        if token is None and token_from_env:
+            token = os.environ.get("ROLLOUT_GATEWAY_TOKEN") or None
+        if token is not None and (not token or any(c < "!" or c > "~" for c in token)):
+            raise ValueError(f"token: printable ASCII without spaces ({len(token)} characters given)")
+        self._token = token
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("request_timeout", request_timeout),
+            ("publish_timeout", publish_timeout),
+            ("poll_wait", poll_wait),
+            ("read_idle_timeout", read_idle_timeout),
+            ("retry_initial_backoff", retry_initial_backoff),
+            ("retry_max_backoff", retry_max_backoff),
+            ("retry_deadline", retry_deadline),
+        ):
+            if not (value > 0) or value == float("inf"):
+                raise ValueError(f"{name}: a finite number of seconds > 0, got {value!r}")
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.publish_timeout = publish_timeout
+        self.poll_wait = poll_wait
+        self.read_idle_timeout = read_idle_timeout
+        self.retry_initial_backoff = retry_initial_backoff
+        self.retry_max_backoff = retry_max_backoff
+        self.retry_deadline = retry_deadline
+        if ssl_context is None and any(c.scheme == "https" for c in self._contacts):
+            ssl_context = ssl.create_default_context(cafile=cafile)
+        self._ssl = ssl_context
+        self._lock = threading.Lock()
+        self._idle: Dict[str, List[http.client.HTTPConnection]] = {c.url: [] for c in self._contacts}
+        self._active: Set[http.client.HTTPConnection] = set()
+        self._preferred = 0
+        self._closed = threading.Event()
+
+    # ------------------------------------------------------------------ public calls
+
+    @property
+    def contact_points(self) -> List[str]:
+        """The gateway base URLs, in the order they are tried."""
+        return [c.url for c in self._contacts]
+
+    def next_batch(self, wait: Optional[float] = None) -> Optional[Batch]:
+        """The next batch, or None when none became ready within ``wait`` seconds.
+
+        ``wait=None`` waits as long as it takes (long-polls of ``poll_wait`` repeated); ``0`` asks
+        once without waiting. A batch that was handed out before and not acknowledged comes again
+        with the same id (see :class:`~rollout_client.Deduplicator`).
+
+        Raises :class:`BatchStreamBrokenError` when the batch's stream breaks off (the engine
+        delivers it again later), :class:`BatchFormatError` for a malformed batch,
+        :class:`EngineUnreachableError`, :class:`GatewayError`, :class:`ClientClosedError`.
+        """
+        if wait is not None and not (wait >= 0):
+            raise ValueError(f"wait: seconds >= 0 or None, got {wait!r}")
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            remaining = self.poll_wait if deadline is None else max(0.0, deadline - time.monotonic())
+            batch = self._pull(min(remaining, self.poll_wait))
+            if batch is not None or (deadline is not None and time.monotonic() >= deadline):
+                return batch
+
+    def ack(self, batch: Union[Batch, int], task_ids: Optional[Iterable[int]] = None) -> bool:
+        """Acknowledges a batch: the engine may forget it and will not deliver it again.
+
+        With a :class:`Batch`, its :attr:`~Batch.ack_task_ids` (every group it was handed out with)
+        travel along, so a gateway that did not hand the batch out (the trainer failed over) still
+        retires its tasks. With a bare id, pass ``task_ids`` for the same effect. Idempotent.
+        Returns whether this gateway knew the batch as outstanding (False after a fail-over or for
+        a second acknowledgement; both harmless).
+        """
+        if isinstance(batch, Batch):
+            batch_id = batch.batch_id
+            ids = list(batch.ack_task_ids) if task_ids is None else [int(t) for t in task_ids]
+        else:
+            batch_id = int(batch)
+            ids = [] if task_ids is None else [int(t) for t in task_ids]
+        body = json.dumps({"task_ids": ids}).encode() if ids else b""
+        what = f"acknowledge batch {batch_id}"
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> bool:
+            payload = self._json(cp, what, resp)
+            return bool(payload.get("known", False))
+
+        return self._call(what, "POST", f"/v1/batches/{batch_id}/ack", body, self.request_timeout, read)
+
+    def publish_weights(self, version: int, path: Union[str, "os.PathLike[str]"]) -> PublishResult:
+        """Makes the engine's inference servers load the weight file at ``path`` as ``version``, and
+        returns once they have (or failed to).
+
+        ``path`` is sent absolute (resolved against this process's working directory); the servers
+        read it, so it must be on a file system they see. Raises :class:`VersionRefusedError` (409)
+        when ``version`` is not greater than the engine's (its ``maybe_applied_earlier`` says
+        whether an earlier attempt of this very call broke off after reaching a gateway),
+        :class:`WeightsNotLoadedError` (502) when no server loaded the file.
+        """
+        version = int(version)
+        body = json.dumps({"version": version, "path": os.path.abspath(os.fspath(path))}).encode()
+        what = f"publish weights version {version}"
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> PublishResult:
+            if resp.status == 409 and ambiguous is not None:
+                err = self._error(cp, what, resp)
+                if isinstance(err, VersionRefusedError):
+                    err = VersionRefusedError(
+                        what,
+                        cp.url,
+                        err.status,
+                        err.code,
+                        f"{err.message} (an earlier attempt of this publish broke off with '{ambiguous}' "
+                        f"and may have been applied)",
+                    )
+                    err.maybe_applied_earlier = True
+                raise err
+            p = self._json(cp, what, resp)
+            return PublishResult(
+                version=int(p["version"]),
+                update_time_ms=float(p.get("update_time_ms") or 0.0),
+                servers_updated=int(p.get("servers_updated", 0)),
+                server_failures={str(k): str(v) for k, v in (p.get("server_failures") or {}).items()},
+            )
+
+        return self._call(what, "POST", "/v1/weights", body, self.publish_timeout, read)
+
+    def status(self) -> Status:
+        """The engine's status (``GET /v1/status``)."""
+        what = "read status"
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> Status:
+            p = self._json(cp, what, resp)
+            return Status(
+                version=int(p["version"]),
+                running=int(p.get("running") or 0),
+                accepted=int(p.get("accepted") or 0),
+                rejected=int(p.get("rejected") or 0),
+                capacity=int(p.get("capacity") or 0),
+                buffered_groups=int(p.get("buffered_groups") or 0),
+                unacknowledged_batches=int(p.get("unacknowledged_batches") or 0),
+                eval_running=int(p.get("eval_running") or 0),
+                tokens_generated=int(p.get("tokens_generated") or 0),
+                rejected_by_reason={str(k): int(v) for k, v in (p.get("rejected_by_reason") or {}).items()},
+                last_stats=dict(p.get("last_stats") or {}),
+                raw=p,
+            )
+
+        return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)
+
+    def batches(
+        self,
+        prefetch: int = 2,
+        deduplicator: Optional["Deduplicator"] = None,
+        wait: Optional[float] = None,
+    ) -> "BatchIterator":
+        """An iterator over batches, pulled ahead on a background thread (at most ``prefetch``
+        batches pulled and not yet handed to the loop). See :class:`~rollout_client.BatchIterator`.
+        """
+        from .iteration import BatchIterator
+
+        return BatchIterator(self, prefetch=prefetch, deduplicator=deduplicator, wait=wait)
+
+    def close(self) -> None:
+        """Closes every connection, also those of calls in flight (they raise
+        :class:`ClientClosedError`). Idempotent; never raises."""
+        self._closed.set()
+        with self._lock:
+            conns = [c for idle in self._idle.values() for c in idle] + list(self._active)
+            for idle in self._idle.values():
+                idle.clear()
+        for c in conns:
+            _abort(c)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def __enter__(self) -> "RolloutClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RolloutClient({self.contact_points!r}, token={'(set)' if self._token else None})"
+
+    # ------------------------------------------------------------------ the pull
+
+    def _pull(self, wait: float) -> Optional[Batch]:
+        what = "pull a batch"
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> Optional[Batch]:
+            if resp.status == 204:
+                resp.read()
+                return None
+            if resp.status != 200:
+                raise self._error(cp, what, resp)
+            header_id = resp.getheader("X-Rollout-Batch-Id")
+            stream = _BodyReader(resp, self.read_idle_timeout)
+            try:
+                batch = read_batch(stream)
+                if stream.finish() is not None:
+                    raise BatchFormatError(f"batch {batch.batch_id}: bytes follow the trailer; the body must end there")
+            except StreamEnded as e:
+                raise BatchStreamBrokenError(cp.url, _int_or_none(header_id), e.received, str(e)) from e
+            except socket.timeout as e:
+                raise BatchStreamBrokenError(
+                    cp.url,
+                    _int_or_none(header_id),
+                    stream.received,
+                    f"no data for {self.read_idle_timeout:g} s (read_idle_timeout)",
+                ) from e
+            except (OSError, EOFError, ValueError, http.client.HTTPException) as e:
+                if self._closed.is_set():
+                    raise ClientClosedError(f"could not {what}: the client was closed") from e
+                raise BatchStreamBrokenError(cp.url, _int_or_none(header_id), stream.received, _describe(e)) from e
+            return batch
+
+        return self._call(
+            what, "POST", f"/v1/batches/next?wait={wait:.3f}", b"", wait + self.request_timeout, read
+        )
+
+    # ------------------------------------------------------------------ transport
+
+    def _call(
+        self,
+        what: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
+    ) -> T:
+        if self._closed.is_set():
+            raise ClientClosedError(f"could not {what}: the client is closed")
+        last: Dict[str, str] = {}
+        ambiguous: Optional[str] = None
+        first_failure: Optional[float] = None
+        backoff = self.retry_initial_backoff
+        n = len(self._contacts)
+        while True:
+            start = self._preferred
+            for i in range(n):
+                index = (start + i) % n
+                cp = self._contacts[index]
+                try:
+                    return self._attempt(cp, index, what, method, path, body, timeout, reader, ambiguous)
+                except _Failure as f:
+                    if self._closed.is_set():
+                        raise ClientClosedError(f"could not {what}: the client was closed") from None
+                    last[cp.url] = str(f)
+                    if f.ambiguous:
+                        ambiguous = str(f)
+                    log.debug("could not %s at %s: %s", what, cp.url, f)
+            now = time.monotonic()
+            if first_failure is None:
+                first_failure = now
+            if now - first_failure + backoff > self.retry_deadline:
+                raise EngineUnreachableError(
+                    what, now - first_failure, {c.url: last.get(c.url, "not tried") for c in self._contacts}
+                )
+            log.info("could not %s: no trainer gateway answered (%s); trying again in %.0f ms", what, last, backoff * 1e3)
+            if self._closed.wait(backoff):
+                raise ClientClosedError(f"could not {what}: the client was closed")
+            backoff = min(backoff * 2, self.retry_max_backoff)
+
+    def _attempt(
+        self,
+        cp: _ContactPoint,
+        index: int,
+        what: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
+        ambiguous: Optional[str],
+    ) -> T:
+        headers = {"User-Agent": _USER_AGENT, "Accept": "*/*"}
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            headers["Content-Length"] = str(len(body))
+        for reused in (True, False):
+            conn, was_idle = self._take(cp, fresh=not reused)
+            sent = False
+            try:
+                conn.request(method, cp.prefix + path, body=body, headers=headers)
+                sent = True
+                conn.sock.settimeout(timeout)
+                resp = conn.getresponse()
+            except ssl.SSLCertVerificationError as e:
+                self._drop(conn)
+                raise _Failure(f"TLS: {e.verify_message or e}", ambiguous=False) from e
+            except (OSError, http.client.HTTPException) as e:
+                self._drop(conn)
+                if was_idle and isinstance(e, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)):
+                    continue  # a pooled connection the gateway had closed: once more on a new one
+                connect_failure = not sent or isinstance(e, ConnectionRefusedError)
+                raise _Failure(_describe(e), ambiguous=not connect_failure) from e
+            if resp.status == 503:
+                try:
+                    err = self._error(cp, what, resp)
+                    message = f"HTTP 503 {err.code}: {err.message}"
+                except (OSError, http.client.HTTPException) as e:
+                    message = f"HTTP 503 ({_describe(e)})"
+                self._drop(conn)
+                raise _Failure(message, ambiguous=False)
+            self._preferred = index
+            ok = False
+            try:
+                result = reader(cp, resp, ambiguous)
+                ok = True
+                return result
+            except (GatewayError, BatchFormatError, BatchStreamBrokenError, ClientClosedError):
+                raise
+            except (OSError, http.client.HTTPException) as e:
+                raise _Failure(_describe(e), ambiguous=True) from e
+            finally:
+                if ok and not resp.will_close and resp.isclosed():
+                    self._give_back(cp, conn)
+                else:
+                    self._drop(conn)
+        raise _Failure("the connection was closed before an answer", ambiguous=True)  # pragma: no cover
+
+    def _take(self, cp: _ContactPoint, fresh: bool) -> Tuple[http.client.HTTPConnection, bool]:
+        if self._closed.is_set():
+            raise ClientClosedError("the client is closed")
+        conn: Optional[http.client.HTTPConnection] = None
+        with self._lock:
+            idle = self._idle[cp.url]
+            if idle and not fresh:
+                conn = idle.pop()
+        was_idle = conn is not None
+        if conn is None:
+            if cp.scheme == "https":
+                conn = http.client.HTTPSConnection(cp.host, cp.port, timeout=self.connect_timeout, context=self._ssl)
+            else:
+                conn = http.client.HTTPConnection(cp.host, cp.port, timeout=self.connect_timeout)
+        with self._lock:
+            self._active.add(conn)
+        if not was_idle:
+            try:
+                conn.connect()
+            except ssl.SSLCertVerificationError as e:
+                self._drop(conn)
+                raise _Failure(f"TLS: {e.verify_message or e}", ambiguous=False) from e
+            except (OSError, http.client.HTTPException) as e:
+                self._drop(conn)
+                raise _Failure(_describe(e), ambiguous=False) from e
+        if self._closed.is_set():
+            self._drop(conn)
+            raise ClientClosedError("the client is closed")
+        return conn, was_idle
+
+    def _give_back(self, cp: _ContactPoint, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._active.discard(conn)
+            if not self._closed.is_set():
+                self._idle[cp.url].append(conn)
+                return
+        _abort(conn)
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._active.discard(conn)
+        _abort(conn)
+
+    def _json(self, cp: _ContactPoint, what: str, resp: http.client.HTTPResponse) -> Dict[str, Any]:
+        if resp.status != 200:
+            raise self._error(cp, what, resp)
+        raw = resp.read(_MAX_SMALL_BODY)
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+            if not isinstance(payload, dict):
+                raise ValueError("not a JSON object")
+            return payload
+        except ValueError as e:
+            raise GatewayError(what, cp.url, resp.status, "malformed_answer", f"a body that is not the expected JSON: {e}") from e
+
+    @staticmethod
+    def _error(cp: _ContactPoint, what: str, resp: http.client.HTTPResponse) -> GatewayError:
+        raw = resp.read(_MAX_SMALL_BODY)
+        code, message = f"http_{resp.status}", raw.decode("utf-8", "replace")[:500]
+        try:
+            e = json.loads(raw.decode("utf-8"))["error"]
+            code, message = str(e.get("code", code)), str(e.get("message", message))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return error_for(what, cp.url, resp.status, code, message)
+
+    @staticmethod
+    def _parse(url: str) -> _ContactPoint:
+        u = urllib.parse.urlsplit(url.strip())
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"contact point {url!r}: an http:// or https:// URL with a host")
+        port = u.port or (443 if u.scheme == "https" else 80)
+        return _ContactPoint(url.strip().rstrip("/"), u.scheme, u.hostname, port, u.path.rstrip("/"))
+
+
+class _BodyReader:
+    """A batch response's body: chunked bodies through :class:`ChunkedBody` (large reads, payload
+    straight into the arrays), others through ``http.client``; the socket timeout becomes the idle
+    timeout; counts the payload bytes that arrived."""
+
+    def __init__(self, resp: http.client.HTTPResponse, idle_timeout: float) -> None:
+        self.resp = resp
+        self.received = 0
+        sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+        if sock is not None:
+            sock.settimeout(idle_timeout)
+        self._chunked = ChunkedBody(resp.fp) if getattr(resp, "chunked", False) and resp.fp is not None else None
+
+    def readinto(self, buffer: memoryview) -> int:
+        n = self._chunked.readinto(buffer) if self._chunked is not None else self.resp.readinto(buffer)
+        self.received += n
+        return n
+
+    def finish(self) -> Optional[bytes]:
+        """Reads to the end of the body (so the connection can be reused); returns a byte found
+        beyond the expected end, or None."""
+        if self._chunked is None:
+            extra = self.resp.read(1)
+            return extra or None
+        extra = self._chunked.finish()
+        if extra is None:
+            self.resp.close()  # the body is consumed: the connection goes back to the pool
+        return extra
+
+
+def _abort(conn: http.client.HTTPConnection) -> None:
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(e, socket.timeout):
+        return "timed out"
+    if isinstance(e, http.client.IncompleteRead):
+        return "the connection closed in the middle of the body"
+    text = str(e)
+    return type(e).__name__ + (f": {text}" if text else "")
+
+
+def _int_or_none(s: Optional[str]) -> Optional[int]:
+    try:
+        return None if s is None else int(s)
+    except ValueError:
+        return None
+
+
+from .dedup import Deduplicator  # noqa: E402,F401  (for annotations)
+from .iteration import BatchIterator  # noqa: E402,F401

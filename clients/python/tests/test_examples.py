@@ -1,0 +1,57 @@
+"""The examples run: two gloo ranks train against a real engine (rank 0 pulls, acks, publishes)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from engine import free_port
+
+pytest.importorskip("torch")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+from tinylm import TinyLmWeights  # noqa: E402
+from rollout_client import RolloutClient  # noqa: E402
+
+
+def test_two_gloo_ranks_train_and_rank_0_publishes(secure: Dict[str, object], v0: Path, tmp_path: Path) -> None:
+    with RolloutClient(str(secure["url"]), token=str(secure["token"]), cafile=str(secure["cafile"])) as c:
+        start = c.status().version
+        # The servers serve v0's weights (the tests publish only that file); label them with the engine's version.
+        w = TinyLmWeights.read(v0)
+        w.version = start
+        initial = w.write(tmp_path / f"v{start}.rlm")
+        port = free_port()
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       ROLLOUT_GATEWAY_TOKEN=str(secure["token"]), PYTHONPATH=str(EXAMPLES.parent))
+            procs.append(subprocess.Popen(
+                [sys.executable, str(EXAMPLES / "distributed_trainer.py"), "--contact", str(secure["url"]),
+                 "--cafile", str(secure["cafile"]), "--initial-weights", str(initial),
+                 "--weights-dir", str(tmp_path / "w"), "--steps", "2"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            ))
+        outputs = []
+        try:
+            for p in procs:
+                out, _ = p.communicate(timeout=150)
+                outputs.append(out)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(10)
+        assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
+        assert len(re.findall(r"^step \d/2 ", outputs[0], re.M)) == 2, outputs[0]
+        digests = [re.search(r"parameters (\w+)", o).group(1) for o in outputs]  # type: ignore[union-attr]
+        assert digests[0] == digests[1], "the ranks' parameters differ"
+        assert c.status().version == start + 2
+        assert (tmp_path / "w" / f"v{start + 2}.rlm").exists()

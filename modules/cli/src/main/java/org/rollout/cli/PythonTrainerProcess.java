@@ -1,0 +1,128 @@
+package org.rollout.cli;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.rollout.examples.demo.StepReport;
+
+/**
+ * {@code rollout local --trainer python}: the PyTorch GRPO trainer of {@code
+ * clients/python/examples/grpo_trainer.py} as a separate process, joining the engine through a
+ * trainer gateway. Its output is echoed; its step lines become {@link StepReport}s for the summary.
+ *
+ * <p>The interpreter is {@code $ROLLOUT_PYTHON}, else {@code /usr/bin/python3} when it exists,
+ * else {@code python3}; it needs numpy and torch. The script is found under {@code $ROLLOUT_HOME}
+ * (set by {@code bin/rollout}), else the working directory.
+ */
+final class PythonTrainerProcess {
+    static final String SCRIPT = "clients/python/examples/grpo_trainer.py";
+    private static final Pattern STEP = Pattern.compile(
+            "^step (\\d+)/\\d+ +batch (-?\\d+) +(\\d+) groups +v(\\d+) reward ([-0-9.naNinf]+) tokens (\\d+) "
+                    + "clip ([-0-9.]+) \\|g\\| ([-0-9.naNinf]+) .*?(\\d+) ms");
+    private static final Duration STOP_DEADLINE = Duration.ofSeconds(10);
+
+    private PythonTrainerProcess() {}
+
+    static Path script() {
+        String home = System.getenv("ROLLOUT_HOME");
+        Path root =
+                home != null && !home.isBlank() ? Path.of(home) : Path.of("").toAbsolutePath();
+        return root.resolve(SCRIPT);
+    }
+
+    static String interpreter() {
+        String configured = System.getenv("ROLLOUT_PYTHON");
+        if (configured != null && !configured.isBlank()) {
+            return configured;
+        }
+        return Files.isExecutable(Path.of("/usr/bin/python3")) ? "/usr/bin/python3" : "python3";
+    }
+
+    /**
+     * Runs the trainer for {@code steps} steps against {@code gateway} and returns its steps.
+     *
+     * @throws IOException when the script is missing or the trainer exits with a status other than 0
+     *     (the message says which)
+     */
+    static List<StepReport> run(
+            URI gateway, Path initialWeights, Path weightsDir, int steps, double temperature, PrintStream out)
+            throws IOException, InterruptedException {
+        Path script = script();
+        if (!Files.isRegularFile(script)) {
+            throw new IOException("the Python trainer is not at " + script + " (set ROLLOUT_HOME to the repository)");
+        }
+        List<String> command = List.of(
+                interpreter(),
+                script.toString(),
+                "--contact",
+                gateway.toString(),
+                "--initial-weights",
+                initialWeights.toAbsolutePath().toString(),
+                "--weights-dir",
+                weightsDir.toAbsolutePath().toString(),
+                "--steps",
+                Integer.toString(steps),
+                "--temperature",
+                Double.toString(temperature));
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().put("PYTHONPATH", script.getParent().getParent().toString());
+        pb.environment().put("PYTHONUNBUFFERED", "1");
+        Process p = pb.start();
+        List<StepReport> reports = new ArrayList<>();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                out.println(line);
+                StepReport report = parse(line, weightsDir);
+                if (report != null) {
+                    reports.add(report);
+                }
+            }
+            int status = p.waitFor();
+            if (status != 0) {
+                throw new IOException("the Python trainer (" + String.join(" ", command) + ") exited with " + status);
+            }
+            return reports;
+        } finally {
+            if (p.isAlive()) {
+                p.destroy();
+                if (!p.waitFor(STOP_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
+                    p.destroyForcibly();
+                }
+            }
+        }
+    }
+
+    /** A step line of the trainer as a report, or null for any other line. */
+    static StepReport parse(String line, Path weightsDir) {
+        Matcher m = STEP.matcher(line);
+        if (!m.find()) {
+            return null;
+        }
+        int version = Integer.parseInt(m.group(4));
+        return new StepReport(
+                version,
+                Long.parseLong(m.group(2)),
+                Integer.parseInt(m.group(3)),
+                0,
+                Long.parseLong(m.group(6)),
+                Double.parseDouble(m.group(5).toLowerCase(Locale.ROOT)),
+                List.of(),
+                Double.parseDouble(m.group(7)),
+                Double.parseDouble(m.group(8).toLowerCase(Locale.ROOT)),
+                weightsDir.resolve("v" + version + ".rlm"),
+                Duration.ofMillis(Long.parseLong(m.group(9))));
+    }
+}
