@@ -170,6 +170,14 @@ final class ManagedProcess {
         }
     }
 
+    /** Waits at most {@code timeout} for the process to end by itself; returns its exit status. */
+    int awaitExit(Duration timeout) throws InterruptedException {
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError(name + " (pid " + pid() + ") still running after " + timeout + "; " + tail());
+        }
+        return process.exitValue();
+    }
+
     /** SIGTERM, without waiting. */
     void terminate() {
         process.destroy();

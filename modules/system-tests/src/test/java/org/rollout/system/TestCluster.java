@@ -760,6 +760,15 @@ final class TestCluster implements AutoCloseable {
     }
 
     /**
+     * Starts an extra node (roles rollout and gateway) whose trainer gateway is to listen on {@code
+     * gatewayPort}; returns its process.
+     */
+    ManagedProcess startExtraNode(String name, int gatewayPort) throws IOException {
+        NodeSlot extra = new NodeSlot(nodes.size() + 1, freePort(), gatewayPort, List.of("rollout", "gateway"));
+        return startNodeProcess(extra, nodes.stream().filter(NodeSlot::alive).toList(), nodeEnv, name, extra.roles);
+    }
+
+    /**
      * The heap node {@code index} holds after a full collection, in bytes ({@code jcmd GC.run},
      * then {@code jcmd GC.heap_info}: the sum of the generations' {@code used}).
      */
