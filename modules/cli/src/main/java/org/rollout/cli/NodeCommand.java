@@ -137,7 +137,10 @@ final class NodeCommand implements Callable<Integer> {
         try {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig());
             toClose.add(engine);
-            engine.initialize();
+            engine.initialize(message -> {
+                out.println(message);
+                out.flush();
+            });
             Path runDir = settings.runDirectory().orElse(settings.rollout().fileroot());
             LocalRollout.Spec spec = new NodeAssembly(settings, demo ? "demo" : settings.workflow(), toClose)
                     .spec(engine, runDir.resolve("stats-" + name + ".jsonl"));

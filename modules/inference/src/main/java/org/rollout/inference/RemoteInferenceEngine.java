@@ -166,7 +166,18 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * @throws InterruptedException when interrupted while waiting
      */
     public void initialize() throws InterruptedException {
+        initialize(message -> log.info("{}", message));
+    }
+
+    /**
+     * {@link #initialize()}, saying to {@code waiting} what it waits for: once after a second
+     * without every server ready, then every {@link #WAITING_EVERY}, naming the servers not ready,
+     * why, and how long is left of {@code setup_timeout}.
+     */
+    public void initialize(java.util.function.Consumer<String> waiting) throws InterruptedException {
         ensureOpen();
+        long start = System.nanoTime();
+        long nextSay = start + Duration.ofSeconds(1).toNanos();
         long deadline = System.nanoTime() + config.setupTimeout().toNanos();
         Duration poll = config.healthCheckInterval().compareTo(Duration.ofSeconds(1)) < 0
                 ? config.healthCheckInterval()
@@ -196,9 +207,23 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         + HttpExchanges.seconds(config.setupTimeout()) + " s (setup_timeout): "
                         + String.join("; ", parts));
             }
+            long now = System.nanoTime();
+            if (now - nextSay >= 0) {
+                nextSay = now + WAITING_EVERY.toNanos();
+                List<String> parts = new ArrayList<>();
+                notReady.forEach((s, err) -> parts.add(s + " (" + err + ")"));
+                waiting.accept("waiting for " + notReady.size() + " of "
+                        + pool.servers().size()
+                        + " inference server(s) to be ready, " + HttpExchanges.seconds(Duration.ofNanos(now - start))
+                        + " s so far, at most " + HttpExchanges.seconds(config.setupTimeout())
+                        + " s (setup_timeout): " + String.join("; ", parts));
+            }
             Thread.sleep(Duration.ofNanos(Math.min(remaining, poll.toNanos())));
         }
     }
+
+    /** How often {@link #initialize(java.util.function.Consumer)} says what it still waits for. */
+    static final Duration WAITING_EVERY = Duration.ofSeconds(10);
 
     @Override
     public ModelResponse generate(ModelRequest request) throws InterruptedException {

@@ -53,6 +53,23 @@ class InitializeTest {
     }
 
     @Test
+    void saysWhichServersItWaitsForAndHowLongItWillWait() throws Exception {
+        ServerAddress dead = FakeInferenceServer.unusedAddress();
+        engine = engine(config(server.address(), dead)
+                .setupTimeout(Duration.ofMillis(2500))
+                .build());
+        java.util.List<String> said = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        assertThatThrownBy(() -> engine.initialize(said::add)).isInstanceOf(GenerationException.class);
+
+        assertThat(said).as("said once after a second, then every 10 s").hasSize(1);
+        assertThat(said.getFirst())
+                .startsWith("waiting for 1 of 2 inference server(s) to be ready, ")
+                .contains("at most 2.5 s (setup_timeout)")
+                .contains(dead + " (health check: connection refused or unreachable)");
+    }
+
+    @Test
     void failsAfterSetupTimeoutNamingTheServersThatNeverCameUp() {
         ServerAddress dead = FakeInferenceServer.unusedAddress();
         engine = engine(config(server.address(), dead)
