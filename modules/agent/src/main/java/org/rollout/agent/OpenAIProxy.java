@@ -770,7 +770,22 @@ public final class OpenAIProxy implements AutoCloseable {
         try {
             return tokenizer.applyChatTemplate(messages, true, tools.isEmpty() ? Map.of() : Map.of("tools", tools));
         } catch (IllegalArgumentException e) {
+            if (!tools.isEmpty() && rendersWithoutTools(messages)) {
+                throw OpenAIError.invalid(
+                        "tools",
+                        "The chat template of this model's tokenizer cannot render these tools: " + e.getMessage());
+            }
             throw OpenAIError.invalid("messages", "The chat template cannot render these messages: " + e.getMessage());
+        }
+    }
+
+    /** Whether {@code messages} render when no tools are given: then the tools were what failed. */
+    private boolean rendersWithoutTools(List<Map<String, Object>> messages) {
+        try {
+            tokenizer.applyChatTemplate(messages, true, Map.of());
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
         }
     }
 

@@ -2,6 +2,7 @@ package org.rollout.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -9,6 +10,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.core.HuggingFaceTokenizer;
@@ -68,5 +70,32 @@ class HuggingFaceTemplateTest {
         String expected = tokenizer.applyChatTemplate(messages, true, Map.of("tools", List.of(tool)));
         assertThat(expected).contains("# Tools").contains("\"name\": \"add\"");
         assertThat(engine.requests().getFirst().inputIds()).containsExactly(tokenizer.encode(expected));
+    }
+
+    @Test
+    void toolsATokenizerCannotRenderAreRefusedNamingTheToolsParameter(@TempDir Path dir) throws Exception {
+        // The tokenizer without its tokenizer_config.json: no chat template, so ChatML, which has no tools.
+        Files.copy(
+                Path.of(HuggingFaceTemplateTest.class
+                                .getResource("/tokenizers/tiny-qwen")
+                                .toURI())
+                        .resolve("tokenizer.json"),
+                dir.resolve("tokenizer.json"));
+        HuggingFaceTokenizer noTemplate = HuggingFaceTokenizer.load(dir);
+        try (OpenAIProxy plain = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                new ScriptedEngine(noTemplate).thenReply("hi"),
+                noTemplate,
+                GenerationConfig.builder().maxNewTokens(16).build())) {
+            ProxySession s = plain.openSession("2:0", Interaction.ChatTemplateType.HF);
+            ProxyHttp.Reply r = ProxyHttp.post(
+                    s.baseUrl() + "/chat/completions",
+                    s.apiKey(),
+                    "{\"messages\": [{\"role\": \"user\", \"content\": \"hello\"}], \"tools\": [{\"type\":"
+                            + " \"function\", \"function\": {\"name\": \"add\"}}]}");
+            assertThat(r.status()).as(r.raw()).isEqualTo(400);
+            assertThat(r.body().get("error").get("param").asText()).isEqualTo("tools");
+            assertThat(r.body().get("error").get("message").asText()).contains("cannot render tools");
+        }
     }
 }
