@@ -39,7 +39,7 @@ import org.rollout.api.TrainingGroup;
  *
  * <p>Exactly once: the first outcome for a task id wins; a later one (another attempt of a
  * re-dispatched task) is dropped and counted as a duplicate. Every task the coordinator admitted
- * therefore ends in one batch or one rejection (ARCHITECTURE §6.1).
+ * therefore ends in one batch or one rejection (the first invariant in docs/reliability.md).
  *
  * <p>Back-pressure: nothing here ever drops an accepted group. The buffer is bounded by the
  * staleness budget at admission — with a trainer that stops pulling and publishing, the

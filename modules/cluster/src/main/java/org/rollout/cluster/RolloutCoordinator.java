@@ -25,7 +25,7 @@ import org.rollout.core.StalenessBudget;
  *
  * <pre>
  *   PromptSource ─► RolloutCoordinator ──RunGroup──► least-loaded GroupRunner ─► GroupRun ─► Collector
- *                     ▲  StalenessBudget (§6.8)                                                  │
+ *                     ▲  StalenessBudget (semantics §6.8)                                           │
  *                     └────────────────────────────── TaskFinished (accepted | rejected) ────────┘
  * </pre>
  *
@@ -34,7 +34,7 @@ import org.rollout.core.StalenessBudget;
  * running plus those the collector holds unbatched stay below {@code queue_size} (so memory stays
  * bounded even with a large η). One task is one
  * prompt, i.e. one whole group of {@code n_samples}: capacity, {@code consumer_batch_size} and
- * {@code max_concurrent_rollouts} all count groups (§6.8).
+ * {@code max_concurrent_rollouts} all count groups (semantics §6.8).
  *
  * <p>Evaluation: when an eval dataset is configured, a pass over it starts at the initial version
  * and whenever the version reaches a multiple of {@code eval_every}. Eval groups run beside
