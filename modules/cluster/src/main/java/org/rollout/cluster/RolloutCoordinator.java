@@ -25,7 +25,7 @@ import org.rollout.core.StalenessBudget;
  *
  * <pre>
  *   PromptSource ─► RolloutCoordinator ──RunGroup──► least-loaded GroupRunner ─► GroupRun ─► Collector
- *                     ▲  StalenessBudget (semantics §6.8)                                           │
+ *                     ▲  StalenessBudget (semantics §6.8)                                        │
  *                     └────────────────────────────── TaskFinished (accepted | rejected) ────────┘
  * </pre>
  *
