@@ -27,7 +27,8 @@ import picocli.CommandLine.Parameters;
  * <p>Configuration: the demo's defaults (below), then {@code --config}'s file, then {@code
  * key=value} overrides, each over the last; every key and its default is in
  * docs/configuration.md. Dumps, statistics and weight files land under {@code
- * {fileroot}/{experiment_name}/{trial_name}/} ({@code runs/demo/local-<time>/} by default).
+ * {fileroot}/{experiment_name}/{trial_name}/} ({@code runs/demo/local-<time>-<pid>/} by default),
+ * which the run claims ({@link RunDirectory}): another run with the same trial name is refused.
  */
 @Command(
         name = "local",
@@ -64,6 +65,13 @@ final class LocalCommand implements Callable<Integer> {
 
     @Option(names = "--config", description = "A HOCON file with rollout/gconfig/eval_gconfig/actor settings.")
     Path config;
+
+    @Option(
+            names = "--reuse-run-dir",
+            description =
+                    "Write into the run directory of an earlier run with the same trial name (its stats.jsonl "
+                            + "is appended to; dumps of the same version and task are replaced). Without it such a run is refused.")
+    boolean reuseRunDir;
 
     @Option(names = "--no-status", description = "Print one line per step instead of a status line in place.")
     boolean noStatus;
@@ -108,6 +116,9 @@ final class LocalCommand implements Callable<Integer> {
         if (trainer.equals("python")) {
             run.withPythonTrainer();
         }
+        if (reuseRunDir) {
+            run.reusingRunDirectory();
+        }
         try {
             run.execute();
             return 0;
@@ -132,7 +143,9 @@ final class LocalCommand implements Callable<Integer> {
      * every {@code rollout.eval_every} when that is set above 0.)
      */
     static Config profile(String workflow) {
-        String trial = "local-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+        // The process id keeps two runs started in the same second apart.
+        String trial = "local-" + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")) + "-"
+                + ProcessHandle.current().pid();
         return ConfigFactory.parseString("""
                 rollout {
                   workflow = "%s"

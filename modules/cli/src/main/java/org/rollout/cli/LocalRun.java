@@ -62,6 +62,7 @@ final class LocalRun {
     private LatencyModel latency = LatencyModel.NONE;
     private UnaryOperator<RolloutClient> clientDecorator = UnaryOperator.identity();
     private boolean pythonTrainer;
+    private boolean reuseRunDir;
 
     LocalRun(
             RolloutSettings settings,
@@ -93,6 +94,12 @@ final class LocalRun {
         return this;
     }
 
+    /** Lets the run write into a run directory an earlier run left ({@link RunDirectory}). */
+    LocalRun reusingRunDirectory() {
+        this.reuseRunDir = true;
+        return this;
+    }
+
     /** Wraps the trainer's client, e.g. to observe every batch in a test. */
     LocalRun withClientDecorator(UnaryOperator<RolloutClient> decorator) {
         this.clientDecorator = decorator;
@@ -104,6 +111,8 @@ final class LocalRun {
         Path runDir = settings.runDirectory()
                 .orElseThrow(() -> new InvalidConfigException(
                         "rollout.trial_name", settings.rollout().trialName(), "a non-blank directory name"));
+        RunDirectory claimed = RunDirectory.claim(runDir, settings.rollout().trialName(), reuseRunDir);
+        toClose.add(claimed);
         Path weightsDir = runDir.resolve("weights");
         DemoConfig demo = DemoConfig.defaults().withGconfig(settings.gconfig());
         Path v0 = DemoTraining.initialWeights(demo, weightsDir);
