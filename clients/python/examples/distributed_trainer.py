@@ -10,7 +10,7 @@ Shards hold whole groups (GRPO normalises rewards within a group), balanced by t
 rank 0 holds a client, so only rank 0 needs the gateway's address, token and CA. Run with torchrun
 or by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)::
 
-    PYTHONPATH=clients/python torchrun --nproc-per-node 2 clients/python/examples/distributed_trainer.py \\
+    PYTHONPATH=clients/python torchrun --nproc_per_node 2 clients/python/examples/distributed_trainer.py \\
         --contact http://127.0.0.1:8470 --initial-weights v0.rlm --weights-dir /shared/weights --steps 40
 """
 
