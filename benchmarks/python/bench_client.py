@@ -7,7 +7,7 @@
    framing, RBATCH decoding into fresh numpy arrays) and a raw socket that sends the same request
    and ``recv_into``s the same response bytes into one fresh buffer, doing nothing else. Both
    allocate the memory the batch lands in within the timing. Ratio = client rate / raw rate.
-2. Prefetch. A loop of --steps training steps (a torch matmul workload of --step-ms) on batches of
+2. Prefetch. A loop of --steps training steps (torch matmuls for --step-ms of wall time) on batches of
    --prefetch-mb MB: the time per step the loop waits for its next batch, with ``next_batch()``
    called inline and with ``client.batches(prefetch=2)``.
 
@@ -140,9 +140,16 @@ def decode_rate(mb: int, rounds: int) -> None:
     assert b is not None
     nbytes = b.nbytes
     del b
+    recycling = RolloutClient(f"http://127.0.0.1:{port}", token_from_env=False, read_idle_timeout=60,
+                              recycle_bytes=2 * nbytes)
+    warm_batch = recycling.next_batch(wait=0)
+    assert warm_batch is not None
+    recycling.recycle(warm_batch)
+    del warm_batch
     raw_rates: List[float] = []
     warm_rates: List[float] = []
     client_rates: List[float] = []
+    recycled_rates: List[float] = []
     warm = bytearray(nbytes + (1 << 20))
     for _ in range(rounds):
         got, t = raw_read(port, nbytes)
@@ -155,18 +162,29 @@ def decode_rate(mb: int, rounds: int) -> None:
         assert b is not None
         client_rates.append(got / t / 1e6)
         del b
+        t0 = time.perf_counter()
+        b = recycling.next_batch(wait=0)
+        t = time.perf_counter() - t0
+        assert b is not None
+        recycled_rates.append(got / t / 1e6)
+        recycling.recycle(b)
+        del b
     client.close()
+    recycling.close()
     p.terminate()
     p.join(10)
-    raw, hot, cli = (statistics.median(x) for x in (raw_rates, warm_rates, client_rates))
+    raw, hot, cli, rec = (statistics.median(x) for x in (raw_rates, warm_rates, client_rates, recycled_rates))
     print(f"decode: batch of {nbytes / 1e6:.0f} MB tensor data ({got / 1e6:.0f} MB on the wire), {rounds} rounds, medians")
     print(f"  raw socket, fresh buffer  {raw:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in raw_rates)})")
     print(f"  raw socket, reused buffer {hot:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in warm_rates)})")
     print(f"  RolloutClient.next_batch  {cli:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in client_rates)})")
-    print(f"  ratio client / raw: {cli / raw:.2f} against a fresh buffer, {cli / hot:.2f} against a reused one")
+    print(f"  ... with recycle()        {rec:8.0f} MB/s   (all: {', '.join(f'{r:.0f}' for r in recycled_rates)})")
+    print(f"  ratio client / raw: {cli / raw:.2f} against a fresh buffer, {cli / hot:.2f} against a reused one; "
+          f"recycling: {rec / hot:.2f} against a reused one")
     print(f"RESULT bench=python-decode mb={nbytes / 1e6:.0f} rounds={rounds} raw_fresh_mb_s={raw:.1f} "
-          f"raw_reused_mb_s={hot:.1f} client_mb_s={cli:.1f} client_to_raw_fresh={cli / raw:.3f} "
-          f"client_to_raw_reused={cli / hot:.3f} chunk={CHUNK}")
+          f"raw_reused_mb_s={hot:.1f} client_mb_s={cli:.1f} client_recycling_mb_s={rec:.1f} "
+          f"client_to_raw_fresh={cli / raw:.3f} client_to_raw_reused={cli / hot:.3f} "
+          f"recycling_to_raw_reused={rec / hot:.3f} chunk={CHUNK}")
 
 
 def prefetch_share(mb: int, steps: int, step_ms: float) -> None:
@@ -178,14 +196,11 @@ def prefetch_share(mb: int, steps: int, step_ms: float) -> None:
     p.start()
     port = q.get(timeout=300)
     a = torch.randn(256, 256)
-    t0 = time.perf_counter()
-    for _ in range(20):
-        a @ a
-    per = (time.perf_counter() - t0) / 20
-    reps = max(1, int(step_ms / 1e3 / per))
 
     def train() -> None:
-        for _ in range(reps):
+        """torch matmuls for step_ms of wall time (CPU work, so decoding competes with it)."""
+        end = time.perf_counter() + step_ms / 1e3
+        while time.perf_counter() < end:
             a @ a
 
     url = f"http://127.0.0.1:{port}"

@@ -7,18 +7,20 @@
     rank 0: write the weights ─► ack the batch ─► publish the new version
 
 Shards hold whole groups (GRPO normalises rewards within a group), balanced by token count. Only
-rank 0 holds a client, so only rank 0 needs the gateway's address, token and CA. Run with torchrun
-or by hand (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)::
+rank 0 holds a client, so only rank 0 needs the gateway's address, token and CA. One process per
+rank, with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (by hand or by torchrun)::
 
-    PYTHONPATH=clients/python torchrun --nproc-per-node 2 clients/python/examples/distributed_trainer.py \\
-        --contact http://127.0.0.1:8470 --initial-weights v0.rlm --weights-dir /shared/weights --steps 40
+    for r in 0 1; do
+      RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 PYTHONPATH=clients/python \\
+        python3 clients/python/examples/distributed_trainer.py --contact http://127.0.0.1:8470 \\
+        --initial-weights v0.rlm --weights-dir /shared/weights --steps 40 &
+    done; wait
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import time
 from pathlib import Path

@@ -36,6 +36,8 @@ class Group:
     tail_version: int
     completion_version: int
     tensors: Dict[str, np.ndarray]
+    #: The memory block the tensors live in (large groups only; see ``RolloutClient.recycle``).
+    block: Optional[Any] = field(default=None, repr=False, compare=False)
 
     @property
     def rows(self) -> int:

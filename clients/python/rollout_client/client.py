@@ -31,7 +31,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from .batch import Batch
 from .chunked import ChunkedBody
@@ -44,7 +44,7 @@ from .errors import (
     VersionRefusedError,
     error_for,
 )
-from .rbatch import StreamEnded, read_batch
+from .rbatch import BlockPool, StreamEnded, read_batch
 
 log = logging.getLogger("rollout_client")
 
@@ -114,6 +114,7 @@ class RolloutClient:
     load the weights before it answers); ``poll_wait`` one long-poll; ``read_idle_timeout`` a batch
     body from which nothing arrives for this long is abandoned; ``retry_initial_backoff``,
     ``retry_max_backoff``, ``retry_deadline`` bound the retries when no contact point answers.
+    ``recycle_bytes``: how much memory :meth:`recycle` may keep for later batches (0: none).
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -134,6 +135,7 @@ class RolloutClient:
         retry_initial_backoff: float = 0.1,
         retry_max_backoff: float = 5.0,
         retry_deadline: float = 60.0,
+        recycle_bytes: int = 0,
     ) -> None:
         if isinstance(contact_points, str):
             contact_points = [contact_points]
@@ -168,6 +170,9 @@ class RolloutClient:
         if ssl_context is None and any(c.scheme == "https" for c in self._contacts):
             ssl_context = ssl.create_default_context(cafile=cafile)
         self._ssl = ssl_context
+        if recycle_bytes < 0:
+            raise ValueError(f"recycle_bytes: >= 0, got {recycle_bytes}")
+        self._pool = BlockPool(recycle_bytes) if recycle_bytes else None
         self._lock = threading.Lock()
         self._idle: Dict[str, List[http.client.HTTPConnection]] = {c.url: [] for c in self._contacts}
         self._active: Set[http.client.HTTPConnection] = set()
@@ -286,6 +291,19 @@ class RolloutClient:
 
         return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)
 
+    def recycle(self, batch: Batch) -> None:
+        """Hands the memory of ``batch``'s large groups back for the next batches to be decoded into
+        (kept up to ``recycle_bytes``). Writing into memory already in place is much cheaper than
+        into fresh memory. Contract: nothing may use the batch's arrays afterwards, nor anything
+        sharing their memory (``to_torch()`` on the CPU shares it; ``collate()`` of several groups
+        copies). A no-op with ``recycle_bytes=0``."""
+        if self._pool is None:
+            return
+        with self._lock:
+            for g in batch.groups:
+                if g.block is not None:
+                    self._pool.give(g.block)
+
     def batches(
         self,
         prefetch: int = 2,
@@ -337,7 +355,7 @@ class RolloutClient:
             header_id = resp.getheader("X-Rollout-Batch-Id")
             stream = _BodyReader(resp, self.read_idle_timeout)
             try:
-                batch = read_batch(stream)
+                batch = read_batch(stream, _LockedPool(self._pool, self._lock) if self._pool is not None else None)
                 if stream.finish() is not None:
                     raise BatchFormatError(f"batch {batch.batch_id}: bytes follow the trailer; the body must end there")
             except StreamEnded as e:
@@ -536,6 +554,22 @@ class RolloutClient:
             raise ValueError(f"contact point {url!r}: an http:// or https:// URL with a host")
         port = u.port or (443 if u.scheme == "https" else 80)
         return _ContactPoint(url.strip().rstrip("/"), u.scheme, u.hostname, port, u.path.rstrip("/"))
+
+
+class _LockedPool(BlockPool):
+    """The client's pool, taken from under the client's lock (recycle() may run on another thread)."""
+
+    def __init__(self, pool: BlockPool, lock: threading.Lock) -> None:
+        self._pool = pool
+        self._lock = lock
+
+    def take(self, nbytes: int) -> Optional[Any]:  # type: ignore[override]
+        with self._lock:
+            return self._pool.take(nbytes)
+
+    def give(self, m: Any) -> None:  # type: ignore[override]
+        with self._lock:
+            self._pool.give(m)
 
 
 class _BodyReader:

@@ -156,3 +156,23 @@ def test_a_large_group_decodes_into_one_populated_block() -> None:
     assert b.groups[0].tensors["input_ids"][0, 0] == -7 and b.groups[0].tensors["versions"][0, 0] != -7
     torch = pytest.importorskip("torch")
     assert torch.from_numpy(ids)[0, 0].item() == -7
+
+
+def test_recycled_blocks_are_decoded_into_again() -> None:
+    from rollout_client.rbatch import BlockPool
+
+    big = group(7, rows=8, width=40_000)
+    buf = io.BytesIO()
+    write_batch(Batch(4, 1, [big, group(8, 2, 3)]), buf)
+    pool = BlockPool(64 << 20)
+    first = read_batch(io.BytesIO(buf.getvalue()), pool)
+    block = first.groups[0].block
+    assert block is not None and first.groups[1].block is None  # only large groups get a block
+    pool.give(block)
+    pool.give(block)  # twice: kept once
+    assert pool.held_bytes == len(block)
+    second = read_batch(io.BytesIO(buf.getvalue()), pool)
+    assert second.groups[0].block is block and pool.held_bytes == 0
+    for k, a in big.tensors.items():
+        np.testing.assert_array_equal(second.groups[0].tensors[k], a)
+    assert BlockPool(1).take(1 << 20) is None

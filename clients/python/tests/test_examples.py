@@ -55,3 +55,24 @@ def test_two_gloo_ranks_train_and_rank_0_publishes(secure: Dict[str, object], v0
         assert digests[0] == digests[1], "the ranks' parameters differ"
         assert c.status().version == start + 2
         assert (tmp_path / "w" / f"v{start + 2}.rlm").exists()
+
+
+def test_rollout_local_with_the_python_trainer_runs_end_to_end(tmp_path: Path) -> None:
+    """`rollout local --trainer python`: the engine in one JVM, the PyTorch trainer as its own process
+    through a gateway; two steps (the learning itself is measured in benchmarks/RESULTS.md)."""
+    from engine import JAR, REPO, rollout_command
+
+    if not JAR.exists():
+        pytest.fail(f"the engine is not built ({JAR} is missing)")
+    env = dict(os.environ, ROLLOUT_HOME=str(REPO), ROLLOUT_PYTHON=sys.executable)
+    env.pop("ROLLOUT_GATEWAY_TOKEN", None)
+    run = subprocess.run(
+        [*rollout_command(), "local", "--trainer", "python", "--steps", "2", "--no-status",
+         f"rollout.fileroot={tmp_path}", "rollout.dump_to_file=false"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "grpo_trainer.py (PyTorch) through the gateway at http://127.0.0.1:" in run.stdout
+    assert re.search(r"^step 2/2 +batch \d+ +26 groups +v2 reward", run.stdout, re.M), run.stdout
+    assert "Done in" in run.stdout and "2 steps, weight version 2." in run.stdout
+    assert list(tmp_path.rglob("v2.rlm"))

