@@ -220,7 +220,13 @@ class MessageSerializationTest {
 
     @Test
     void slotOutcomesAreNodeLocal() {
-        assertThat(List.of(GroupRunner.SlotFailed.class, GroupRunner.Concluded.class))
+        assertThat(List.of(
+                        GroupRunner.Ended.class,
+                        GroupRun.SlotReturned.class,
+                        GroupRun.SlotFailed.class,
+                        GroupRun.Decided.class,
+                        GroupRun.Abandon.class,
+                        GroupRun.VersionChanged.class))
                 .allMatch(NodeLocal.class::isAssignableFrom);
     }
 
