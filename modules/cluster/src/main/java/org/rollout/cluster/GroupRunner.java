@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
@@ -131,14 +132,26 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final int capacity;
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
-    private final Map<String, Running> groups = new HashMap<>();
-    private final java.util.Set<String> cancelled = new java.util.HashSet<>();
-    private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+    private final Map<String, Running> groups;
+    private final java.util.Set<String> cancelled;
+    private final Map<Long, Collector.GroupFinished> outbox;
+    private final Kept kept;
+    private final Supervision.Faults faults;
     private final boolean cancelStale;
     private final LargePayloads payloads;
     private final java.util.concurrent.atomic.LongAdder started;
-    private ActorRef<Collector.Command> collector;
-    private long pausedFor = -1;
+
+    /**
+     * What the runner holds, kept across its restarts: its groups in flight (their actors are not
+     * stopped by a restart), the outbox, where outcomes go, and the weight update it is paused for.
+     */
+    private static final class Kept {
+        final Map<String, Running> groups = new HashMap<>();
+        final java.util.Set<String> cancelled = new java.util.HashSet<>();
+        final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        ActorRef<Collector.Command> collector;
+        long pausedFor = -1;
+    }
 
     /**
      * @param node a name for this node in status and logs
@@ -163,13 +176,42 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
             java.util.concurrent.atomic.LongAdder started) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
-            ActorRef<WeightVersion.VersionChanged> adapter =
-                    ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
-            versionTopic.tell(Topic.subscribe(adapter));
-            return new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started);
-        }));
+        return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Faults.NONE);
+    }
+
+    /**
+     * As above, with {@code faults} inside the runner's supervision (tests). Supervision: restart,
+     * keeping what the runner holds ({@link Kept}) and its group actors: an exception in one message
+     * costs that message only; the groups run on, their outcomes are delivered and kept as before,
+     * the engine's gate is re-armed to open if a weight update was in progress. (Stopping instead
+     * would leave the coordinator dispatching to a dead runner; a restart from nothing would lose the
+     * outbox and orphan the groups.)
+     */
+    static Behavior<Command> create(
+            NodeServices svc,
+            String node,
+            int capacity,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            Duration updateTimeout,
+            java.util.concurrent.atomic.LongAdder started,
+            Supervision.Faults faults) {
+        return Behaviors.setup(outer -> {
+            Kept kept = new Kept();
+            AtomicBoolean first = new AtomicBoolean(true);
+            Behavior<Command> runner = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+                ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                ActorRef<WeightVersion.VersionChanged> adapter =
+                        ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
+                versionTopic.tell(Topic.subscribe(adapter));
+                GroupRunner r = new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started, kept, faults);
+                if (!first.getAndSet(false)) {
+                    r.restarted();
+                }
+                return r;
+            }));
+            return Behaviors.supervise(faults.around("runner", runner))
+                    .onFailure(Supervision.restart().withStopChildren(false));
+        });
     }
 
     private GroupRunner(
@@ -179,8 +221,15 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             String node,
             int capacity,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started) {
+            java.util.concurrent.atomic.LongAdder started,
+            Kept kept,
+            Supervision.Faults faults) {
         super(ctx);
+        this.kept = kept;
+        this.faults = faults;
+        this.groups = kept.groups;
+        this.cancelled = kept.cancelled;
+        this.outbox = kept.outbox;
         this.started = started;
         this.timers = timers;
         this.svc = svc;
@@ -189,6 +238,19 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         this.updateTimeout = updateTimeout;
         this.payloads = LargePayloads.get(ctx.getSystem());
         this.cancelStale = svc.stalenessPolicy() == StalenessPolicy.CANCEL;
+    }
+
+    /** After a restart: the gate of a weight update still in progress is re-armed to open on time. */
+    private void restarted() {
+        getContext()
+                .getLog()
+                .warn(
+                        "runner restarted after a failure; its {} group(s) in flight and {} held outcome(s) carry on",
+                        groups.size(),
+                        outbox.size());
+        if (kept.pausedFor >= 0) {
+            timers.startSingleTimer("pause", new PauseExpired(kept.pausedFor), updateTimeout);
+        }
     }
 
     /** A group in flight: its task and its actor. */
@@ -205,7 +267,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(PrepareWeightUpdate.class, this::onPrepare)
                 .onMessage(AbandonWeightUpdate.class, a -> {
-                    if (pausedFor == a.updateId()) {
+                    if (kept.pausedFor == a.updateId()) {
                         openGate();
                     }
                     return this;
@@ -232,7 +294,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
             return this;
         }
-        collector = run.collector();
+        kept.collector = run.collector();
         if (run.dispatchVersion() > svc.engine().version()) {
             // This runner missed the version broadcasts before it joined (a node started or
             // restarted since the last publish): its engine would pin an older version than the
@@ -249,8 +311,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         }
         // Supervision of a group: stop. A group holds nothing the node needs after it: stopped by
         // a failure, it reports itself failed (GroupRun's PostStop) and its task ends once.
-        Behavior<GroupRun.Command> behavior = Behaviors.supervise(
-                        GroupRun.create(name, run, svc, getContext().getSelf()))
+        Behavior<GroupRun.Command> behavior = Behaviors.supervise(faults.around(
+                        "group", GroupRun.create(name, run, svc, getContext().getSelf())))
                 .onFailure(SupervisorStrategy.stop());
         // A group of the same name may still be stopping (it ended, its slots are being stopped).
         ActorRef<GroupRun.Command> group = getContext().getChild(name).isPresent()
@@ -273,14 +335,14 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (!cancelled.remove(e.name())) {
             outbox.put(g.taskId(), g);
         }
-        if (collector != null) {
-            Collector.deliver(collector, g, payloads);
+        if (kept.collector != null) {
+            Collector.deliver(kept.collector, g, payloads);
         }
         return this;
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
-        collector = get.collector();
+        kept.collector = get.collector();
         java.util.List<Held> held = new java.util.ArrayList<>();
         for (Running g : groups.values()) {
             held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
@@ -293,11 +355,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onResend(Resend resend) {
-        collector = resend.collector();
+        kept.collector = resend.collector();
         for (Long id : resend.taskIds()) {
             Collector.GroupFinished g = outbox.get(id);
             if (g != null) {
-                Collector.deliver(collector, g, payloads);
+                Collector.deliver(kept.collector, g, payloads);
             }
         }
         return this;
@@ -316,7 +378,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private Behavior<Command> onPrepare(PrepareWeightUpdate prepare) {
         svc.engine().pause();
-        pausedFor = prepare.updateId();
+        kept.pausedFor = prepare.updateId();
         timers.startSingleTimer("pause", new PauseExpired(prepare.updateId()), updateTimeout);
         prepare.replyTo()
                 .tell(new WeightVersion.RunnerPrepared(
@@ -341,7 +403,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onPauseExpired(PauseExpired expired) {
-        if (pausedFor == expired.updateId()) {
+        if (kept.pausedFor == expired.updateId()) {
             getContext()
                     .getLog()
                     .warn(
@@ -355,7 +417,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private void openGate() {
-        pausedFor = -1;
+        kept.pausedFor = -1;
         timers.cancel("pause");
         svc.engine().resume();
     }

@@ -84,6 +84,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** The collector announces itself (its real ref, never a singleton proxy). */
     public record CollectorIs(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
 
+    /** The collector restarted after a failure (same ref, empty buffer): see {@link Supervision}. */
+    public record CollectorRestarted(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
+
     /**
      * A trainer acknowledged batch {@code batchId}, which carried {@code taskIds}: the tasks are
      * removed from the ledger, then {@code replyTo} is answered.
@@ -272,6 +275,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return newReceiveBuilder()
                 .onMessage(StateRead.class, this::onStateRead)
                 .onMessage(CollectorIs.class, this::onCollectorIs)
+                .onMessage(CollectorRestarted.class, this::onCollectorRestarted)
                 .onMessage(HoldingsReceived.class, this::onHoldings)
                 .onMessage(RecoveryDeadline.class, d -> {
                     if (!recovered && recoveredLedger != null) {
@@ -358,6 +362,24 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             .add(f.taskId()));
             resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
         }
+        return this;
+    }
+
+    /** Re-attaches a restarted collector; runners deliver again what they hold of every open task. */
+    private Behavior<Command> onCollectorRestarted(CollectorRestarted r) {
+        if (!recovered) {
+            return onCollectorIs(new CollectorIs(r.collector()));
+        }
+        collector = r.collector();
+        incarnation++; // its batch ids must differ from those it handed out before it failed
+        persist(List.of(), List.of(), () -> {});
+        attachCollector();
+        Map<ActorRef<GroupRunner.Command>, List<Long>> resend = new HashMap<>();
+        java.util.stream.Stream.concat(ledger.values().stream(), acceptedUnacked.values().stream())
+                .filter(f -> f.runner() != null)
+                .forEach(f -> resend.computeIfAbsent(f.runner(), k -> new ArrayList<>())
+                        .add(f.taskId()));
+        resend.forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(toArray(ids), collector)));
         return this;
     }
 

@@ -143,6 +143,7 @@ class MessageSerializationTest {
                 new Collector.Attach(ref(), 2, 40, java.util.List.of(3L, 7L)),
                 new Collector.Introduce(ref()),
                 new RolloutCoordinator.CollectorIs(ref()),
+                new RolloutCoordinator.CollectorRestarted(ref()),
                 new RolloutCoordinator.BatchConsumed(9, java.util.List.of(1L, 2L), ref()),
                 new GroupRunner.Forget(java.util.List.of(4L)),
                 new GroupRunner.Resend(java.util.List.of(4L), ref()),
