@@ -327,11 +327,19 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
             ended = true;
             release();
             log.debug("task {}: group stopped before reporting", task.taskId());
+            // Built without the engine (what threw may be the engine): the dispatch version stands
+            // in for the completion version of a group that completed nothing.
             runner.tell(new GroupRunner.Ended(
                     name,
-                    finished(
+                    new Collector.GroupFinished(
+                            task.taskId(),
+                            task.attempt(),
+                            task.isEval(),
+                            task.dispatchVersion(),
+                            task.dispatchVersion(),
                             new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
                             Map.of(),
+                            workflowStats.totals(),
                             0)));
         }
         return this;
