@@ -64,6 +64,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The group cache shared by the slots is released when the group ends, whatever the outcome, and
  * when the group is stopped without one (its runner stopped: the coordinator re-dispatches the task).
+ *
+ * <p>Cost: a group is G + 1 actors spawned and stopped and G + 2 messages besides its G + 1 virtual
+ * threads; nothing per slot is piped, watched or sent through an executor. Against an engine that
+ * answers at once that is what limits the pipeline (spawning and stopping the actors; see
+ * benchmarks/RESULTS.md, section 1b); against model servers it does not show.
  */
 final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
