@@ -97,33 +97,36 @@ public final class ClusterRollout implements AutoCloseable {
                     ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);
             AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
             ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
-                            Behaviors.<Collector.Command>setup(
-                                    c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
+                            Supervision.collector(
+                                    Behaviors.<Collector.Command>setup(
+                                            c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
+                                    coordinatorProxy::get),
                             "rollout-collector")
                     .withSettings(onCoordinators));
             ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
-                            Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
-                                    freshBudget(spec.budget()),
-                                    spec.source(),
-                                    spec.evalItems(),
-                                    spec.evalEvery(),
-                                    spec.evalMaxConcurrent(),
-                                    spec.queueSize(),
-                                    collector,
-                                    state,
-                                    replicationTimeout.plusSeconds(5))),
+                            Supervision.coordinator(
+                                    Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
+                                            freshBudget(spec.budget()),
+                                            spec.source(),
+                                            spec.evalItems(),
+                                            spec.evalEvery(),
+                                            spec.evalMaxConcurrent(),
+                                            spec.queueSize(),
+                                            collector,
+                                            state,
+                                            replicationTimeout.plusSeconds(5)))),
                             "rollout-coordinator")
                     .withSettings(onCoordinators));
             coordinatorProxy.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = singletons.init(SingletonActor.of(
-                            Behaviors.<WeightVersion.Command>setup(c -> WeightVersion.create(
+                            Supervision.weightVersion(Behaviors.<WeightVersion.Command>setup(c -> WeightVersion.create(
                                     spec.initialVersion(),
                                     spec.publisher(),
                                     coordinator,
                                     topic,
                                     spec.services().blocking(),
                                     spec.prepareTimeout(),
-                                    state)),
+                                    state))),
                             "rollout-weight-version")
                     .withSettings(onCoordinators));
             if (roles.contains(ROLE_ROLLOUT)) {
@@ -157,7 +160,7 @@ public final class ClusterRollout implements AutoCloseable {
     }
 
     /** A budget with the template's limits and nothing counted: each coordinator incarnation starts from one. */
-    private static StalenessBudget freshBudget(StalenessBudget template) {
+    static StalenessBudget freshBudget(StalenessBudget template) {
         StalenessBudget b = new StalenessBudget(
                 template.maxConcurrentRollouts(), template.consumerBatchSize(), template.maxHeadOffpolicyness());
         if (template.version() > 0) {

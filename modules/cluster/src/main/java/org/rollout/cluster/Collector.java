@@ -315,6 +315,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                     stats.flushAll();
                     return this;
                 })
+                .onSignal(org.apache.pekko.actor.typed.PreRestart.class, s -> {
+                    waiting.forEach(w -> w.pull().replyTo().tell(new BatchReply(null))); // they pull again
+                    return this;
+                })
                 .build();
     }
 

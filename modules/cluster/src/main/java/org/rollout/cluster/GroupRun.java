@@ -1,14 +1,18 @@
 package org.rollout.cluster;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Callable;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.ExtensibleBehavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Signal;
+import org.apache.pekko.actor.typed.TypedActorContext;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.GroupCache;
 import org.rollout.api.TensorDict;
@@ -24,75 +28,112 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One prompt group in flight, owned by its node's {@link GroupRunner}: a slot per sample on its own
- * virtual thread, and the slot that returns last merges, filters and dumps the group on that same
- * thread, then hands the outcome to the runner, which delivers it to the {@link Collector}.
+ * The actor of one prompt group in flight, a child of its node's {@link GroupRunner}. Its children
+ * are one slot actor per sample ({@link Slot}); each slot actor owns the virtual thread that runs
+ * its episode and reports the result to the group as a message. When every slot is in, the group
+ * merges, filters and dumps on a virtual thread of its own (the merge and the dump may be slow: they
+ * never run on a dispatcher thread) and reports the outcome to the runner, which delivers it to the
+ * {@link Collector}.
  *
  * <pre>
- *   RunGroup ─► GroupRunner ─starts─► GroupRun ─G virtual threads─► runEpisode × G
- *                   ▲                                   │ the last to return, on its own thread:
- *                   │                                   │ format check → GroupMerger → should_accept → dump
- *                   └────────── Concluded ──────────────┘ (one message per group; SlotFailed at the first throw)
+ *   RunGroup ─► GroupRunner ─spawns─► GroupRun ─spawns G─► slot actor ─owns─► virtual thread: runEpisode
+ *                   ▲                   │  ▲                                         │
+ *                   │                   │  └──────────── SlotReturned | SlotFailed ──┘
+ *                   │                   └─ all in: merge thread (format check → GroupMerger → should_accept → dump) ─► Decided
+ *                   └──────── Ended (one per group) ────┘
  *                   │
  *                   ▼
  *               outbox → Collector (accepted or rejected with a reason)
  * </pre>
  *
- * <p>Why not an actor per group (or per slot): a group is short-lived work whose only inputs after
- * its start are its slots' outcomes and a few rare signals (cancel, version change, timeout), all of
- * which the runner receives anyway. Spawning, watching and stopping an actor per group and one per
- * slot cost more than the work of a small group (benchmarks/RESULTS.md, section 1); as a plain object
- * confined to the runner's thread, a group costs G thread starts and one message back.
+ * <p>Signals: the runner tells the group {@link Abandon} (the coordinator cancelled it) and, under
+ * {@code staleness_policy = cancel}, {@link VersionChanged}; the group owns its {@code
+ * episode_timeout} timer. A group ends exactly once: it reports one {@link GroupRunner.Ended} and
+ * stops, which stops its slot actors; a slot actor stopped while its episode runs interrupts its
+ * thread, and the engine then aborts the generation on the server.
  *
- * <p>Threading: every method but the slot threads' {@link Slots#run} is called on the runner's
- * thread. The slot threads share only {@link Slots}, which needs no lock.
+ * <p>Failure: when a slot throws, the group fails at once: its siblings are stopped (their
+ * generations aborted) and it is rejected as {@code failed} (or {@code contract} for a {@link
+ * WorkflowContractException}). AReaL lets the siblings run on (§5.2); we do not waste the capacity.
+ * A group not finished within {@code episode_timeout} is rejected as {@code timeout} the same way,
+ * and under {@code staleness_policy = cancel} a training group whose dispatch version falls more
+ * than η behind the current version as {@code stale}. A workflow that ignores interruption keeps its
+ * thread until it returns, but its result goes nowhere. The group's own supervision is stop (applied
+ * by the runner where it spawns it): a group whose actor throws reports itself {@code failed} as it
+ * stops ({@link PostStop}), so its task still ends once and the node carries on.
  *
- * <p>Failure: when a slot throws, the group fails at once: every sibling slot still running is
- * interrupted (the engine then aborts its generation on the server) and the group is rejected as
- * {@code failed} (or {@code contract} for a {@link WorkflowContractException}). AReaL lets the
- * siblings run on (§5.2); we do not waste the capacity. A group not finished within {@code
- * episode_timeout} is abandoned by its runner (one timer per runner) as {@code timeout} the same
- * way. Under {@code staleness_policy = cancel} a training group whose dispatch version falls more
- * than η behind the current version is rejected as {@code stale}. A workflow that ignores
- * interruption keeps its thread until it returns, but its result goes nowhere.
+ * <p>The group cache shared by the slots is released when the group ends, whatever the outcome, and
+ * when the group is stopped without one (its runner stopped: the coordinator re-dispatches the task).
  *
- * <p>Exactly one outcome per group: every method that ends the group returns it once and null
- * afterwards. The group cache shared by the slots is released when the group ends, whatever the
- * outcome, and when the runner stops.
+ * <p>Cost: a group is G + 1 actors spawned and stopped and G + 2 messages besides its G + 1 virtual
+ * threads; nothing per slot is piped, watched or sent through an executor. Against an engine that
+ * answers at once that is what limits the pipeline (spawning and stopping the actors; see
+ * benchmarks/RESULTS.md, section 1b); against model servers it does not show.
  */
-final class GroupRun {
+final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
+
+    sealed interface Command {}
+
+    /** Slot {@code slot}'s episode returned {@code result} (null when it returned none); from the slot's thread. */
+    record SlotReturned(int slot, EpisodeResult result) implements Command, NodeLocal {}
+
+    /** Slot {@code slot}'s episode threw; from the slot's thread. */
+    record SlotFailed(int slot, Throwable error) implements Command, NodeLocal {}
+
+    /** The merge thread's outcome (or what it threw: {@code error}). */
+    record Decided(Collector.GroupFinished finished, Throwable error) implements Command, NodeLocal {}
+
+    /** End the group now as rejected for {@code reason} (from the runner: the coordinator cancelled it). */
+    record Abandon(RejectReason reason, String detail) implements Command, NodeLocal {}
+
+    /** The weight version moved on (from the runner, under {@code staleness_policy = cancel}). */
+    record VersionChanged(int version) implements Command, NodeLocal {}
+
+    private enum EpisodeTimeout implements Command {
+        INSTANCE
+    }
 
     final GroupRunner.RunGroup task;
     final String name;
     private final NodeServices svc;
     private final GroupOptions options;
+    private final ActorRef<GroupRunner.Command> runner;
     private final GroupCache groupCache = GroupCache.create();
     private final ScalarStats workflowStats = new ScalarStats();
-    private final Slots slots;
-    private boolean ended;
+    private final EpisodeResult[] results;
+    private int remaining;
+    /** Set when the group ended; the slot and merge threads read it to drop what comes too late. */
+    private volatile boolean ended;
 
-    private GroupRun(String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+    /** The behaviour of task {@code task}'s group, reporting to {@code runner} as {@code name}. */
+    static Behavior<Command> create(
+            String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+        return Behaviors.setup(
+                ctx -> Behaviors.withTimers(timers -> new GroupRun(ctx, timers, name, task, svc, runner)));
+    }
+
+    private GroupRun(
+            ActorContext<Command> ctx,
+            TimerScheduler<Command> timers,
+            String name,
+            GroupRunner.RunGroup task,
+            NodeServices svc,
+            ActorRef<GroupRunner.Command> runner) {
+        super(ctx);
         this.name = name;
         this.task = task;
         this.svc = svc;
+        this.runner = runner;
         this.options = task.isEval() ? svc.evalGroup() : svc.trainGroup();
-        this.slots = new Slots(options.groupSize(), runner);
-    }
-
-    /** Starts the group's slots; their outcome comes back to {@code runner}. */
-    static GroupRun start(
-            String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
-        GroupRun run = new GroupRun(name, task, svc, runner);
-        run.startSlots();
-        return run;
-    }
-
-    private void startSlots() {
         int g = options.groupSize();
+        this.results = new EpisodeResult[g];
+        this.remaining = g;
+        timers.startSingleTimer(EpisodeTimeout.INSTANCE, svc.episodeTimeout());
         var workflow = task.isEval() ? svc.evalWorkflow() : svc.trainWorkflow();
         var engine = svc.engine();
         var data = task.data();
+        ActorRef<Command> self = ctx.getSelf();
         for (int slot = 0; slot < g; slot++) {
             WorkflowContext wctx = WorkflowContext.builder()
                     .isEval(task.isEval())
@@ -104,190 +145,227 @@ final class GroupRun {
                     .httpClient(svc.httpClient())
                     .stats(workflowStats)
                     .build();
-            int index = slot;
-            slots.start(
-                    this,
-                    slot,
-                    Thread.ofVirtual()
-                            .name("slot-" + task.taskId() + "-" + slot)
-                            .unstarted(() -> slots.run(
-                                    index,
-                                    () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)),
-                                    this::decide)));
+            SlotThread t = new SlotThread(
+                    this, self, slot, () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)));
+            // Anonymous: a slot's name would cost a string and a check per spawn.
+            ctx.spawnAnonymous(Behaviors.<Void>setup(c -> {
+                t.thread.start();
+                return new Slot(t);
+            }));
         }
     }
 
-    /** A slot threw: the group is rejected and its siblings interrupted. */
-    Collector.GroupFinished onSlotFailed(int slot, Throwable e) {
-        if (ended) {
-            return null;
+    /**
+     * A slot actor: it owns its episode's thread, started when the actor starts; it receives no
+     * message, and when it stops (its group ended) while the episode runs it interrupts the thread.
+     */
+    private static final class Slot extends ExtensibleBehavior<Void> {
+        private final SlotThread thread;
+
+        Slot(SlotThread thread) {
+            this.thread = thread;
         }
+
+        @Override
+        public Behavior<Void> receive(TypedActorContext<Void> ctx, Void msg) {
+            return this;
+        }
+
+        @Override
+        public Behavior<Void> receiveSignal(TypedActorContext<Void> ctx, Signal signal) {
+            if (signal instanceof PostStop) {
+                thread.stop();
+            }
+            return this;
+        }
+    }
+
+    /** A slot's episode thread; its result goes to the group unless the group has ended. */
+    private static final class SlotThread implements Runnable {
+        final Thread thread;
+        private final GroupRun run;
+        private final ActorRef<Command> group;
+        private final int slot;
+        private final java.util.concurrent.Callable<EpisodeResult> episode;
+        private volatile boolean returned;
+
+        SlotThread(
+                GroupRun run, ActorRef<Command> group, int slot, java.util.concurrent.Callable<EpisodeResult> episode) {
+            this.run = run;
+            this.group = group;
+            this.slot = slot;
+            this.episode = episode;
+            this.thread = Thread.ofVirtual()
+                    .name("slot-" + run.task.taskId() + "-" + slot)
+                    .unstarted(this);
+        }
+
+        @Override
+        public void run() {
+            Command report;
+            try {
+                report = new SlotReturned(slot, episode.call());
+            } catch (Throwable t) {
+                report = new SlotFailed(slot, t);
+            }
+            returned = true;
+            if (!run.ended) {
+                group.tell(report);
+            }
+        }
+
+        /** The slot actor stopped: an episode still running is interrupted (its generation aborted). */
+        void stop() {
+            if (!returned) {
+                thread.interrupt();
+            }
+        }
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(SlotReturned.class, this::onSlotReturned)
+                .onMessage(SlotFailed.class, this::onSlotFailed)
+                .onMessage(Decided.class, this::onDecided)
+                .onMessage(Abandon.class, a -> abandon(a.reason(), a.detail()))
+                .onMessage(VersionChanged.class, this::onVersionChanged)
+                .onMessageEquals(
+                        EpisodeTimeout.INSTANCE,
+                        () -> abandon(
+                                RejectReason.TIMEOUT, "not finished within episode_timeout=" + svc.episodeTimeout()))
+                .onSignal(PostStop.class, s -> onPostStop())
+                .build();
+    }
+
+    private Behavior<Command> onSlotReturned(SlotReturned r) {
+        if (ended) {
+            return this;
+        }
+        results[r.slot()] = r.result() == null ? EpisodeResult.rejected(GroupMerger.RETURNED_NONE) : r.result();
+        if (--remaining > 0) {
+            return this;
+        }
+        List<EpisodeResult> all = List.of(results);
+        ActorRef<Command> self = getContext().getSelf();
+        Thread.ofVirtual().name("merge-" + task.taskId()).start(() -> {
+            Command decided;
+            try {
+                decided = new Decided(decide(all), null);
+            } catch (Throwable t) {
+                decided = new Decided(null, t);
+            }
+            if (!ended) {
+                self.tell(decided);
+            }
+        });
+        return this;
+    }
+
+    /** A slot threw: the group is rejected and its siblings stopped. */
+    private Behavior<Command> onSlotFailed(SlotFailed f) {
+        if (ended) {
+            return this;
+        }
+        Throwable e = f.error();
         RejectReason reason = e instanceof WorkflowContractException ? RejectReason.CONTRACT : RejectReason.FAILED;
-        String detail = "task " + task.taskId() + " slot " + slot + " threw " + describe(e);
+        String detail = "task " + task.taskId() + " slot " + f.slot() + " threw " + describe(e);
         if (!(e instanceof InterruptedException)) {
-            log.warn("{}; cancelling its {} sibling slot(s)", detail, slots.running(), e);
+            log.warn("{}; cancelling its {} sibling slot(s)", detail, running(), e);
         }
         return abandon(reason, detail);
     }
 
-    /** The weight version moved on: under the cancel policy a group left too far behind is rejected as stale. */
-    Collector.GroupFinished onVersionChanged(int version) {
-        long behind = (long) version - task.dispatchVersion();
-        if (svc.stalenessPolicy() == StalenessPolicy.CANCEL && !task.isEval() && behind > svc.maxHeadOffpolicyness()) {
-            return abandon(
-                    RejectReason.STALE,
-                    "dispatched at version " + task.dispatchVersion() + ", now " + version
-                            + ", beyond max_head_offpolicyness=" + svc.maxHeadOffpolicyness());
-        }
-        return null;
-    }
-
-    /** Interrupts every slot still running and returns the group's rejection (null when it already ended). */
-    Collector.GroupFinished abandon(RejectReason reason, String detail) {
+    private Behavior<Command> onDecided(Decided d) {
         if (ended) {
-            return null;
+            return this;
         }
-        EpisodeResult[] returned = slots.close();
-        long tokens =
-                Arrays.stream(returned).mapToLong(Trajectories::generatedTokens).sum();
-        return end(finished(new Collector.Rejected(reason, detail), Map.of(), tokens));
-    }
-
-    /** The last slot concluded the group (or concluding it threw): its outcome, null when it already ended. */
-    Collector.GroupFinished onConcluded(Collector.GroupFinished finished, Throwable error) {
-        if (ended) {
-            return null;
-        }
-        if (error != null) {
-            log.error("task {}: concluding the group failed", task.taskId(), error);
+        if (d.error() != null) {
+            log.error("task {}: concluding the group failed", task.taskId(), d.error());
             return end(finished(
-                    new Collector.Rejected(RejectReason.FAILED, "concluding the group failed: " + describe(error)),
+                    new Collector.Rejected(RejectReason.FAILED, "concluding the group failed: " + describe(d.error())),
                     Map.of(),
                     0));
         }
-        return end(finished);
+        return end(d.finished());
     }
 
-    /** The runner is stopping (node shutdown): the group ends without an outcome; the coordinator re-dispatches. */
-    void stop() {
-        if (!ended) {
-            log.debug("task {}: group stopped before reporting", task.taskId());
-            slots.close();
-            end(null);
+    /** The weight version moved on: under the cancel policy a group left too far behind is rejected as stale. */
+    private Behavior<Command> onVersionChanged(VersionChanged v) {
+        long behind = (long) v.version() - task.dispatchVersion();
+        if (svc.stalenessPolicy() == StalenessPolicy.CANCEL && !task.isEval() && behind > svc.maxHeadOffpolicyness()) {
+            return abandon(
+                    RejectReason.STALE,
+                    "dispatched at version " + task.dispatchVersion() + ", now " + v.version()
+                            + ", beyond max_head_offpolicyness=" + svc.maxHeadOffpolicyness());
         }
+        return this;
     }
 
-    private Collector.GroupFinished end(Collector.GroupFinished outcome) {
+    /** Ends the group as rejected; stopping it stops the slots still running (their generations aborted). */
+    private Behavior<Command> abandon(RejectReason reason, String detail) {
+        if (ended) {
+            return this;
+        }
+        long tokens = 0;
+        for (EpisodeResult r : results) {
+            tokens += Trajectories.generatedTokens(r);
+        }
+        return end(finished(new Collector.Rejected(reason, detail), Map.of(), tokens));
+    }
+
+    /** Reports the group's one outcome to the runner and stops (which stops the slot actors). */
+    private Behavior<Command> end(Collector.GroupFinished outcome) {
         ended = true;
-        for (Exception e : groupCache.release()) {
-            log.warn("task {}: {}", task.taskId(), e.getMessage());
-        }
-        return outcome;
+        release();
+        runner.tell(new GroupRunner.Ended(name, outcome));
+        return Behaviors.stopped();
     }
 
     /**
-     * The slots of one group: their threads and results, shared between the slot threads and the
-     * runner, without locks (a monitor that a slot thread waits on can cost milliseconds to hand
-     * over). A slot thread marks its episode returned, then (unless the group was closed or a
-     * sibling failed) records its result; the one that records the last result concludes the group.
-     * The runner closes the slots when it abandons the group: later results are dropped and only
-     * slots whose episode has not returned are interrupted. Both sides write their flag before
-     * reading the other's (volatile), so either the runner sees a slot returned and leaves it alone,
-     * or the slot sees the group closed and drops its result: the thread that concludes is never
-     * interrupted mid-dump.
+     * Stopped without having ended: the runner stopped (node shutdown: the group ends without an
+     * outcome, the coordinator re-dispatches its task), or this actor threw (supervision: stop) and
+     * the group is reported {@code failed}; a runner that is stopping drops the report.
      */
-    static final class Slots {
-        private static final int RUNNING = 0;
-        private static final int RETURNED = 1;
-
-        private final Thread[] threads;
-        private final EpisodeResult[] results;
-        private final AtomicIntegerArray state;
-        private final AtomicInteger remaining;
-        private final AtomicBoolean failed = new AtomicBoolean();
-        private final ActorRef<GroupRunner.Command> runner;
-        private GroupRun run;
-        private volatile boolean closed;
-
-        Slots(int g, ActorRef<GroupRunner.Command> runner) {
-            this.threads = new Thread[g];
-            this.results = new EpisodeResult[g];
-            this.state = new AtomicIntegerArray(g);
-            this.remaining = new AtomicInteger(g);
-            this.runner = runner;
+    private Behavior<Command> onPostStop() {
+        if (!ended) {
+            ended = true;
+            release();
+            log.debug("task {}: group stopped before reporting", task.taskId());
+            // Built without the engine (what threw may be the engine): the dispatch version stands
+            // in for the completion version of a group that completed nothing.
+            runner.tell(new GroupRunner.Ended(
+                    name,
+                    new Collector.GroupFinished(
+                            task.taskId(),
+                            task.attempt(),
+                            task.isEval(),
+                            task.dispatchVersion(),
+                            task.dispatchVersion(),
+                            new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
+                            Map.of(),
+                            workflowStats.totals(),
+                            0)));
         }
+        return this;
+    }
 
-        /** Starts {@code thread} as slot {@code slot}; called on the runner's thread while {@code run} is set up. */
-        void start(GroupRun run, int slot, Thread thread) {
-            this.run = run;
-            threads[slot] = thread;
-            thread.start();
-        }
-
-        /** On slot {@code slot}'s thread: runs the episode, records it, and concludes when it is the last. */
-        void run(
-                int slot,
-                Callable<EpisodeResult> episode,
-                Function<List<EpisodeResult>, Collector.GroupFinished> conclude) {
-            EpisodeResult result;
-            try {
-                result = episode.call();
-            } catch (Throwable t) {
-                state.set(slot, RETURNED);
-                if (!closed && failed.compareAndSet(false, true)) {
-                    runner.tell(new GroupRunner.SlotFailed(run, slot, t));
-                }
-                return;
-            }
-            state.set(slot, RETURNED);
-            if (closed || failed.get()) {
-                return;
-            }
-            results[slot] = result == null ? EpisodeResult.rejected(GroupMerger.RETURNED_NONE) : result;
-            if (remaining.decrementAndGet() > 0) {
-                return;
-            }
-            if (closed) {
-                return;
-            }
-            // The last slot (the decrement publishes every slot's result to it). An interrupt seen
-            // now came before this episode returned: clear it so the dump's I/O is not cut short.
-            Thread.interrupted();
-            Collector.GroupFinished finished;
-            try {
-                finished = conclude.apply(List.of(results));
-            } catch (Throwable t) {
-                runner.tell(new GroupRunner.Concluded(run, null, t));
-                return;
-            }
-            runner.tell(new GroupRunner.Concluded(run, finished, null));
-        }
-
-        /** How many slots' episodes are still running. */
-        int running() {
-            int n = 0;
-            for (int i = 0; i < state.length(); i++) {
-                n += state.get(i) == RUNNING ? 1 : 0;
-            }
-            return n;
-        }
-
-        /**
-         * Drops every later result and interrupts the slots whose episode is still running (the
-         * engine aborts their generation); returns the results recorded so far (null for the others).
-         */
-        EpisodeResult[] close() {
-            closed = true;
-            for (int i = 0; i < threads.length; i++) {
-                if (state.get(i) == RUNNING && threads[i] != null) {
-                    threads[i].interrupt();
-                }
-            }
-            return results.clone();
+    private void release() {
+        for (Exception e : groupCache.release()) {
+            log.warn("task {}: {}", task.taskId(), e.getMessage());
         }
     }
 
-    /** On the last slot's thread: format check, merge, should_accept, dump. */
+    /** How many slots have not reported. */
+    private int running() {
+        int n = 0;
+        for (EpisodeResult r : results) {
+            n += r == null ? 1 : 0;
+        }
+        return n - 1;
+    }
+
+    /** On the group's merge thread: format check, merge, should_accept, dump. */
     private Collector.GroupFinished decide(List<EpisodeResult> slotResults) {
         long tokens =
                 slotResults.stream().mapToLong(Trajectories::generatedTokens).sum();

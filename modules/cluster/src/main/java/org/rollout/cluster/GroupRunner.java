@@ -6,9 +6,10 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -19,9 +20,9 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 
 /**
- * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and runs each
- * dispatched task as a {@link GroupRun}: its slots on virtual threads, its state confined to this
- * actor. Registered with the Receptionist under {@link
+ * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and spawns each
+ * dispatched task's group actor ({@link GroupRun}), whose children are one slot actor per sample.
+ * Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
  * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} stops one (its slots are
@@ -30,7 +31,7 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
  * {@link AbandonWeightUpdate}.
  *
- * <p>Outbox: a group's outcome goes from its last slot to the runner, which delivers it to the
+ * <p>Outbox: a group's outcome goes from its group actor to the runner, which delivers it to the
  * collector and keeps it until the coordinator says it is done with the task ({@link Forget}: the
  * rejection is recorded, or the trainer acknowledged the batch). When the coordinator's node is
  * lost, its successor asks every runner what it holds ({@link GetHoldings}) and has the outcomes
@@ -38,18 +39,18 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * buffered, or handed out and not acknowledged, is not lost with the collector. A group cancelled
  * by the coordinator (another attempt finished first) is delivered but not kept.
  *
- * <p>Episode timeout: one timer per runner, armed for the oldest running group's deadline ({@code
- * episode_timeout} after it started); when it fires, every group past its deadline is cancelled as
- * {@code timeout} (an outcome like any other: kept in the outbox), and the timer is armed again for
- * the next. Groups that finish in time cost no timer operation.
+ * <p>Groups: the runner tells a group when the coordinator cancels it and, under {@code
+ * staleness_policy = cancel}, when the version moves on; each group owns its {@code episode_timeout}
+ * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
+ * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
- * <p>When the runner stops (its node shuts down), every group in flight is stopped: its slots are
- * interrupted and its cache released; the coordinator re-dispatches its tasks elsewhere.
+ * <p>When the runner stops (its node shuts down), its group actors stop with it: their slots are
+ * interrupted and their caches released; the coordinator re-dispatches their tasks elsewhere.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
- * version and logs it, so a lost update never leaves generation stopped (LESSONS: a server stuck
- * paused).
+ * version and logs it, so a lost update never leaves generation stopped (other rollout systems
+ * have left servers paused for good after an update that never finished).
  */
 public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
@@ -93,11 +94,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
     public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
-    /** A slot of {@code run} threw (the first of its group to throw); from the slot's thread. */
-    record SlotFailed(GroupRun run, int slot, Throwable error) implements Command, NodeLocal {}
-
-    /** Every slot of {@code run} returned and the last one concluded the group (or that threw: {@code error}). */
-    record Concluded(GroupRun run, Collector.GroupFinished finished, Throwable error) implements Command, NodeLocal {}
+    /** The group {@code name} ended with {@code finished} (one per group, from its actor). */
+    record Ended(String name, Collector.GroupFinished finished) implements Command, NodeLocal {}
 
     /** The coordinator is done with these tasks: drop their outcomes. */
     public record Forget(List<Long> taskIds) implements Command, CborSerializable {
@@ -129,24 +127,31 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private record PauseExpired(long updateId) implements Command, NodeLocal {}
 
-    private record EpisodeTimeouts() implements Command, NodeLocal {}
-
     private final NodeServices svc;
     private final String node;
     private final int capacity;
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
-    private final Map<String, GroupRun> groups = new HashMap<>();
-    private final java.util.Set<String> cancelled = new java.util.HashSet<>();
-    private final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
-    /** Running groups' deadlines (System.nanoTime), oldest first: all share one timeout. */
-    private final java.util.LinkedHashMap<String, Long> deadlines = new java.util.LinkedHashMap<>();
-
-    private boolean timeoutArmed;
+    private final Map<String, Running> groups;
+    private final java.util.Set<String> cancelled;
+    private final Map<Long, Collector.GroupFinished> outbox;
+    private final Kept kept;
+    private final Supervision.Faults faults;
+    private final boolean cancelStale;
     private final LargePayloads payloads;
     private final java.util.concurrent.atomic.LongAdder started;
-    private ActorRef<Collector.Command> collector;
-    private long pausedFor = -1;
+
+    /**
+     * What the runner holds, kept across its restarts: its groups in flight (their actors are not
+     * stopped by a restart), the outbox, where outcomes go, and the weight update it is paused for.
+     */
+    private static final class Kept {
+        final Map<String, Running> groups = new HashMap<>();
+        final java.util.Set<String> cancelled = new java.util.HashSet<>();
+        final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        ActorRef<Collector.Command> collector;
+        long pausedFor = -1;
+    }
 
     /**
      * @param node a name for this node in status and logs
@@ -171,13 +176,42 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
             java.util.concurrent.atomic.LongAdder started) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-            ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
-            ActorRef<WeightVersion.VersionChanged> adapter =
-                    ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
-            versionTopic.tell(Topic.subscribe(adapter));
-            return new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started);
-        }));
+        return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Faults.NONE);
+    }
+
+    /**
+     * As above, with {@code faults} inside the runner's supervision (tests). Supervision: restart,
+     * keeping what the runner holds ({@link Kept}) and its group actors: an exception in one message
+     * costs that message only; the groups run on, their outcomes are delivered and kept as before,
+     * the engine's gate is re-armed to open if a weight update was in progress. (Stopping instead
+     * would leave the coordinator dispatching to a dead runner; a restart from nothing would lose the
+     * outbox and orphan the groups.)
+     */
+    static Behavior<Command> create(
+            NodeServices svc,
+            String node,
+            int capacity,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            Duration updateTimeout,
+            java.util.concurrent.atomic.LongAdder started,
+            Supervision.Faults faults) {
+        return Behaviors.setup(outer -> {
+            Kept kept = new Kept();
+            AtomicBoolean first = new AtomicBoolean(true);
+            Behavior<Command> runner = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+                ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                ActorRef<WeightVersion.VersionChanged> adapter =
+                        ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
+                versionTopic.tell(Topic.subscribe(adapter));
+                GroupRunner r = new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started, kept, faults);
+                if (!first.getAndSet(false)) {
+                    r.restarted();
+                }
+                return r;
+            }));
+            return Behaviors.supervise(faults.around("runner", runner))
+                    .onFailure(Supervision.restart().withStopChildren(false));
+        });
     }
 
     private GroupRunner(
@@ -187,8 +221,15 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             String node,
             int capacity,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started) {
+            java.util.concurrent.atomic.LongAdder started,
+            Kept kept,
+            Supervision.Faults faults) {
         super(ctx);
+        this.kept = kept;
+        this.faults = faults;
+        this.groups = kept.groups;
+        this.cancelled = kept.cancelled;
+        this.outbox = kept.outbox;
         this.started = started;
         this.timers = timers;
         this.svc = svc;
@@ -196,7 +237,24 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         this.capacity = capacity;
         this.updateTimeout = updateTimeout;
         this.payloads = LargePayloads.get(ctx.getSystem());
+        this.cancelStale = svc.stalenessPolicy() == StalenessPolicy.CANCEL;
     }
+
+    /** After a restart: the gate of a weight update still in progress is re-armed to open on time. */
+    private void restarted() {
+        getContext()
+                .getLog()
+                .warn(
+                        "runner restarted after a failure; its {} group(s) in flight and {} held outcome(s) carry on",
+                        groups.size(),
+                        outbox.size());
+        if (kept.pausedFor >= 0) {
+            timers.startSingleTimer("pause", new PauseExpired(kept.pausedFor), updateTimeout);
+        }
+    }
+
+    /** A group in flight: its task and its actor. */
+    private record Running(RunGroup task, ActorRef<GroupRun.Command> group) {}
 
     @Override
     public Receive<Command> createReceive() {
@@ -209,26 +267,14 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(PrepareWeightUpdate.class, this::onPrepare)
                 .onMessage(AbandonWeightUpdate.class, a -> {
-                    if (pausedFor == a.updateId()) {
+                    if (kept.pausedFor == a.updateId()) {
                         openGate();
                     }
                     return this;
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(EpisodeTimeouts.class, this::onEpisodeTimeouts)
-                .onMessage(SlotFailed.class, f -> {
-                    if (groups.get(f.run().name) == f.run()) {
-                        report(f.run(), f.run().onSlotFailed(f.slot(), f.error()));
-                    }
-                    return this;
-                })
-                .onMessage(Concluded.class, c -> {
-                    if (groups.get(c.run().name) == c.run()) {
-                        report(c.run(), c.run().onConcluded(c.finished(), c.error()));
-                    }
-                    return this;
-                })
+                .onMessage(Ended.class, this::onEnded)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
@@ -237,10 +283,6 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(GetHoldings.class, this::onGetHoldings)
                 .onMessage(Resend.class, this::onResend)
-                .onSignal(PostStop.class, s -> {
-                    groups.values().forEach(GroupRun::stop);
-                    return this;
-                })
                 .build();
     }
 
@@ -252,7 +294,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
             return this;
         }
-        collector = run.collector();
+        kept.collector = run.collector();
         if (run.dispatchVersion() > svc.engine().version()) {
             // This runner missed the version broadcasts before it joined (a node started or
             // restarted since the last publish): its engine would pin an older version than the
@@ -267,71 +309,43 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                             svc.engine().version());
             svc.engine().setVersion(run.dispatchVersion());
         }
-        groups.put(name, GroupRun.start(name, run, svc, getContext().getSelf()));
-        deadlines.put(name, System.nanoTime() + svc.episodeTimeout().toNanos());
-        if (!timeoutArmed) {
-            armEpisodeTimeout();
-        }
+        // Supervision of a group: stop. A group holds nothing the node needs after it: stopped by
+        // a failure, it reports itself failed (GroupRun's PostStop) and its task ends once.
+        Behavior<GroupRun.Command> behavior = Behaviors.supervise(faults.around(
+                        "group", GroupRun.create(name, run, svc, getContext().getSelf())))
+                .onFailure(SupervisorStrategy.stop());
+        // A group of the same name may still be stopping (it ended, its slots are being stopped).
+        ActorRef<GroupRun.Command> group = getContext().getChild(name).isPresent()
+                ? getContext().spawnAnonymous(behavior)
+                : getContext().spawn(behavior, name);
+        groups.put(name, new Running(run, group));
         started.increment();
         return this;
     }
 
-    /** Cancels every group past its deadline as {@code timeout}, then re-arms for the oldest left. */
-    private Behavior<Command> onEpisodeTimeouts(EpisodeTimeouts t) {
-        timeoutArmed = false;
-        long now = System.nanoTime();
-        List<String> expired = new java.util.ArrayList<>();
-        for (var e : deadlines.entrySet()) {
-            if (e.getValue() - now > 0) {
-                break;
-            }
-            expired.add(e.getKey());
+    /**
+     * A group ended with {@code e.finished()}: kept in the outbox unless the coordinator cancelled
+     * it, and delivered to the collector.
+     */
+    private Behavior<Command> onEnded(Ended e) {
+        if (groups.remove(e.name()) == null) {
+            return this;
         }
-        for (String name : expired) {
-            deadlines.remove(name);
-            GroupRun group = groups.get(name);
-            if (group != null) {
-                report(
-                        group,
-                        group.abandon(
-                                RejectReason.TIMEOUT, "not finished within episode_timeout=" + svc.episodeTimeout()));
-            }
+        Collector.GroupFinished g = e.finished();
+        if (!cancelled.remove(e.name())) {
+            outbox.put(g.taskId(), g);
         }
-        if (!deadlines.isEmpty()) {
-            armEpisodeTimeout();
+        if (kept.collector != null) {
+            Collector.deliver(kept.collector, g, payloads);
         }
         return this;
     }
 
-    private void armEpisodeTimeout() {
-        long delay = Math.max(0, deadlines.values().iterator().next() - System.nanoTime());
-        timers.startSingleTimer("episode-timeout", new EpisodeTimeouts(), Duration.ofNanos(delay));
-        timeoutArmed = true;
-    }
-
-    /**
-     * A group ended with {@code g} (null: it had already ended): kept in the outbox unless the
-     * coordinator cancelled it, and delivered to the collector.
-     */
-    private void report(GroupRun run, Collector.GroupFinished g) {
-        if (g == null) {
-            return;
-        }
-        groups.remove(run.name, run);
-        deadlines.remove(run.name);
-        if (!cancelled.remove(run.name)) {
-            outbox.put(g.taskId(), g);
-        }
-        if (collector != null) {
-            Collector.deliver(collector, g, payloads);
-        }
-    }
-
     private Behavior<Command> onGetHoldings(GetHoldings get) {
-        collector = get.collector();
+        kept.collector = get.collector();
         java.util.List<Held> held = new java.util.ArrayList<>();
-        for (GroupRun g : groups.values()) {
-            held.add(new Held(g.task.taskId(), g.task.attempt(), false, false));
+        for (Running g : groups.values()) {
+            held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
         }
         for (Collector.GroupFinished g : outbox.values()) {
             held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
@@ -341,11 +355,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onResend(Resend resend) {
-        collector = resend.collector();
+        kept.collector = resend.collector();
         for (Long id : resend.taskIds()) {
             Collector.GroupFinished g = outbox.get(id);
             if (g != null) {
-                Collector.deliver(collector, g, payloads);
+                Collector.deliver(kept.collector, g, payloads);
             }
         }
         return this;
@@ -353,17 +367,18 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private Behavior<Command> onCancelGroup(CancelGroup cancel) {
         String name = groupName(cancel.taskId(), cancel.attempt());
-        GroupRun group = groups.get(name);
+        Running group = groups.get(name);
         if (group != null) {
+            // Its outcome (this rejection, or one already on its way) is delivered but not kept.
             cancelled.add(name);
-            report(group, group.abandon(cancel.reason(), cancel.detail()));
+            group.group().tell(new GroupRun.Abandon(cancel.reason(), cancel.detail()));
         }
         return this;
     }
 
     private Behavior<Command> onPrepare(PrepareWeightUpdate prepare) {
         svc.engine().pause();
-        pausedFor = prepare.updateId();
+        kept.pausedFor = prepare.updateId();
         timers.startSingleTimer("pause", new PauseExpired(prepare.updateId()), updateTimeout);
         prepare.replyTo()
                 .tell(new WeightVersion.RunnerPrepared(
@@ -376,14 +391,19 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             svc.engine().setVersion(v.version());
         }
         openGate();
-        for (GroupRun g : List.copyOf(groups.values())) {
-            report(g, g.onVersionChanged(v.version()));
+        if (cancelStale) {
+            GroupRun.VersionChanged changed = new GroupRun.VersionChanged(v.version());
+            for (Running g : groups.values()) {
+                if (!g.task().isEval()) {
+                    g.group().tell(changed);
+                }
+            }
         }
         return this;
     }
 
     private Behavior<Command> onPauseExpired(PauseExpired expired) {
-        if (pausedFor == expired.updateId()) {
+        if (kept.pausedFor == expired.updateId()) {
             getContext()
                     .getLog()
                     .warn(
@@ -397,7 +417,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private void openGate() {
-        pausedFor = -1;
+        kept.pausedFor = -1;
         timers.cancel("pause");
         svc.engine().resume();
     }

@@ -103,38 +103,63 @@ public final class LocalRollout implements AutoCloseable {
      * @param pekko the ActorSystem's configuration (dispatcher sizes, logging)
      */
     public static LocalRollout start(Spec spec, Config pekko) {
+        return start(spec, pekko, Supervision.Faults.NONE);
+    }
+
+    /** As above, with {@code faults} around each long-lived actor's behaviour (tests throw from inside them). */
+    static LocalRollout start(Spec spec, Config pekko, Supervision.Faults faults) {
         StatsBook stats = new StatsBook(spec.statsFile());
         CompletableFuture<Refs> started = new CompletableFuture<>();
         DurableState state = DurableState.inMemory();
+        java.util.concurrent.atomic.AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorRef =
+                new java.util.concurrent.atomic.AtomicReference<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
-            ActorRef<Collector.Command> collector = ctx.spawn(collector(spec, stats, topic, null), "collector");
+            ActorRef<Collector.Command> collector = ctx.spawn(
+                    Supervision.collector(
+                            faults.around("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
+                    "collector");
+            java.util.concurrent.atomic.AtomicBoolean firstBudget = new java.util.concurrent.atomic.AtomicBoolean(true);
+            // The limits and initial version, untouched by the first incarnation's counting.
+            StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
-                    RolloutCoordinator.create(
-                            spec.budget(),
-                            spec.source(),
-                            spec.evalItems(),
-                            spec.evalEvery(),
-                            spec.evalMaxConcurrent(),
-                            spec.queueSize(),
-                            collector,
-                            state,
-                            Duration.ofSeconds(10)),
+                    Supervision.coordinator(faults.around(
+                            "coordinator",
+                            Behaviors.setup(c -> RolloutCoordinator.create(
+                                    // A restarted coordinator counts from the ledger, as a successor does.
+                                    firstBudget.getAndSet(false) ? spec.budget() : ClusterRollout.freshBudget(template),
+                                    spec.source(),
+                                    spec.evalItems(),
+                                    spec.evalEvery(),
+                                    spec.evalMaxConcurrent(),
+                                    spec.queueSize(),
+                                    collector,
+                                    state,
+                                    Duration.ofSeconds(10))))),
                     "coordinator");
+            coordinatorRef.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
-                    WeightVersion.create(
-                            spec.initialVersion(),
-                            spec.publisher(),
-                            coordinator,
-                            topic,
-                            spec.services().blocking(),
-                            spec.prepareTimeout(),
-                            state),
+                    Supervision.weightVersion(faults.around(
+                            "weight-version",
+                            WeightVersion.create(
+                                    spec.initialVersion(),
+                                    spec.publisher(),
+                                    coordinator,
+                                    topic,
+                                    spec.services().blocking(),
+                                    spec.prepareTimeout(),
+                                    state))),
                     "weight-version");
             ctx.spawn(
                     GroupRunner.create(
-                            spec.services(), "local", spec.nodeCapacity(), topic, spec.weightUpdateTimeout()),
+                            spec.services(),
+                            "local",
+                            spec.nodeCapacity(),
+                            topic,
+                            spec.weightUpdateTimeout(),
+                            new java.util.concurrent.atomic.LongAdder(),
+                            faults),
                     "runner");
             started.complete(new Refs(coordinator, collector, weightVersion));
             return Behaviors.empty();

@@ -90,6 +90,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** The collector announces itself (its real ref, never a singleton proxy). */
     public record CollectorIs(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
 
+    /** The collector restarted after a failure (same ref, empty buffer): see {@link Supervision}. */
+    public record CollectorRestarted(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
+
     /**
      * A trainer acknowledged batch {@code batchId}, which carried {@code taskIds}: the tasks are
      * removed from the ledger, then {@code replyTo} is answered.
@@ -257,6 +260,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     }
                     return tryFinishRecovery();
                 })
+                .onMessage(CollectorRestarted.class, r -> {
+                    if (learnCollector(new CollectorIs(r.collector()))) {
+                        askAllHoldings();
+                    }
+                    return tryFinishRecovery();
+                })
                 .onMessage(HoldingsReceived.class, this::onHoldings)
                 .onMessage(RecoveryDeadline.class, d -> {
                     if (recoveredLedger == null) {
@@ -312,6 +321,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         }
                         return Behaviors.same();
                     })
+                    .onMessage(CollectorRestarted.class, RolloutCoordinator.this::onCollectorRestarted)
                     .onMessage(Persisted.class, RolloutCoordinator.this::onPersisted)
                     .onMessage(Runners.class, listing -> {
                         onRunners(listing);
@@ -406,6 +416,21 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         Set<ActorRef<GroupRunner.Command>> all = tasks.knownRunners();
         all.addAll(listed);
         all.forEach(this::askHoldings);
+    }
+
+    /** Re-attaches a restarted collector; runners deliver again what they hold of every open task. */
+    /**
+     * The collector restarted after a failure (its supervisor): it lost its buffer and what it had
+     * handed out. It gets new batch ids (a new incarnation), and runners deliver again everything
+     * they hold for open tasks.
+     */
+    private Behavior<Command> onCollectorRestarted(CollectorRestarted r) {
+        collector = r.collector();
+        incarnation++; // its batch ids must differ from those it handed out before it failed
+        persist(List.of(), List.of(), () -> {});
+        attachCollector();
+        tasks.openByRunner().forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(ids, collector)));
+        return Behaviors.same();
     }
 
     private void askHoldings(ActorRef<GroupRunner.Command> r) {

@@ -285,6 +285,16 @@ final class TaskLedger<R> {
         return byRunner;
     }
 
+    /** Tasks in flight or accepted and unacknowledged, per runner that runs them or holds their outcome. */
+    Map<R, List<Long>> openByRunner() {
+        Map<R, List<Long>> byRunner = new HashMap<>();
+        java.util.stream.Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
+                .filter(t -> t.runner() != null)
+                .forEach(t -> byRunner.computeIfAbsent(t.runner(), k -> new ArrayList<>())
+                        .add(t.taskId()));
+        return byRunner;
+    }
+
     /** Every task in flight or accepted and unacknowledged: what the collector still wants. */
     Set<Long> openTaskIds() {
         Set<Long> open = new java.util.HashSet<>(inFlight.keySet());

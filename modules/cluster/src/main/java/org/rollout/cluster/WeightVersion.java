@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PreRestart;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -126,6 +127,9 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         this.state = state;
         this.timers = timers;
         this.version = initialVersion;
+        // Update ids of each incarnation start above the previous one's (a restart, a successor on
+        // another node): a late reply meant for an abandoned update is never taken for a new one.
+        this.updateId = System.currentTimeMillis() << 16;
         this.publisher = publisher;
         this.coordinator = coordinator;
         this.topic = topic;
@@ -157,7 +161,34 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                 .onMessage(Updated.class, this::onUpdated)
                 .onMessage(Written.class, this::onWritten)
                 .onMessage(Recovered.class, this::onRecovered)
+                .onSignal(PreRestart.class, r -> onPreRestart())
                 .build();
+    }
+
+    /**
+     * This incarnation failed and is about to be replaced (supervision: restart): the update in
+     * flight and those queued are abandoned, so that admission resumes, runners open their gates and
+     * publishers hear the failure (they publish again). The next incarnation reads the version from
+     * the durable state: an update whose record was written is not lost.
+     */
+    private Behavior<Command> onPreRestart() {
+        String error = "the weight version failed and restarted; publish again";
+        if (current != null) {
+            getContext()
+                    .getLog()
+                    .warn("weight update {} to version {} abandoned: {}", updateId, current.version(), error);
+            for (ActorRef<GroupRunner.Command> r : runners) {
+                r.tell(new GroupRunner.AbandonWeightUpdate(updateId));
+            }
+            coordinator.tell(new RolloutCoordinator.ResumeAdmission(updateId, version));
+            current.replyTo().tell(new PublishReply(current.version(), error, null));
+            current = null;
+        }
+        for (Publish p : queue) {
+            p.replyTo().tell(new PublishReply(p.version(), error, null));
+        }
+        queue.clear();
+        return this;
     }
 
     private Behavior<Command> onPublish(Publish p) {

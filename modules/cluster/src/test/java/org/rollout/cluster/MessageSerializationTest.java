@@ -142,6 +142,7 @@ class MessageSerializationTest {
                 new Collector.Attach(ref(), 2, 40, java.util.List.of(3L, 7L), java.util.List.of(7L)),
                 new Collector.Introduce(ref()),
                 new RolloutCoordinator.CollectorIs(ref()),
+                new RolloutCoordinator.CollectorRestarted(ref()),
                 new RolloutCoordinator.BatchConsumed(9, java.util.List.of(1L, 2L), ref()),
                 new GroupRunner.Forget(java.util.List.of(4L)),
                 new GroupRunner.Resend(java.util.List.of(4L), ref()),
@@ -220,7 +221,13 @@ class MessageSerializationTest {
 
     @Test
     void slotOutcomesAreNodeLocal() {
-        assertThat(List.of(GroupRunner.SlotFailed.class, GroupRunner.Concluded.class))
+        assertThat(List.of(
+                        GroupRunner.Ended.class,
+                        GroupRun.SlotReturned.class,
+                        GroupRun.SlotFailed.class,
+                        GroupRun.Decided.class,
+                        GroupRun.Abandon.class,
+                        GroupRun.VersionChanged.class))
                 .allMatch(NodeLocal.class::isAssignableFrom);
     }
 

@@ -1,0 +1,134 @@
+package org.rollout.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/** The runner's protocol, message by message, with probes for the collector and the coordinator. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class GroupRunnerProtocolTest {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private final ActorTestKit kit = ActorTestKit.create("runner-protocol-test", TestRollout.PEKKO);
+    private int runners;
+
+    @AfterAll
+    void shutdown() {
+        kit.shutdownTestKit();
+    }
+
+    private record Node(TestRollout t, ActorRef<GroupRunner.Command> runner, TestProbe<Collector.Command> collector) {}
+
+    private Node node() {
+        TestRollout t = new TestRollout();
+        String name = "runner-" + runners++;
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
+        ActorRef<GroupRunner.Command> runner =
+                kit.spawn(GroupRunner.create(t.spec().services(), name, 4, topic, Duration.ofSeconds(60)), name);
+        return new Node(t, runner, kit.createTestProbe());
+    }
+
+    private static GroupRunner.RunGroup run(Node n, long taskId, String prompt) {
+        return new GroupRunner.RunGroup(
+                taskId, 0, Map.of("prompt", prompt), false, 0, n.collector().getRef());
+    }
+
+    /** A prompt whose generations block until they are interrupted ({@link ScriptedEngine#BLOCK}). */
+    private static final String BLOCKING = "\u0007 blocks";
+
+    private static List<GroupRunner.Held> holdingsVia(Node n, TestProbe<GroupRunner.Holdings> reply) {
+        n.runner().tell(new GroupRunner.GetHoldings(n.collector().getRef(), reply.getRef()));
+        return reply.receiveMessage(WAIT).held();
+    }
+
+    @Test
+    void aFinishedGroupIsDeliveredOnceAndHeldAsFinishedAndAccepted() {
+        Node n = node();
+        n.runner().tell(run(n, 1, "p1"));
+        Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(g.taskId()).isEqualTo(1);
+        assertThat(g.outcome()).isInstanceOf(Collector.Accepted.class);
+        assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(1, 0, true, true));
+        n.collector().expectNoMessage(Duration.ofMillis(200));
+    }
+
+    @Test
+    void aRunningGroupIsHeldAsNotFinished() {
+        Node n = node();
+        n.runner().tell(run(n, 2, BLOCKING));
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(2, 0, false, false));
+    }
+
+    @Test
+    void resendDeliversAHeldOutcomeAgainToTheNamedCollector() {
+        Node n = node();
+        n.runner().tell(run(n, 3, "p3"));
+        n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        TestProbe<Collector.Command> other = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.Resend(List.of(3L, 99L), other.getRef()));
+        Collector.GroupFinished again = other.expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(again.taskId()).isEqualTo(3);
+        other.expectNoMessage(Duration.ofMillis(200));
+    }
+
+    @Test
+    void forgetDropsTheHeldOutcomeSoThatResendSendsNothing() {
+        Node n = node();
+        n.runner().tell(run(n, 4, "p4"));
+        n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        n.runner().tell(new GroupRunner.Forget(List.of(4L)));
+        assertThat(holdingsVia(n, kit.createTestProbe())).isEmpty();
+        n.runner().tell(new GroupRunner.Resend(List.of(4L), n.collector().getRef()));
+        n.collector().expectNoMessage(Duration.ofMillis(300));
+    }
+
+    @Test
+    void cancelGroupStopsItsSlotsAbortingTheirGenerationsAndReportsItRejectedWithoutKeepingIt() {
+        Node n = node();
+        n.runner().tell(run(n, 5, BLOCKING));
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        n.runner().tell(new GroupRunner.CancelGroup(5, 0, RejectReason.CANCELLED, "another attempt won"));
+        Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(g.outcome()).isEqualTo(new Collector.Rejected(RejectReason.CANCELLED, "another attempt won"));
+        TestRollout.await(
+                "every slot interrupted", WAIT, () -> n.t().engine.interrupted.get() == 4);
+        assertThat(holdingsVia(n, kit.createTestProbe())).isEmpty();
+        n.collector().expectNoMessage(Duration.ofMillis(200));
+    }
+
+    @Test
+    void cancellingAGroupThatAlreadyEndedChangesNothing() {
+        Node n = node();
+        n.runner().tell(run(n, 6, "p6"));
+        n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        n.runner().tell(new GroupRunner.CancelGroup(6, 0, RejectReason.CANCELLED, "late"));
+        n.collector().expectNoMessage(Duration.ofMillis(300));
+        assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(6, 0, true, true));
+    }
+
+    @Test
+    void aGroupPastItsEpisodeTimeoutIsRejectedAsTimeoutAndHeld() {
+        TestRollout t = new TestRollout();
+        t.episodeTimeout = Duration.ofMillis(300);
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "timeout-topic"), "timeout-topic");
+        ActorRef<GroupRunner.Command> runner = kit.spawn(
+                GroupRunner.create(t.spec().services(), "timeout", 4, topic, Duration.ofSeconds(60)), "timeout");
+        Node n = new Node(t, runner, kit.createTestProbe());
+        runner.tell(run(n, 7, BLOCKING));
+        Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(((Collector.Rejected) g.outcome()).reason()).isEqualTo(RejectReason.TIMEOUT);
+        TestRollout.await("every slot interrupted", WAIT, () -> t.engine.interrupted.get() == 4);
+        assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(7, 0, true, false));
+    }
+}

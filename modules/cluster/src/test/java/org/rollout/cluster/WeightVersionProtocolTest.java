@@ -1,0 +1,153 @@
+package org.rollout.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The weight version's protocol with probes for a runner, the coordinator and the version topic. */
+class WeightVersionProtocolTest {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private final ActorTestKit kit = ActorTestKit.create("weight-version-test", TestRollout.PEKKO);
+    private final TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+    private final TestProbe<GroupRunner.Command> runner = kit.createTestProbe();
+    private final TestProbe<WeightVersion.VersionChanged> versions = kit.createTestProbe();
+    private final TestProbe<WeightVersion.PublishReply> trainer = kit.createTestProbe();
+    private final List<Integer> loaded = new CopyOnWriteArrayList<>();
+    private final DurableState state = DurableState.inMemory();
+
+    @AfterEach
+    void shutdown() {
+        kit.shutdownTestKit();
+    }
+
+    private ActorRef<WeightVersion.Command> weightVersion(WeightPublisher publisher) {
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
+        topic.tell(Topic.subscribe(versions.getRef()));
+        kit.system().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, runner.getRef()));
+        return kit.spawn(WeightVersion.create(
+                0,
+                publisher,
+                coordinator.getRef(),
+                topic,
+                NodeServices.virtualThreads(),
+                Duration.ofMillis(500),
+                state));
+    }
+
+    private WeightPublisher loading() {
+        return (path, version) -> {
+            loaded.add(version);
+            return new org.rollout.trainer.PublishResult(version, Duration.ofMillis(1), 1, Map.of());
+        };
+    }
+
+    /**
+     * Publishes versions 1, 2, … until one reaches the runner (the weight version hears of the
+     * runner from the Receptionist after it started; an update made before it did has no runner to
+     * pause); returns that update's prepare, with its PauseAdmission taken from the coordinator.
+     */
+    private GroupRunner.PrepareWeightUpdate publishUntilPrepared(ActorRef<WeightVersion.Command> wv) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        for (int v = 1; System.nanoTime() < deadline; v++) {
+            wv.tell(new WeightVersion.Publish(v, "w" + v, trainer.getRef()));
+            GroupRunner.PrepareWeightUpdate p;
+            try {
+                p = runner.expectMessageClass(GroupRunner.PrepareWeightUpdate.class, Duration.ofMillis(300));
+            } catch (AssertionError notYet) {
+                continue;
+            }
+            published = v;
+            coordinator.fishForMessage(
+                    WAIT,
+                    m -> outcome(m instanceof RolloutCoordinator.PauseAdmission pa && pa.updateId() == p.updateId()));
+            return p;
+        }
+        throw new AssertionError("no publish reached the runner within " + WAIT);
+    }
+
+    private static org.apache.pekko.actor.testkit.typed.FishingOutcome outcome(boolean done) {
+        return done
+                ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete()
+                : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore();
+    }
+
+    /** The trainer's reply to the publish of {@link #published} (earlier ones are skipped). */
+    private WeightVersion.PublishReply replyToPublished() {
+        List<WeightVersion.PublishReply> r = new java.util.ArrayList<>();
+        trainer.fishForMessage(WAIT, m -> {
+            r.add(m);
+            return outcome(m.version() == published);
+        });
+        return r.get(r.size() - 1);
+    }
+
+    private int published;
+
+    @Test
+    void aPublishPausesAdmissionAndRunnersThenLoadsBroadcastsAndResumes() {
+        ActorRef<WeightVersion.Command> wv = weightVersion(loading());
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        assertThat(loaded).as("nothing loaded before the runner paused").doesNotContain(published);
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        versions.fishForMessage(WAIT, m -> outcome(m.version() == published));
+        coordinator.fishForMessage(
+                WAIT, m -> outcome(m.equals(new RolloutCoordinator.ResumeAdmission(prepare.updateId(), published))));
+        WeightVersion.PublishReply reply = replyToPublished();
+        assertThat(reply.ok()).isTrue();
+        assertThat(loaded).endsWith(published);
+        assertThat(state.readVersion().toCompletableFuture().join().version()).isEqualTo(published);
+    }
+
+    @Test
+    void aRunnerThatNeverConfirmsThePauseDoesNotHoldTheUpdateUpPastThePrepareTimeout() {
+        ActorRef<WeightVersion.Command> wv = weightVersion(loading());
+        publishUntilPrepared(wv);
+        // The runner never answers: the update goes on after the prepare timeout (500 ms).
+        assertThat(replyToPublished().ok()).isTrue();
+        assertThat(loaded).endsWith(published);
+    }
+
+    @Test
+    void aFailedLoadAbandonsTheUpdateAndTheVersionStays() {
+        ActorRef<WeightVersion.Command> wv = weightVersion((path, version) -> {
+            throw new IllegalStateException("server refused");
+        });
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        assertThat(runner.expectMessageClass(GroupRunner.AbandonWeightUpdate.class, WAIT)
+                        .updateId())
+                .isEqualTo(prepare.updateId());
+        coordinator.fishForMessage(
+                WAIT, m -> outcome(m.equals(new RolloutCoordinator.ResumeAdmission(prepare.updateId(), 0))));
+        WeightVersion.PublishReply reply = replyToPublished();
+        assertThat(reply.ok()).isFalse();
+        assertThat(reply.error()).contains("server refused");
+        versions.expectNoMessage(Duration.ofMillis(200));
+    }
+
+    @Test
+    void aNewIncarnationTakesTheVersionFromTheDurableStateAndBroadcastsIt() {
+        state.writeVersion(new DurableState.VersionRecord(3, "w3"))
+                .toCompletableFuture()
+                .join();
+        weightVersion(loading());
+        assertThat(versions.expectMessageClass(WeightVersion.VersionChanged.class, WAIT)
+                        .version())
+                .isEqualTo(3);
+        assertThat(coordinator
+                        .expectMessageClass(RolloutCoordinator.ResumeAdmission.class, WAIT)
+                        .version())
+                .isEqualTo(3);
+    }
+}
