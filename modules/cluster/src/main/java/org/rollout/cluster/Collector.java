@@ -218,6 +218,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private final LinkedHashMap<Long, GroupFinished> heldRejections = new LinkedHashMap<>();
 
     private final Set<Long> finished = new HashSet<>();
+    /** Tasks whose taken outcome was a rejection or an evaluation result (see {@link #reannounce}). */
+    private final Set<Long> unbufferedTaken = new HashSet<>();
+
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
     private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
     private final ArrayDeque<TrainingBatch> redeliveries = new ArrayDeque<>();
@@ -333,6 +336,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         holdUntilNanos = System.nanoTime() + ackTimeout.toNanos();
         if (first) {
             nextBatchId = a.incarnation() << 32;
+        } else {
+            reannounce(a.open());
         }
         List<GroupFinished> held = List.copyOf(early);
         early.clear();
@@ -341,6 +346,34 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         earlyAcks.clear();
         acks.forEach(this::onAck);
         return this;
+    }
+
+    /**
+     * A new coordinator incarnation attached while this collector lived on (the coordinator was
+     * restarted): of the tasks it still counts open, those whose outcome this collector already
+     * took may have had their {@code TaskFinished} lost with the failed incarnation. An accepted
+     * one this collector still holds is announced again; a rejected or evaluation one is forgotten
+     * here, so that its runner's delivering it again ({@code Resend}) is taken instead of dropped as
+     * a duplicate.
+     */
+    private void reannounce(List<Long> open) {
+        Map<Long, TrainingGroup> held = new java.util.HashMap<>();
+        buffer.forEach(g -> held.put(g.taskId(), g));
+        outstanding.values().forEach(o -> o.batch().groups().forEach(g -> held.put(g.taskId(), g)));
+        redeliveries.forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
+        for (Long id : open) {
+            if (!finished.contains(id)) {
+                continue;
+            }
+            TrainingGroup g = held.get(id);
+            if (g != null) {
+                coordinator.tell(
+                        new RolloutCoordinator.TaskFinished(id, g.attempt(), false, true, null, buffer.size()));
+            } else if (unbufferedTaken.remove(id)) {
+                finished.remove(id);
+            }
+            // Otherwise it was accepted and handed out: the trainer's acknowledgement retires it.
+        }
     }
 
     private Behavior<Command> onGroupFinished(GroupFinished g) {
@@ -401,6 +434,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             logRejection(g, r);
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
+        if (!accepted || g.isEval()) {
+            unbufferedTaken.add(g.taskId());
+        }
         if (accepted && !g.isEval()) {
             buffer.addLast(((Accepted) g.outcome()).group());
             serveWaiting();

@@ -16,16 +16,12 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * exception does not stop a node's runner or a singleton for good:
  *
  * <ul>
- *   <li>coordinator: stop (Pekko's default, made explicit), for now. A restart would have its new
- *       incarnation recover from the ledger as a successor does, but that is not yet safe beside a
- *       collector that lives on: the new incarnation handles the collector's {@code TaskFinished},
- *       {@code Backlog} and the weight version's {@code ResumeAdmission} before its recovery has
- *       read the ledger (its budget restore then failed on the version it had moved to, and the
- *       ledger read by the next restart held a cursor from task 0), and an
- *       outcome whose {@code TaskFinished} died with the failed incarnation is dropped by the
- *       collector as a duplicate when the runner delivers it again. {@code SupervisionTest} shows
- *       both; the recovery must hold such messages until it has recovered, and the collector must
- *       tell a new incarnation about tasks it already finished, before this can be a restart.
+ *   <li>coordinator: restart. The new incarnation recovers from the ledger as a successor does,
+ *       beside a collector that lives on: outcomes, acknowledgements and weight updates that come
+ *       before it has recovered wait in its stash, and the collector announces again the accepted
+ *       outcomes it holds and forgets the rejected ones it took, so that their runners' delivering
+ *       them again reaches the new incarnation (a {@code TaskFinished} may have died with the
+ *       failed one).
  *   <li>collector: restart, and the coordinator is told ({@link RolloutCoordinator.CollectorRestarted}):
  *       it re-attaches the collector under a new incarnation (new batch ids) and has the runners
  *       deliver again what they hold of every task still open, so the empty buffer is refilled from
@@ -68,7 +64,7 @@ final class Supervision {
     }
 
     static Behavior<RolloutCoordinator.Command> coordinator(Behavior<RolloutCoordinator.Command> behavior) {
-        return Behaviors.supervise(behavior).onFailure(SupervisorStrategy.stop());
+        return Behaviors.supervise(behavior).onFailure(restart());
     }
 
     static Behavior<WeightVersion.Command> weightVersion(Behavior<WeightVersion.Command> behavior) {

@@ -13,7 +13,6 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.BehaviorInterceptor;
 import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
@@ -82,8 +81,6 @@ class SupervisionTest {
     }
 
     @Test
-    @Disabled("the coordinator is stopped, not restarted, until its recovery holds messages that arrive before it"
-            + " has read the ledger and the collector re-announces finished tasks to a new incarnation (Supervision)")
     void theCoordinatorRestartsFromTheLedgerAndTheRunGoesOn() throws Exception {
         ThrowOnce fault = new ThrowOnce("coordinator", RolloutCoordinator.TaskFinished.class, 5);
         runsOnAfter(fault, new TestRollout(), 6);
