@@ -53,7 +53,9 @@ final class ProxyRequests {
             boolean toolsEnabled,
             GenerationConfig gconfig,
             boolean stream,
-            boolean includeUsage) {}
+            boolean includeUsage,
+            boolean logprobs,
+            int topLogprobs) {}
 
     /** A validated text completion request: a prompt as text, or as token ids. */
     record Completion(String prompt, int[] promptIds, GenerationConfig gconfig, boolean stream, boolean includeUsage) {}
@@ -117,8 +119,27 @@ final class ProxyRequests {
         }
         GenerationConfig g =
                 gconfig(o, defaults, tokenizer, present(maxCompletion) ? "max_completion_tokens" : "max_tokens");
+        boolean logprobs = bool(o, "logprobs");
+        int top = 0;
+        JsonNode topNode = o.get("top_logprobs");
+        if (present(topNode)) {
+            if (!topNode.isIntegralNumber() || topNode.asInt() < 0 || topNode.asInt() > 20) {
+                throw OpenAIError.invalid(
+                        "top_logprobs",
+                        "'top_logprobs' must be an integer in [0, 20], got " + shortJson(topNode) + ".");
+            }
+            top = topNode.asInt();
+        }
         return new Chat(
-                List.copyOf(asSent), List.copyOf(rendered), tools, toolsEnabled, g, bool(o, "stream"), includeUsage(o));
+                List.copyOf(asSent),
+                List.copyOf(rendered),
+                tools,
+                toolsEnabled,
+                g,
+                bool(o, "stream"),
+                includeUsage(o),
+                logprobs,
+                top);
     }
 
     static Completion completion(JsonNode body, GenerationConfig defaults, Tokenizer tokenizer) throws OpenAIError {
