@@ -24,6 +24,9 @@ import org.rollout.core.WorkflowResolver;
  *       ProxyConfig.defaults().withAdminApiKey(options.adminApiKey())}</td></tr>
  *   <tr><td>online_timeout</td><td>3600</td><td>seconds an online episode waits for its reward
  *       (ours; AReaL's sessions expire after the same hour)</td></tr>
+ *   <tr><td>api</td><td>chat</td><td>chat, responses or messages: the API the demo agent ({@code
+ *       bin/rollout local --workflow agent}) calls the proxy with; the proxy serves all three
+ *       always</td></tr>
  * </table>
  *
  * <p>{@code subproc}: AReaL runs agents in a process pool so that a blocking Python agent does not
@@ -37,11 +40,19 @@ import org.rollout.core.WorkflowResolver;
  * @param turnDiscount in (0, 1]
  * @param adminApiKey the key for {@code POST /online/claim}; not blank
  * @param onlineTimeout how long an online episode waits for its reward; positive
+ * @param api {@code chat}, {@code responses} or {@code messages}
  */
 public record AgentOptions(
-        String mode, ExportStyle exportStyle, double turnDiscount, String adminApiKey, Duration onlineTimeout) {
+        String mode,
+        ExportStyle exportStyle,
+        double turnDiscount,
+        String adminApiKey,
+        Duration onlineTimeout,
+        String api) {
     public static final String DEFAULT_ADMIN_API_KEY = "areal-admin-key";
     public static final Duration DEFAULT_ONLINE_TIMEOUT = Duration.ofHours(1);
+    /** The values of {@code rollout.agent.api}. */
+    public static final List<String> APIS = List.of("chat", "responses", "messages");
     /** The keys {@link #fromMap} accepts (under {@code rollout.agent}). */
     public static final List<String> KEYS = List.of(
             "mode",
@@ -49,11 +60,17 @@ public record AgentOptions(
             "turn_discount",
             "admin_api_key",
             "online_timeout",
+            "api",
             "subproc_max_workers",
             "drop_retry_orphans");
 
     private static final AgentOptions DEFAULTS = new AgentOptions(
-            WorkflowResolver.MODE_INLINE, ExportStyle.INDIVIDUAL, 1.0, DEFAULT_ADMIN_API_KEY, DEFAULT_ONLINE_TIMEOUT);
+            WorkflowResolver.MODE_INLINE,
+            ExportStyle.INDIVIDUAL,
+            1.0,
+            DEFAULT_ADMIN_API_KEY,
+            DEFAULT_ONLINE_TIMEOUT,
+            "chat");
 
     /** @throws InvalidConfigException naming the {@code rollout.agent.*} key of a bad value */
     public AgentOptions {
@@ -70,31 +87,38 @@ public record AgentOptions(
         if (onlineTimeout == null || onlineTimeout.isNegative() || onlineTimeout.isZero()) {
             throw new InvalidConfigException("rollout.agent.online_timeout", onlineTimeout, "a positive duration");
         }
+        if (api == null || !APIS.contains(api)) {
+            throw new InvalidConfigException("rollout.agent.api", api, "chat, responses or messages");
+        }
     }
 
-    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online. */
+    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online, chat. */
     public static AgentOptions defaults() {
         return DEFAULTS;
     }
 
     public AgentOptions withMode(String m) {
-        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout);
+        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api);
     }
 
     public AgentOptions withExportStyle(ExportStyle s) {
-        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout);
+        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout, api);
     }
 
     public AgentOptions withTurnDiscount(double d) {
-        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout);
+        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout, api);
     }
 
     public AgentOptions withAdminApiKey(String k) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout);
+        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout, api);
     }
 
     public AgentOptions withOnlineTimeout(Duration t) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t);
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t, api);
+    }
+
+    public AgentOptions withApi(String a) {
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, a);
     }
 
     /**
@@ -121,6 +145,7 @@ public record AgentOptions(
                     }
                     yield o.withOnlineTimeout(Duration.ofNanos((long) (s * 1e9)));
                 }
+                case "api" -> o.withApi(string(key, v));
                 case "subproc_max_workers", "drop_retry_orphans" -> o;
                 default ->
                     throw new InvalidConfigException(

@@ -106,7 +106,10 @@ final class NodeAssembly {
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
         String name = settings.workflow();
         if (workflow.equals("agent") || name.equals("agent")) {
-            AgentOptions options = AgentOptions.defaults();
+            // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy.
+            AgentOptions options = settings.config().hasPath("rollout.agent.api")
+                    ? AgentOptions.fromMap(Map.of("api", settings.config().getString("rollout.agent.api")))
+                    : AgentOptions.defaults();
             OpenAIProxy proxy = OpenAIProxy.start(
                     ProxyConfig.defaults().withAdminApiKey(options.adminApiKey()),
                     engine,
@@ -114,7 +117,8 @@ final class NodeAssembly {
                     settings.gconfig());
             toClose.add(proxy::close);
             WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
-            RolloutWorkflow agent = resolver.resolve(LETTER_AGENT, Map.of()).workflow();
+            RolloutWorkflow agent =
+                    resolver.resolve(LETTER_AGENT, Map.of("api", options.api())).workflow();
             return new Workflows(agent, agent);
         }
         if (BuiltinWorkflows.isBuiltin(name)) {
