@@ -27,6 +27,9 @@ import org.rollout.core.WorkflowResolver;
  *   <tr><td>api</td><td>chat</td><td>chat, responses or messages: the API the demo agent ({@code
  *       bin/rollout local --workflow agent}) calls the proxy with; the proxy serves all three
  *       always</td></tr>
+ *   <tr><td>tool_call_format</td><td>auto</td><td>auto, hermes, llama3_json, mistral or deepseek:
+ *       how the model writes tool calls ({@link ToolCallFormat}); auto detects it from the chat
+ *       template. Start the proxy with {@code ProxyConfig.withToolCallFormat(options.toolCallFormat())}</td></tr>
  * </table>
  *
  * <p>{@code subproc}: AReaL runs agents in a process pool so that a blocking Python agent does not
@@ -41,6 +44,7 @@ import org.rollout.core.WorkflowResolver;
  * @param adminApiKey the key for {@code POST /online/claim}; not blank
  * @param onlineTimeout how long an online episode waits for its reward; positive
  * @param api {@code chat}, {@code responses} or {@code messages}
+ * @param toolCallFormat {@code auto} or a {@link ToolCallFormat} config name
  */
 public record AgentOptions(
         String mode,
@@ -48,7 +52,8 @@ public record AgentOptions(
         double turnDiscount,
         String adminApiKey,
         Duration onlineTimeout,
-        String api) {
+        String api,
+        String toolCallFormat) {
     public static final String DEFAULT_ADMIN_API_KEY = "areal-admin-key";
     public static final Duration DEFAULT_ONLINE_TIMEOUT = Duration.ofHours(1);
     /** The values of {@code rollout.agent.api}. */
@@ -61,6 +66,7 @@ public record AgentOptions(
             "admin_api_key",
             "online_timeout",
             "api",
+            "tool_call_format",
             "subproc_max_workers",
             "drop_retry_orphans");
 
@@ -70,7 +76,8 @@ public record AgentOptions(
             1.0,
             DEFAULT_ADMIN_API_KEY,
             DEFAULT_ONLINE_TIMEOUT,
-            "chat");
+            "chat",
+            "auto");
 
     /** @throws InvalidConfigException naming the {@code rollout.agent.*} key of a bad value */
     public AgentOptions {
@@ -90,35 +97,49 @@ public record AgentOptions(
         if (api == null || !APIS.contains(api)) {
             throw new InvalidConfigException("rollout.agent.api", api, "chat, responses or messages");
         }
+        if (toolCallFormat == null || !toolCallFormat.equals("auto")) {
+            try {
+                ToolCallFormat.fromConfig(toolCallFormat);
+            } catch (IllegalArgumentException e) {
+                throw new InvalidConfigException(
+                        "rollout.agent.tool_call_format",
+                        toolCallFormat,
+                        "auto, hermes, llama3_json, mistral or deepseek");
+            }
+        }
     }
 
-    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online, chat. */
+    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online, chat, tool calls auto. */
     public static AgentOptions defaults() {
         return DEFAULTS;
     }
 
     public AgentOptions withMode(String m) {
-        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api);
+        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withExportStyle(ExportStyle s) {
-        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout, api);
+        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withTurnDiscount(double d) {
-        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout, api);
+        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withAdminApiKey(String k) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout, api);
+        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withOnlineTimeout(Duration t) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t, api);
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t, api, toolCallFormat);
     }
 
     public AgentOptions withApi(String a) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, a);
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, a, toolCallFormat);
+    }
+
+    public AgentOptions withToolCallFormat(String f) {
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api, f);
     }
 
     /**
@@ -146,6 +167,7 @@ public record AgentOptions(
                     yield o.withOnlineTimeout(Duration.ofNanos((long) (s * 1e9)));
                 }
                 case "api" -> o.withApi(string(key, v));
+                case "tool_call_format" -> o.withToolCallFormat(string(key, v));
                 case "subproc_max_workers", "drop_retry_orphans" -> o;
                 default ->
                     throw new InvalidConfigException(

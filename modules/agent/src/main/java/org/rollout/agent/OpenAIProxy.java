@@ -88,6 +88,7 @@ public final class OpenAIProxy implements AutoCloseable {
     private final InferenceEngine engine;
     private final Tokenizer tokenizer;
     private final GenerationConfig defaults;
+    private final ToolCallFormat toolCallFormat;
     private final HttpServer server;
     private final ExecutorService executor;
     private final Map<String, ProxySession> sessions = new ConcurrentHashMap<>();
@@ -105,6 +106,7 @@ public final class OpenAIProxy implements AutoCloseable {
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.defaults = defaults;
+        this.toolCallFormat = config.resolveToolCallFormat(tokenizer);
         this.server = server;
         this.executor = executor;
     }
@@ -139,7 +141,11 @@ public final class OpenAIProxy implements AutoCloseable {
         OpenAIProxy proxy = new OpenAIProxy(config, engine, tokenizer, defaults.withNSamples(1), server, executor);
         server.createContext("/", proxy::handle);
         server.start();
-        log.info("OpenAI proxy listening on {} (tokenizer {})", proxy.baseUrl(), tokenizer);
+        log.info(
+                "OpenAI proxy listening on {} (tokenizer {}, tool calls in {} format)",
+                proxy.baseUrl(),
+                tokenizer,
+                proxy.toolCallFormat.configName());
         return proxy;
     }
 
@@ -161,6 +167,11 @@ public final class OpenAIProxy implements AutoCloseable {
 
     public ProxyConfig config() {
         return config;
+    }
+
+    /** The tool-call format completions are parsed in (configured, or detected from the chat template). */
+    public ToolCallFormat toolCallFormat() {
+        return toolCallFormat;
     }
 
     /** The sessions open now. */
@@ -439,9 +450,18 @@ public final class OpenAIProxy implements AutoCloseable {
         int[] answer = answerTokens(resp, req.gconfig());
         String text = outputText(resp, answer, req.gconfig());
         ReasoningParser.Split split = ReasoningParser.split(text);
-        ToolCallParser.Parsed parsed = req.toolsEnabled()
-                ? ToolCallParser.parse(split.content())
-                : new ToolCallParser.Parsed(split.content(), List.of());
+        ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
+        if (req.toolsEnabled()) {
+            parsed = toolCallFormat.parse(split.content());
+            if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
+                // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
+                ToolCallParser.Parsed withSpecial = toolCallFormat.parse(
+                        ReasoningParser.split(tokenizer.decode(answer, false)).content());
+                if (withSpecial.hasToolCalls()) {
+                    parsed = withSpecial;
+                }
+            }
+        }
         StopReason stop = parsed.hasToolCalls() ? StopReason.TOOL_CALLS : resp.stopReason();
         if (stop != resp.stopReason()) {
             resp = ModelResponse.of(

@@ -106,12 +106,19 @@ final class NodeAssembly {
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
         String name = settings.workflow();
         if (workflow.equals("agent") || name.equals("agent")) {
-            // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy.
-            AgentOptions options = settings.config().hasPath("rollout.agent.api")
-                    ? AgentOptions.fromMap(Map.of("api", settings.config().getString("rollout.agent.api")))
-                    : AgentOptions.defaults();
+            // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
+            // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
+            Map<String, Object> agentKeys = new java.util.HashMap<>();
+            for (String key : List.of("api", "tool_call_format")) {
+                if (settings.config().hasPath("rollout.agent." + key)) {
+                    agentKeys.put(key, settings.config().getString("rollout.agent." + key));
+                }
+            }
+            AgentOptions options = AgentOptions.fromMap(agentKeys);
             OpenAIProxy proxy = OpenAIProxy.start(
-                    ProxyConfig.defaults().withAdminApiKey(options.adminApiKey()),
+                    ProxyConfig.defaults()
+                            .withAdminApiKey(options.adminApiKey())
+                            .withToolCallFormat(options.toolCallFormat()),
                     engine,
                     tokenizer,
                     settings.gconfig());
