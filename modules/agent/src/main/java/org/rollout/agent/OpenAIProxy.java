@@ -50,12 +50,15 @@ import org.slf4j.LoggerFactory;
  *                     │ messages (+ tools) ──chat template──► prompt ids   (concat: parent's tokens + new turns)
  *                     │ prompt ≥ max_tokens ──► 400 context_length_exceeded
  *                     │ engine.generate(ids, GenerationConfig from defaults + request fields)
- *                     │ decode, parse &lt;tool_call&gt; blocks ──► tool_calls, finish_reason "tool_calls"
+ *                     │ decode, split off &lt;think&gt;, parse tool calls (the model family's format)
  *                     │ record Interaction(id chatcmpl-…, ModelResponse, messages, answer, parent)
  *                     └─► ChatCompletion JSON, or server-sent events when "stream": true
  * </pre>
  *
- * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/completions},
+ * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/responses}
+ * (OpenAI's Responses API, {@link ResponsesApi}), {@code POST /s/{session}/v1/messages} (Anthropic's
+ * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header),
+ * {@code POST /s/{session}/v1/completions},
  * {@code GET /s/{session}/v1/models}, {@code POST /s/{session}/v1/reward} (online sessions: {@code
  * {"reward": 1.0}} or {@code {"reward": {"chatcmpl-…": 1.0}}}), {@code POST /online/claim} (admin
  * key: waits up to {@code {"timeout": seconds}} (default 30, at most 300) for an online session and
