@@ -452,14 +452,17 @@ public final class OpenAIProxy implements AutoCloseable {
         ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
         int[] answer = answerTokens(resp, req.gconfig());
         String text = outputText(resp, answer, req.gconfig());
-        ReasoningParser.Split split = ReasoningParser.split(text);
+        boolean thinkingOpened = ReasoningParser.opensBlock(
+                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
+        ReasoningParser.Split split = ReasoningParser.split(text, thinkingOpened);
         ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
         if (req.toolsEnabled()) {
             parsed = toolCallFormat.parse(split.content());
             if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
                 // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
-                ToolCallParser.Parsed withSpecial = toolCallFormat.parse(
-                        ReasoningParser.split(tokenizer.decode(answer, false)).content());
+                ToolCallParser.Parsed withSpecial =
+                        toolCallFormat.parse(ReasoningParser.split(tokenizer.decode(answer, false), thinkingOpened)
+                                .content());
                 if (withSpecial.hasToolCalls()) {
                     parsed = withSpecial;
                 }

@@ -3,15 +3,17 @@ package org.rollout.agent;
 import java.util.Objects;
 
 /**
- * Splits a model's thinking block off its answer: the text before {@code </think>} (without a
- * leading {@code <think>}) is the reasoning, the text after it the answer. This is the form of
- * Qwen3, QwQ and DeepSeek-R1, whose chat templates may open the block in the prompt, so the
- * completion holds only its end. An opened block that never closes (generation ran out) is all
- * reasoning and no answer. Text without {@code </think>} and not starting with {@code <think>} is
- * all answer.
+ * Splits a model's thinking block off its answer. A block counts when the answer opens it ({@code
+ * <think>} first, after whitespace) or when the prompt already opened it (Qwen3's, QwQ's and
+ * DeepSeek-R1's chat templates may end the prompt with {@code <think>}, so the completion holds only
+ * the block's end): the text up to {@code </think>} is the reasoning, the text after it the answer.
+ * A block that never closes (generation ran out) is all reasoning and no answer. Anything else is
+ * all answer, even when a {@code <think>} or {@code </think>} appears inside it.
  *
  * <pre>
  *   "&lt;think&gt;\n2+2 is 4\n&lt;/think&gt;\n\nIt is 4."  → reasoning "2+2 is 4", content "It is 4."
+ *   "2+2 is 4\n&lt;/think&gt;\n\nIt is 4." (prompt ends in &lt;think&gt;) → the same
+ *   "It is 4. &lt;/think&gt;"                        → no reasoning, content unchanged
  * </pre>
  *
  * <p>Only the returned texts are split: the recorded interaction keeps the generated tokens, the
@@ -26,20 +28,38 @@ final class ReasoningParser {
     /** @param reasoning the thinking text, stripped, or null when there is no block */
     record Split(String reasoning, String content) {}
 
+    /** {@link #split(String, boolean)} for a prompt that did not open a block. */
     static Split split(String text) {
+        return split(text, false);
+    }
+
+    /**
+     * @param text the answer's text
+     * @param openedInPrompt whether the prompt ends inside an opened thinking block
+     */
+    static Split split(String text, boolean openedInPrompt) {
         Objects.requireNonNull(text, "text");
-        int close = text.indexOf(CLOSE);
         String lead = text.stripLeading();
-        if (close < 0) {
-            if (lead.startsWith(OPEN)) {
-                return new Split(lead.substring(OPEN.length()).strip(), "");
-            }
+        String body;
+        if (lead.startsWith(OPEN)) {
+            body = lead.substring(OPEN.length());
+        } else if (openedInPrompt) {
+            body = text;
+        } else {
             return new Split(null, text);
         }
-        String before = text.substring(0, close).stripLeading();
-        if (before.startsWith(OPEN)) {
-            before = before.substring(OPEN.length());
+        int close = body.indexOf(CLOSE);
+        if (close < 0) {
+            return new Split(body.strip(), "");
         }
-        return new Split(before.strip(), text.substring(close + CLOSE.length()).stripLeading());
+        return new Split(
+                body.substring(0, close).strip(),
+                body.substring(close + CLOSE.length()).stripLeading());
+    }
+
+    /** Whether a prompt's text ends inside an opened thinking block (its last {@code <think>} is not closed). */
+    static boolean opensBlock(String promptTail) {
+        int open = promptTail.lastIndexOf(OPEN);
+        return open >= 0 && promptTail.indexOf(CLOSE, open) < 0;
     }
 }

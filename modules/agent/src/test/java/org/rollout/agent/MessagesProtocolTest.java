@@ -106,6 +106,14 @@ class MessagesProtocolTest {
     }
 
     @Test
+    void thinkTagsInAnAnswerThatDidNotOpenABlockStayText() throws Exception {
+        ProxySession s = session(ScriptedEngine.replying("L<think>x</think>y"), 128);
+        JsonNode m = ProxyHttp.JSON.readTree(post(s, s.apiKey(), HELLO).body());
+        assertThat(m.path("content")).hasSize(1);
+        assertThat(m.path("content").get(0).path("text").asText()).isEqualTo("L<think>x</think>y");
+    }
+
+    @Test
     void runningOutOfTokensIsStopReasonMaxTokens() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("A long answer that does not fit."), 4);
         JsonNode m = ProxyHttp.JSON.readTree(
