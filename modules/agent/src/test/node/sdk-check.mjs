@@ -1,6 +1,8 @@
 // Drives the rollout proxy with the official OpenAI and Anthropic Node SDKs.
-// Run by NodeSdkTest, which starts the proxy on a scripted engine whose replies are queued in the
-// order of the steps below. Env: ROLLOUT_BASE_URL (the session's .../v1 URL), ROLLOUT_API_KEY.
+// Run by NodeSdkTest. ROLLOUT_SCENARIO=scripted (default): the proxy runs on a scripted engine whose
+// replies are queued in the order of the steps below. ROLLOUT_SCENARIO=builtin: the built-in model
+// answers (whatever it samples), plain and streamed, in both APIs.
+// Env: ROLLOUT_BASE_URL (the session's .../v1 URL), ROLLOUT_API_KEY.
 // Prints one line "ok <step>" per passed step; the first failure exits non-zero with its reason.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -143,7 +145,43 @@ const steps = [
   }],
 ];
 
-for (const [name, run] of steps) {
+const builtinSteps = [
+  ['responses plain', async () => {
+    const r = await openai.responses.create({ model: 'rollout', input: 'Say hello.', max_output_tokens: 16 });
+    assert.ok(r.status === 'completed' || r.status === 'incomplete');
+    assert.equal(typeof r.output_text, 'string');
+    assert.ok(r.usage.output_tokens >= 1 && r.usage.output_tokens <= 16);
+    return `${r.id} ${r.usage.output_tokens}`;
+  }],
+  ['responses streaming', async () => {
+    const stream = openai.responses.stream({ model: 'rollout', input: 'Stream.', max_output_tokens: 16 });
+    let text = '';
+    stream.on('response.output_text.delta', (e) => { text += e.delta; });
+    const final = await stream.finalResponse();
+    assert.equal(final.output_text, text);
+    return `${final.id} ${final.usage.output_tokens}`;
+  }],
+  ['messages plain', async () => {
+    const m = await anthropic.messages.create({
+      model: 'rollout', max_tokens: 16, messages: [{ role: 'user', content: 'Say hello.' }],
+    });
+    assert.ok(m.stop_reason === 'end_turn' || m.stop_reason === 'max_tokens');
+    return `${m.id} ${m.usage.output_tokens}`;
+  }],
+  ['messages streaming', async () => {
+    const stream = anthropic.messages.stream({
+      model: 'rollout', max_tokens: 16, messages: [{ role: 'user', content: 'Stream.' }],
+    });
+    let text = '';
+    stream.on('text', (t) => { text += t; });
+    const m = await stream.finalMessage();
+    assert.equal(m.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), text);
+    return `${m.id} ${m.usage.output_tokens}`;
+  }],
+];
+
+const scenario = process.env.ROLLOUT_SCENARIO ?? 'scripted';
+for (const [name, run] of scenario === 'builtin' ? builtinSteps : steps) {
   try {
     const ids = await run();
     console.log(`ok ${name}${ids ? ' ' + ids : ''}`);

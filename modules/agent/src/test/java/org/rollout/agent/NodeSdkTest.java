@@ -59,21 +59,7 @@ class NodeSdkTest {
                 GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
         ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
 
-        Path log = tmp.resolve("node.log");
-        ProcessBuilder pb = new ProcessBuilder("node", "sdk-check.mjs")
-                .directory(SCRIPT_DIR.toFile())
-                .redirectErrorStream(true)
-                .redirectOutput(log.toFile());
-        pb.environment().put("ROLLOUT_BASE_URL", s.baseUrl().toString());
-        pb.environment().put("ROLLOUT_API_KEY", s.apiKey());
-        Process p = pb.start();
-        boolean exited = p.waitFor(120, TimeUnit.SECONDS);
-        if (!exited) {
-            p.destroyForcibly();
-        }
-        String out = Files.readString(log, StandardCharsets.UTF_8);
-        assertThat(exited).as("node finished within 120 s; output:%n%s", out).isTrue();
-        assertThat(p.exitValue()).as("node's exit code; output:%n%s", out).isZero();
+        String out = runNode(s, "scripted", tmp);
         assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(10);
 
         List<Interaction> its = s.interactions();
@@ -95,6 +81,55 @@ class NodeSdkTest {
         int[] generated = its.get(2).modelResponse().outputTokens();
         assertThat(generated).hasSize(call.length + 1).startsWith(call);
         assertThat(generated[call.length]).isEqualTo(ByteLevelTokenizer.INSTANCE.eosTokenId());
+    }
+
+    @Test
+    void theBuiltInModelAnswersTheNodeSdksPlainAndStreamedWithEveryTokenRecorded(@TempDir Path tmp) throws Exception {
+        assumeNodeAndModules();
+        try (BuiltInModel model = BuiltInModel.seeded()) {
+            proxy = OpenAIProxy.start(
+                    ProxyConfig.defaults(),
+                    model.engine,
+                    ByteLevelTokenizer.INSTANCE,
+                    GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+            ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+            String out = runNode(s, "builtin", tmp);
+
+            List<String> lines = out.lines().filter(l -> l.startsWith("ok ")).toList();
+            List<Interaction> its = s.interactions();
+            assertThat(lines).as(out).hasSize(4);
+            assertThat(its).hasSize(4);
+            for (int i = 0; i < 4; i++) {
+                Interaction it = its.get(i);
+                // "ok <step> <id> <output tokens the API reported>"
+                assertThat(lines.get(i))
+                        .endsWith(" " + it.id() + " " + it.modelResponse().outputLength());
+                assertThat(it.modelResponse().outputVersions()).containsOnly(0);
+                assertThat(it.modelResponse().outputLogprobs())
+                        .hasSize(it.modelResponse().outputLength());
+            }
+        }
+    }
+
+    /** Runs sdk-check.mjs in {@code scenario} against session {@code s}; its output once it exited 0. */
+    private static String runNode(ProxySession s, String scenario, Path tmp) throws Exception {
+        Path log = tmp.resolve("node-" + scenario + ".log");
+        ProcessBuilder pb = new ProcessBuilder("node", "sdk-check.mjs")
+                .directory(SCRIPT_DIR.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile());
+        pb.environment().put("ROLLOUT_BASE_URL", s.baseUrl().toString());
+        pb.environment().put("ROLLOUT_API_KEY", s.apiKey());
+        pb.environment().put("ROLLOUT_SCENARIO", scenario);
+        Process p = pb.start();
+        boolean exited = p.waitFor(120, TimeUnit.SECONDS);
+        if (!exited) {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        String out = Files.readString(log, StandardCharsets.UTF_8);
+        assertThat(exited).as("node finished within 120 s; output:%n%s", out).isTrue();
+        assertThat(p.exitValue()).as("node's exit code; output:%n%s", out).isZero();
+        return out;
     }
 
     private void assumeNodeAndModules() throws InterruptedException {
