@@ -26,7 +26,8 @@ import org.rollout.api.StopReason;
  * </pre>
  *
  * <p>Answers: content blocks thinking (the model's thinking block, {@code signature} empty), text,
- * tool_use; {@code stop_reason} {@code tool_use}, {@code max_tokens} or {@code end_turn}. Refused with
+ * tool_use; {@code stop_reason} {@code tool_use}, {@code max_tokens}, {@code stop_sequence} (with the
+ * matched {@code stop_sequence}) or {@code end_turn}. Refused with
  * 400: images, documents, server tools, {@code tool_choice} any or tool. Ignored: {@code metadata},
  * {@code thinking} (the chat template decides whether the model thinks), {@code service_tier}.
  * Errors are Anthropic's {@code {"type": "error", "error": {"type", "message"}}}.
@@ -304,6 +305,9 @@ final class MessagesApi {
         if (t.stop() == StopReason.TOOL_CALLS) {
             return "tool_use";
         }
+        if (t.stopSequence() != null) {
+            return "stop_sequence";
+        }
         return t.stop() == StopReason.LENGTH ? "max_tokens" : "end_turn";
     }
 
@@ -329,7 +333,7 @@ final class MessagesApi {
         m.put("model", model);
         m.put("content", t == null ? List.of() : content(t));
         m.put("stop_reason", t == null ? null : stopReason(t));
-        m.put("stop_sequence", null);
+        m.put("stop_sequence", t == null ? null : t.stopSequence());
         m.put("usage", usage(inputTokens, t == null ? 0 : t.resp().outputLength()));
         return m;
     }

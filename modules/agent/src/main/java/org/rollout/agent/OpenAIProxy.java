@@ -421,6 +421,7 @@ public final class OpenAIProxy implements AutoCloseable {
      * @param reasoning the thinking block's text, or null when the model wrote none
      * @param parsed the answer after the thinking block: content and tool calls
      * @param message the recorded OpenAI assistant message
+     * @param stopSequence the request's stop string that ended the answer, or null
      */
     record Turn(
             String id,
@@ -429,7 +430,8 @@ public final class OpenAIProxy implements AutoCloseable {
             String reasoning,
             ToolCallParser.Parsed parsed,
             StopReason stop,
-            Map<String, Object> message) {}
+            Map<String, Object> message,
+            String stopSequence) {}
 
     /**
      * Renders {@code req} (on its parent's tokens in concat sessions), generates, splits off the
@@ -501,7 +503,28 @@ public final class OpenAIProxy implements AutoCloseable {
         if (!session.record(it)) {
             throw sessionClosedDuring(session);
         }
-        return new Turn(id, resp, answer, split.reasoning(), parsed, stop, message);
+        return new Turn(
+                id, resp, answer, split.reasoning(), parsed, stop, message, matchedStop(resp, answer, req.gconfig()));
+    }
+
+    /** The stop string the answer ended on (the one {@link #outputText} cuts at), or null. */
+    private String matchedStop(ModelResponse resp, int[] answer, GenerationConfig g) {
+        if (resp.stopReason() != StopReason.STOP
+                || answer.length != resp.outputLength()
+                || g.stop().isEmpty()) {
+            return null;
+        }
+        String text = tokenizer.decode(answer, true);
+        String found = null;
+        int cut = -1;
+        for (String s : g.stop()) {
+            int at = text.indexOf(s);
+            if (at >= 0 && (cut < 0 || at < cut)) {
+                cut = at;
+                found = s;
+            }
+        }
+        return found;
     }
 
     /** One entry per answer token: its text, its sampled logprob and its UTF-8 bytes. */
@@ -886,7 +909,7 @@ public final class OpenAIProxy implements AutoCloseable {
         }
         Map<String, Object> delta = new LinkedHashMap<>();
         delta.put("stop_reason", MessagesApi.stopReason(t));
-        delta.put("stop_sequence", null);
+        delta.put("stop_sequence", t.stopSequence());
         messageEvent(
                 out,
                 "message_delta",

@@ -114,6 +114,41 @@ class MessagesProtocolTest {
     }
 
     @Test
+    void anAnswerEndedByAStopSequenceNamesIt() throws Exception {
+        // An engine that, like the model server, stops on the stop string and keeps it in the output.
+        org.rollout.api.InferenceEngine stopping = new org.rollout.api.InferenceEngine() {
+            @Override
+            public ModelResponse generate(org.rollout.api.ModelRequest request) {
+                int[] out = ByteLevelTokenizer.INSTANCE.encode("Hello. END");
+                return ModelResponse.of(
+                        request.inputIds(),
+                        out,
+                        new float[out.length],
+                        new int[out.length],
+                        org.rollout.api.StopReason.STOP,
+                        Duration.ofMillis(1));
+            }
+
+            @Override
+            public int version() {
+                return 0;
+            }
+        };
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                stopping,
+                ByteLevelTokenizer.INSTANCE,
+                GenerationConfig.builder().maxTokens(2048).maxNewTokens(64).build());
+        ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+        JsonNode m = ProxyHttp.JSON.readTree(
+                post(s, s.apiKey(), HELLO.replace("{\"model\"", "{\"stop_sequences\": [\"END\"], \"model\""))
+                        .body());
+        assertThat(m.path("stop_reason").asText()).isEqualTo("stop_sequence");
+        assertThat(m.path("stop_sequence").asText()).isEqualTo("END");
+        assertThat(m.path("content").get(0).path("text").asText()).isEqualTo("Hello. ");
+    }
+
+    @Test
     void runningOutOfTokensIsStopReasonMaxTokens() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("A long answer that does not fit."), 4);
         JsonNode m = ProxyHttp.JSON.readTree(
