@@ -726,7 +726,8 @@ public final class OpenAIProxy implements AutoCloseable {
             }
         }
         ResponsesApi.Translated tr = ResponsesApi.translate(body, previous);
-        ProxyRequests.Chat req = ProxyRequests.chat(tr.chatBody(), defaults, tokenizer);
+        ProxyRequests.Chat req = translatedChat(
+                tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
         String id = "resp_" + hex(24);
         long created = System.currentTimeMillis() / 1000;
         if (req.stream()) {
@@ -744,6 +745,32 @@ public final class OpenAIProxy implements AutoCloseable {
                 200,
                 ResponsesApi.response(
                         id, created, config.modelName(), body, tr.instructions(), t, ResponsesApi.output(t, logprobs)));
+    }
+
+    /**
+     * A translated body validated as a chat body; an error about a chat field names the field the
+     * client sent instead (e.g. max_output_tokens for max_completion_tokens).
+     */
+    private ProxyRequests.Chat translatedChat(JsonNode chatBody, Map<String, String> clientNames) throws OpenAIError {
+        try {
+            return ProxyRequests.chat(chatBody, defaults, tokenizer);
+        } catch (OpenAIError e) {
+            String param = e.param();
+            if (param == null) {
+                throw e;
+            }
+            String root = param.split("[\\[.]", 2)[0];
+            String named = clientNames.get(root);
+            if (named == null) {
+                throw e;
+            }
+            throw new OpenAIError(
+                    e.status(),
+                    e.type(),
+                    named + param.substring(root.length()),
+                    e.code(),
+                    e.getMessage().replace(root, named));
+        }
     }
 
     private void streamResponse(
@@ -861,7 +888,9 @@ public final class OpenAIProxy implements AutoCloseable {
     // ---------------------------------------------------------------- messages
 
     private void messages(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        ProxyRequests.Chat req = ProxyRequests.chat(MessagesApi.translate(readJson(ex)), defaults, tokenizer);
+        ProxyRequests.Chat req = translatedChat(
+                MessagesApi.translate(readJson(ex)),
+                Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences"));
         Turn t = turn(session, req, "msg_" + hex(12));
         String model = config.modelName();
         int input = t.resp().inputLength();

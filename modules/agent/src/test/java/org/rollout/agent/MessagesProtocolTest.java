@@ -149,6 +149,16 @@ class MessagesProtocolTest {
     }
 
     @Test
+    void aBadMaxTokensIsReportedUnderItsOwnName() throws Exception {
+        ProxySession s = session(new ScriptedEngine(), 128);
+        HttpResponse<String> r = post(s, s.apiKey(), HELLO.replace("32", "0"));
+        assertThat(r.statusCode()).isEqualTo(400);
+        String message =
+                ProxyHttp.JSON.readTree(r.body()).path("error").path("message").asText();
+        assertThat(message).contains("max_tokens").doesNotContain("max_completion_tokens");
+    }
+
+    @Test
     void runningOutOfTokensIsStopReasonMaxTokens() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("A long answer that does not fit."), 4);
         JsonNode m = ProxyHttp.JSON.readTree(

@@ -284,6 +284,20 @@ class ResponsesSdkTest {
     }
 
     @Test
+    void aBadMaxOutputTokensIsABadRequestNamingIt() throws Exception {
+        ProxySession s = scriptedSession(new ScriptedEngine());
+        assertThatThrownBy(() -> client(s)
+                        .responses()
+                        .create(ResponseCreateParams.builder()
+                                .model("rollout")
+                                .input("Hi")
+                                .maxOutputTokens(0L)
+                                .build()))
+                .isInstanceOfSatisfying(
+                        BadRequestException.class, e -> assertThat(e.param()).contains("max_output_tokens"));
+    }
+
+    @Test
     void anUnknownPreviousResponseIdIsABadRequest() throws Exception {
         ProxySession s = scriptedSession(new ScriptedEngine());
         assertThatThrownBy(() -> client(s)
