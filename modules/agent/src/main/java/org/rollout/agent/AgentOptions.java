@@ -24,6 +24,12 @@ import org.rollout.core.WorkflowResolver;
  *       ProxyConfig.defaults().withAdminApiKey(options.adminApiKey())}</td></tr>
  *   <tr><td>online_timeout</td><td>3600</td><td>seconds an online episode waits for its reward
  *       (ours; AReaL's sessions expire after the same hour)</td></tr>
+ *   <tr><td>api</td><td>chat</td><td>chat, responses or messages: the API the demo agent ({@code
+ *       bin/rollout local --workflow agent}) calls the proxy with; the proxy serves all three
+ *       always</td></tr>
+ *   <tr><td>tool_call_format</td><td>auto</td><td>auto, hermes, llama3_json, mistral or deepseek:
+ *       how the model writes tool calls ({@link ToolCallFormat}); auto detects it from the chat
+ *       template. Start the proxy with {@code ProxyConfig.withToolCallFormat(options.toolCallFormat())}</td></tr>
  * </table>
  *
  * <p>{@code subproc}: AReaL runs agents in a process pool so that a blocking Python agent does not
@@ -37,11 +43,21 @@ import org.rollout.core.WorkflowResolver;
  * @param turnDiscount in (0, 1]
  * @param adminApiKey the key for {@code POST /online/claim}; not blank
  * @param onlineTimeout how long an online episode waits for its reward; positive
+ * @param api {@code chat}, {@code responses} or {@code messages}
+ * @param toolCallFormat {@code auto} or a {@link ToolCallFormat} config name
  */
 public record AgentOptions(
-        String mode, ExportStyle exportStyle, double turnDiscount, String adminApiKey, Duration onlineTimeout) {
+        String mode,
+        ExportStyle exportStyle,
+        double turnDiscount,
+        String adminApiKey,
+        Duration onlineTimeout,
+        String api,
+        String toolCallFormat) {
     public static final String DEFAULT_ADMIN_API_KEY = "areal-admin-key";
     public static final Duration DEFAULT_ONLINE_TIMEOUT = Duration.ofHours(1);
+    /** The values of {@code rollout.agent.api}. */
+    public static final List<String> APIS = List.of("chat", "responses", "messages");
     /** The keys {@link #fromMap} accepts (under {@code rollout.agent}). */
     public static final List<String> KEYS = List.of(
             "mode",
@@ -49,11 +65,19 @@ public record AgentOptions(
             "turn_discount",
             "admin_api_key",
             "online_timeout",
+            "api",
+            "tool_call_format",
             "subproc_max_workers",
             "drop_retry_orphans");
 
     private static final AgentOptions DEFAULTS = new AgentOptions(
-            WorkflowResolver.MODE_INLINE, ExportStyle.INDIVIDUAL, 1.0, DEFAULT_ADMIN_API_KEY, DEFAULT_ONLINE_TIMEOUT);
+            WorkflowResolver.MODE_INLINE,
+            ExportStyle.INDIVIDUAL,
+            1.0,
+            DEFAULT_ADMIN_API_KEY,
+            DEFAULT_ONLINE_TIMEOUT,
+            "chat",
+            "auto");
 
     /** @throws InvalidConfigException naming the {@code rollout.agent.*} key of a bad value */
     public AgentOptions {
@@ -70,31 +94,52 @@ public record AgentOptions(
         if (onlineTimeout == null || onlineTimeout.isNegative() || onlineTimeout.isZero()) {
             throw new InvalidConfigException("rollout.agent.online_timeout", onlineTimeout, "a positive duration");
         }
+        if (api == null || !APIS.contains(api)) {
+            throw new InvalidConfigException("rollout.agent.api", api, "chat, responses or messages");
+        }
+        if (toolCallFormat == null || !toolCallFormat.equals("auto")) {
+            try {
+                ToolCallFormat.fromConfig(toolCallFormat);
+            } catch (IllegalArgumentException e) {
+                throw new InvalidConfigException(
+                        "rollout.agent.tool_call_format",
+                        toolCallFormat,
+                        "auto, hermes, llama3_json, mistral or deepseek");
+            }
+        }
     }
 
-    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online. */
+    /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online, chat, tool calls auto. */
     public static AgentOptions defaults() {
         return DEFAULTS;
     }
 
     public AgentOptions withMode(String m) {
-        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout);
+        return new AgentOptions(m, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withExportStyle(ExportStyle s) {
-        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout);
+        return new AgentOptions(mode, s, turnDiscount, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withTurnDiscount(double d) {
-        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout);
+        return new AgentOptions(mode, exportStyle, d, adminApiKey, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withAdminApiKey(String k) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout);
+        return new AgentOptions(mode, exportStyle, turnDiscount, k, onlineTimeout, api, toolCallFormat);
     }
 
     public AgentOptions withOnlineTimeout(Duration t) {
-        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t);
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, t, api, toolCallFormat);
+    }
+
+    public AgentOptions withApi(String a) {
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, a, toolCallFormat);
+    }
+
+    public AgentOptions withToolCallFormat(String f) {
+        return new AgentOptions(mode, exportStyle, turnDiscount, adminApiKey, onlineTimeout, api, f);
     }
 
     /**
@@ -121,6 +166,8 @@ public record AgentOptions(
                     }
                     yield o.withOnlineTimeout(Duration.ofNanos((long) (s * 1e9)));
                 }
+                case "api" -> o.withApi(string(key, v));
+                case "tool_call_format" -> o.withToolCallFormat(string(key, v));
                 case "subproc_max_workers", "drop_retry_orphans" -> o;
                 default ->
                     throw new InvalidConfigException(

@@ -50,12 +50,15 @@ import org.slf4j.LoggerFactory;
  *                     │ messages (+ tools) ──chat template──► prompt ids   (concat: parent's tokens + new turns)
  *                     │ prompt ≥ max_tokens ──► 400 context_length_exceeded
  *                     │ engine.generate(ids, GenerationConfig from defaults + request fields)
- *                     │ decode, parse &lt;tool_call&gt; blocks ──► tool_calls, finish_reason "tool_calls"
+ *                     │ decode, split off &lt;think&gt;, parse tool calls (the model family's format)
  *                     │ record Interaction(id chatcmpl-…, ModelResponse, messages, answer, parent)
  *                     └─► ChatCompletion JSON, or server-sent events when "stream": true
  * </pre>
  *
- * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/completions},
+ * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/responses}
+ * (OpenAI's Responses API, {@link ResponsesApi}), {@code POST /s/{session}/v1/messages} (Anthropic's
+ * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header),
+ * {@code POST /s/{session}/v1/completions},
  * {@code GET /s/{session}/v1/models}, {@code POST /s/{session}/v1/reward} (online sessions: {@code
  * {"reward": 1.0}} or {@code {"reward": {"chatcmpl-…": 1.0}}}), {@code POST /online/claim} (admin
  * key: waits up to {@code {"timeout": seconds}} (default 30, at most 300) for an online session and
@@ -88,6 +91,7 @@ public final class OpenAIProxy implements AutoCloseable {
     private final InferenceEngine engine;
     private final Tokenizer tokenizer;
     private final GenerationConfig defaults;
+    private final ToolCallFormat toolCallFormat;
     private final HttpServer server;
     private final ExecutorService executor;
     private final Map<String, ProxySession> sessions = new ConcurrentHashMap<>();
@@ -105,6 +109,7 @@ public final class OpenAIProxy implements AutoCloseable {
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.defaults = defaults;
+        this.toolCallFormat = config.resolveToolCallFormat(tokenizer);
         this.server = server;
         this.executor = executor;
     }
@@ -139,7 +144,11 @@ public final class OpenAIProxy implements AutoCloseable {
         OpenAIProxy proxy = new OpenAIProxy(config, engine, tokenizer, defaults.withNSamples(1), server, executor);
         server.createContext("/", proxy::handle);
         server.start();
-        log.info("OpenAI proxy listening on {} (tokenizer {})", proxy.baseUrl(), tokenizer);
+        log.info(
+                "OpenAI proxy listening on {} (tokenizer {}, tool calls in {} format)",
+                proxy.baseUrl(),
+                tokenizer,
+                proxy.toolCallFormat.configName());
         return proxy;
     }
 
@@ -161,6 +170,11 @@ public final class OpenAIProxy implements AutoCloseable {
 
     public ProxyConfig config() {
         return config;
+    }
+
+    /** The tool-call format completions are parsed in (configured, or detected from the chat template). */
+    public ToolCallFormat toolCallFormat() {
+        return toolCallFormat;
     }
 
     /** The sessions open now. */
@@ -234,7 +248,7 @@ public final class OpenAIProxy implements AutoCloseable {
             try {
                 route(ex);
             } catch (OpenAIError e) {
-                sendJson(ex, e.status(), e.body());
+                sendJson(ex, e.status(), anthropic(ex) ? MessagesApi.errorBody(e) : e.body());
             } catch (RuntimeException e) {
                 log.error(
                         "OpenAI proxy: {} {} failed",
@@ -242,9 +256,14 @@ public final class OpenAIProxy implements AutoCloseable {
                         ex.getRequestURI().getPath(),
                         e);
                 OpenAIError err = new OpenAIError(500, "server_error", null, null, "The proxy failed: " + e);
-                sendJson(ex, 500, err.body());
+                sendJson(ex, 500, anthropic(ex) ? MessagesApi.errorBody(err) : err.body());
             }
         }
+    }
+
+    /** Requests to Anthropic's Messages API get its error shape. */
+    private static boolean anthropic(HttpExchange ex) {
+        return ex.getRequestURI().getPath().endsWith("/v1/messages");
     }
 
     private void route(HttpExchange ex) throws IOException, OpenAIError {
@@ -292,6 +311,14 @@ public final class OpenAIProxy implements AutoCloseable {
                 requireMethod(method, "POST", path);
                 completion(ex, session);
             }
+            case "responses" -> {
+                requireMethod(method, "POST", path);
+                responses(ex, session);
+            }
+            case "messages" -> {
+                requireMethod(method, "POST", path);
+                messages(ex, session);
+            }
             case "models" -> {
                 requireMethod(method, "GET", path);
                 Map<String, Object> model = new LinkedHashMap<>();
@@ -331,13 +358,19 @@ public final class OpenAIProxy implements AutoCloseable {
 
     private static void requireKey(HttpExchange ex, String expected, String what) throws OpenAIError {
         String header = ex.getRequestHeaders().getFirst("Authorization");
+        String apiKeyHeader = ex.getRequestHeaders().getFirst("x-api-key");
+        if ((header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) && apiKeyHeader != null) {
+            // Anthropic's clients send the key as x-api-key.
+            header = "Bearer " + apiKeyHeader;
+        }
         if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
             throw new OpenAIError(
                     401,
                     "invalid_request_error",
                     null,
                     "invalid_api_key",
-                    "You didn't provide an API key: send " + what + " as 'Authorization: Bearer <key>'.");
+                    "You didn't provide an API key: send " + what + " as 'Authorization: Bearer <key>'"
+                            + " (or as 'x-api-key: <key>').");
         }
         String given = header.substring(7).trim();
         if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8))) {
@@ -354,6 +387,58 @@ public final class OpenAIProxy implements AutoCloseable {
 
     private void chatCompletion(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
         ProxyRequests.Chat req = ProxyRequests.chat(readJson(ex), defaults, tokenizer);
+        Turn t = turn(session, req, "chatcmpl-" + hex(15));
+        long created = System.currentTimeMillis() / 1000;
+        Map<String, Object> usage = usage(t.resp());
+        if (req.stream()) {
+            streamChat(ex, t, created, req.includeUsage() ? usage : null);
+            return;
+        }
+        Map<String, Object> responseMessage = new LinkedHashMap<>(t.message());
+        responseMessage.put("refusal", null);
+        Map<String, Object> choice = new LinkedHashMap<>();
+        choice.put("index", 0);
+        choice.put("message", responseMessage);
+        choice.put("logprobs", req.logprobs() ? Map.of("content", chatLogprobs(t)) : null);
+        choice.put("finish_reason", t.stop().wireName());
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("id", t.id());
+        body.put("object", "chat.completion");
+        body.put("created", created);
+        body.put("model", config.modelName());
+        body.put("choices", List.of(choice));
+        body.put("usage", usage);
+        body.put("system_fingerprint", null);
+        sendJson(ex, 200, body);
+    }
+
+    /**
+     * One generated assistant turn, already recorded.
+     *
+     * @param id the completion's id (chatcmpl-…, resp_…, msg_…), also the interaction's
+     * @param resp the engine's answer, its stop reason TOOL_CALLS when tool calls were parsed
+     * @param answerTokens the output tokens without trailing stop ids (what the answer's text decodes)
+     * @param reasoning the thinking block's text, or null when the model wrote none
+     * @param parsed the answer after the thinking block: content and tool calls
+     * @param message the recorded OpenAI assistant message
+     * @param stopSequence the request's stop string that ended the answer, or null
+     */
+    record Turn(
+            String id,
+            ModelResponse resp,
+            int[] answerTokens,
+            String reasoning,
+            ToolCallParser.Parsed parsed,
+            StopReason stop,
+            Map<String, Object> message,
+            String stopSequence) {}
+
+    /**
+     * Renders {@code req} (on its parent's tokens in concat sessions), generates, splits off the
+     * thinking block and the tool calls, and records the interaction. Every API's endpoint is this
+     * plus its own request and response shapes.
+     */
+    Turn turn(ProxySession session, ProxyRequests.Chat req, String id) throws OpenAIError {
         Interaction parent = session.findParent(req.messages());
         int[] prompt = null;
         if (session.chatTemplateType() == Interaction.ChatTemplateType.CONCAT && parent != null) {
@@ -366,11 +451,25 @@ public final class OpenAIProxy implements AutoCloseable {
             prompt = tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
         }
         checkContext(prompt.length, req.gconfig(), "messages");
-        String id = "chatcmpl-" + hex(15);
         ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
-        String text = outputText(resp, req.gconfig());
-        ToolCallParser.Parsed parsed =
-                req.toolsEnabled() ? ToolCallParser.parse(text) : new ToolCallParser.Parsed(text, List.of());
+        int[] answer = answerTokens(resp, req.gconfig());
+        String text = outputText(resp, answer, req.gconfig());
+        boolean thinkingOpened = ReasoningParser.opensBlock(
+                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
+        ReasoningParser.Split split = ReasoningParser.split(text, thinkingOpened);
+        ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
+        if (req.toolsEnabled()) {
+            parsed = toolCallFormat.parse(split.content());
+            if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
+                // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
+                ToolCallParser.Parsed withSpecial =
+                        toolCallFormat.parse(ReasoningParser.split(tokenizer.decode(answer, false), thinkingOpened)
+                                .content());
+                if (withSpecial.hasToolCalls()) {
+                    parsed = withSpecial;
+                }
+            }
+        }
         StopReason stop = parsed.hasToolCalls() ? StopReason.TOOL_CALLS : resp.stopReason();
         if (stop != resp.stopReason()) {
             resp = ModelResponse.of(
@@ -384,6 +483,9 @@ public final class OpenAIProxy implements AutoCloseable {
         Map<String, Object> message = new LinkedHashMap<>();
         message.put("role", "assistant");
         message.put("content", parsed.content());
+        if (split.reasoning() != null) {
+            message.put("reasoning_content", split.reasoning());
+        }
         if (parsed.hasToolCalls()) {
             List<Map<String, Object>> calls = new ArrayList<>();
             for (ToolCallParser.ToolCall c : parsed.toolCalls()) {
@@ -401,28 +503,53 @@ public final class OpenAIProxy implements AutoCloseable {
         if (!session.record(it)) {
             throw sessionClosedDuring(session);
         }
-        long created = System.currentTimeMillis() / 1000;
-        Map<String, Object> usage = usage(resp);
-        if (req.stream()) {
-            streamChat(ex, id, created, parsed, stop, req.includeUsage() ? usage : null);
-            return;
+        return new Turn(
+                id, resp, answer, split.reasoning(), parsed, stop, message, matchedStop(resp, answer, req.gconfig()));
+    }
+
+    /** The stop string the answer ended on (the one {@link #outputText} cuts at), or null. */
+    private String matchedStop(ModelResponse resp, int[] answer, GenerationConfig g) {
+        if (resp.stopReason() != StopReason.STOP
+                || answer.length != resp.outputLength()
+                || g.stop().isEmpty()) {
+            return null;
         }
-        Map<String, Object> responseMessage = new LinkedHashMap<>(message);
-        responseMessage.put("refusal", null);
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("index", 0);
-        choice.put("message", responseMessage);
-        choice.put("logprobs", null);
-        choice.put("finish_reason", stop.wireName());
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("id", id);
-        body.put("object", "chat.completion");
-        body.put("created", created);
-        body.put("model", config.modelName());
-        body.put("choices", List.of(choice));
-        body.put("usage", usage);
-        body.put("system_fingerprint", null);
-        sendJson(ex, 200, body);
+        String text = tokenizer.decode(answer, true);
+        String found = null;
+        int cut = -1;
+        for (String s : g.stop()) {
+            int at = text.indexOf(s);
+            if (at >= 0 && (cut < 0 || at < cut)) {
+                cut = at;
+                found = s;
+            }
+        }
+        return found;
+    }
+
+    /** One entry per answer token: its text, its sampled logprob and its UTF-8 bytes. */
+    List<Map<String, Object>> tokenLogprobs(Turn t) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (int i = 0; i < t.answerTokens().length; i++) {
+            String token = tokenizer.decode(new int[] {t.answerTokens()[i]}, false);
+            byte[] bytes = token.getBytes(StandardCharsets.UTF_8);
+            List<Integer> b = new ArrayList<>(bytes.length);
+            for (byte x : bytes) {
+                b.add(x & 0xff);
+            }
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("token", token);
+            e.put("logprob", (double) t.resp().outputLogprob(i));
+            e.put("bytes", b);
+            // The engine reports only the sampled token's logprob, so there are no alternatives to list.
+            e.put("top_logprobs", List.of());
+            out.add(e);
+        }
+        return out;
+    }
+
+    private List<Map<String, Object>> chatLogprobs(Turn t) {
+        return tokenLogprobs(t);
     }
 
     /**
@@ -474,44 +601,55 @@ public final class OpenAIProxy implements AutoCloseable {
         return prompt;
     }
 
-    private void streamChat(
-            HttpExchange ex,
-            String id,
-            long created,
-            ToolCallParser.Parsed parsed,
-            StopReason stop,
-            Map<String, Object> usage)
-            throws IOException {
-        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
-        ex.getResponseHeaders().set("Cache-Control", "no-cache");
-        ex.sendResponseHeaders(200, 0);
+    private void streamChat(HttpExchange ex, Turn t, long created, Map<String, Object> usage) throws IOException {
+        startEvents(ex);
         OutputStream out = ex.getResponseBody();
+        String id = t.id();
         boolean withUsage = usage != null;
         Map<String, Object> role = new LinkedHashMap<>();
         role.put("role", "assistant");
         role.put("content", "");
         event(out, chunk(id, created, role, null, withUsage));
-        String content = parsed.content() == null ? "" : parsed.content();
+        if (t.reasoning() != null) {
+            for (String piece : pieces(t.reasoning())) {
+                event(out, chunk(id, created, Map.of("reasoning_content", piece), null, withUsage));
+            }
+        }
+        String content = t.parsed().content() == null ? "" : t.parsed().content();
         for (String piece : pieces(content)) {
             event(out, chunk(id, created, Map.of("content", piece), null, withUsage));
         }
-        if (parsed.hasToolCalls()) {
+        if (t.parsed().hasToolCalls()) {
             List<Map<String, Object>> calls = new ArrayList<>();
-            for (int i = 0; i < parsed.toolCalls().size(); i++) {
+            for (int i = 0; i < t.parsed().toolCalls().size(); i++) {
                 Map<String, Object> c = new LinkedHashMap<>();
                 c.put("index", i);
-                c.putAll(toolCallJson(parsed.toolCalls().get(i)));
+                c.putAll(toolCallJson(t.parsed().toolCalls().get(i)));
                 calls.add(c);
             }
             event(out, chunk(id, created, Map.of("tool_calls", calls), null, withUsage));
         }
-        event(out, chunk(id, created, Map.of(), stop.wireName(), withUsage));
+        event(out, chunk(id, created, Map.of(), t.stop().wireName(), withUsage));
         if (withUsage) {
             Map<String, Object> last = chunkEnvelope(id, created, List.of());
             last.put("usage", usage);
             event(out, JSON.writeValueAsString(last));
         }
         out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    /** 200 with server-sent-event headers; the body is then written event by event. */
+    static void startEvents(HttpExchange ex) throws IOException {
+        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
+        ex.getResponseHeaders().set("Cache-Control", "no-cache");
+        ex.sendResponseHeaders(200, 0);
+    }
+
+    /** A named server-sent event, as the Responses and Messages APIs send them. */
+    static void namedEvent(OutputStream out, String name, Object data) throws IOException {
+        out.write(("event: " + name + "\ndata: " + JSON.writeValueAsString(data) + "\n\n")
+                .getBytes(StandardCharsets.UTF_8));
         out.flush();
     }
 
@@ -567,6 +705,260 @@ public final class OpenAIProxy implements AutoCloseable {
         call.put("type", "function");
         call.put("function", function);
         return call;
+    }
+
+    // ---------------------------------------------------------------- responses
+
+    private void responses(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+        JsonNode body = readJson(ex);
+        List<Map<String, Object>> previous = null;
+        JsonNode prev = body == null ? null : body.get("previous_response_id");
+        if (ProxyRequests.present(prev)) {
+            previous = prev.isTextual() ? session.conversation(prev.asText()) : null;
+            if (previous == null) {
+                throw new OpenAIError(
+                        400,
+                        "invalid_request_error",
+                        "previous_response_id",
+                        "previous_response_not_found",
+                        "Previous response with id " + ProxyRequests.shortJson(prev) + " not found in session '"
+                                + session.id() + "'.");
+            }
+        }
+        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous);
+        ProxyRequests.Chat req = translatedChat(
+                tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
+        String id = "resp_" + hex(24);
+        long created = System.currentTimeMillis() / 1000;
+        if (req.stream()) {
+            // The events start once the engine has answered, so that errors are still plain JSON.
+            Turn t = turn(session, req, id);
+            session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+            streamResponse(ex, body, tr, t, req, created);
+            return;
+        }
+        Turn t = turn(session, req, id);
+        session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+        List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
+        sendJson(
+                ex,
+                200,
+                ResponsesApi.response(
+                        id, created, config.modelName(), body, tr.instructions(), t, ResponsesApi.output(t, logprobs)));
+    }
+
+    /**
+     * A translated body validated as a chat body; an error about a chat field names the field the
+     * client sent instead (e.g. max_output_tokens for max_completion_tokens).
+     */
+    private ProxyRequests.Chat translatedChat(JsonNode chatBody, Map<String, String> clientNames) throws OpenAIError {
+        try {
+            return ProxyRequests.chat(chatBody, defaults, tokenizer);
+        } catch (OpenAIError e) {
+            String param = e.param();
+            if (param == null) {
+                throw e;
+            }
+            String root = param.split("[\\[.]", 2)[0];
+            String named = clientNames.get(root);
+            if (named == null) {
+                throw e;
+            }
+            throw new OpenAIError(
+                    e.status(),
+                    e.type(),
+                    named + param.substring(root.length()),
+                    e.code(),
+                    e.getMessage().replace(root, named));
+        }
+    }
+
+    private void streamResponse(
+            HttpExchange ex, JsonNode body, ResponsesApi.Translated tr, Turn t, ProxyRequests.Chat req, long created)
+            throws IOException {
+        startEvents(ex);
+        OutputStream out = ex.getResponseBody();
+        int[] seq = {0};
+        String model = config.modelName();
+        Map<String, Object> pending =
+                ResponsesApi.response(t.id(), created, model, body, tr.instructions(), null, List.of());
+        responseEvent(out, seq, "response.created", Map.of("response", pending));
+        responseEvent(out, seq, "response.in_progress", Map.of("response", pending));
+        List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
+        List<Map<String, Object>> items = ResponsesApi.output(t, logprobs);
+        for (int index = 0; index < items.size(); index++) {
+            Map<String, Object> item = items.get(index);
+            String itemId = (String) item.get("id");
+            switch ((String) item.get("type")) {
+                case "reasoning" -> {
+                    responseEvent(
+                            out,
+                            seq,
+                            "response.output_item.added",
+                            itemEvent(index, ResponsesApi.reasoningItem(itemId, null)));
+                    for (String piece : pieces(t.reasoning())) {
+                        Map<String, Object> d = partEvent(itemId, index);
+                        d.put("delta", piece);
+                        responseEvent(out, seq, "response.reasoning_text.delta", d);
+                    }
+                    Map<String, Object> done = partEvent(itemId, index);
+                    done.put("text", t.reasoning());
+                    responseEvent(out, seq, "response.reasoning_text.done", done);
+                }
+                case "message" -> {
+                    String text = t.parsed().content();
+                    responseEvent(
+                            out,
+                            seq,
+                            "response.output_item.added",
+                            itemEvent(index, ResponsesApi.messageItem(itemId, null, null, "in_progress")));
+                    Map<String, Object> added = partEvent(itemId, index);
+                    added.put("part", ResponsesApi.outputText("", null));
+                    responseEvent(out, seq, "response.content_part.added", added);
+                    for (String piece : pieces(text)) {
+                        Map<String, Object> d = partEvent(itemId, index);
+                        d.put("delta", piece);
+                        d.put("logprobs", List.of());
+                        responseEvent(out, seq, "response.output_text.delta", d);
+                    }
+                    Map<String, Object> done = partEvent(itemId, index);
+                    done.put("text", text);
+                    done.put("logprobs", logprobs == null ? List.of() : logprobs);
+                    responseEvent(out, seq, "response.output_text.done", done);
+                    Map<String, Object> partDone = partEvent(itemId, index);
+                    partDone.put("part", ResponsesApi.outputText(text, logprobs));
+                    responseEvent(out, seq, "response.content_part.done", partDone);
+                }
+                default -> {
+                    ToolCallParser.ToolCall c = t.parsed()
+                            .toolCalls()
+                            .get(index - (items.size() - t.parsed().toolCalls().size()));
+                    responseEvent(
+                            out,
+                            seq,
+                            "response.output_item.added",
+                            itemEvent(index, ResponsesApi.functionCallItem(itemId, c, "in_progress")));
+                    Map<String, Object> d = new LinkedHashMap<>();
+                    d.put("item_id", itemId);
+                    d.put("output_index", index);
+                    d.put("delta", c.arguments());
+                    responseEvent(out, seq, "response.function_call_arguments.delta", d);
+                    Map<String, Object> done = new LinkedHashMap<>();
+                    done.put("item_id", itemId);
+                    done.put("output_index", index);
+                    done.put("name", c.name());
+                    done.put("arguments", c.arguments());
+                    responseEvent(out, seq, "response.function_call_arguments.done", done);
+                }
+            }
+            responseEvent(out, seq, "response.output_item.done", itemEvent(index, item));
+        }
+        Map<String, Object> finished = ResponsesApi.response(t.id(), created, model, body, tr.instructions(), t, items);
+        responseEvent(
+                out,
+                seq,
+                "incomplete".equals(finished.get("status")) ? "response.incomplete" : "response.completed",
+                Map.of("response", finished));
+    }
+
+    private static Map<String, Object> itemEvent(int index, Map<String, Object> item) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("output_index", index);
+        e.put("item", item);
+        return e;
+    }
+
+    private static Map<String, Object> partEvent(String itemId, int index) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("item_id", itemId);
+        e.put("output_index", index);
+        e.put("content_index", 0);
+        return e;
+    }
+
+    private static void responseEvent(OutputStream out, int[] seq, String type, Map<String, Object> fields)
+            throws IOException {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("type", type);
+        e.put("sequence_number", seq[0]++);
+        e.putAll(fields);
+        namedEvent(out, type, e);
+    }
+
+    // ---------------------------------------------------------------- messages
+
+    private void messages(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+        ProxyRequests.Chat req = translatedChat(
+                MessagesApi.translate(readJson(ex)),
+                Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences"));
+        Turn t = turn(session, req, "msg_" + hex(12));
+        String model = config.modelName();
+        int input = t.resp().inputLength();
+        if (!req.stream()) {
+            sendJson(ex, 200, MessagesApi.message(t.id(), model, t, input));
+            return;
+        }
+        startEvents(ex);
+        OutputStream out = ex.getResponseBody();
+        messageEvent(out, "message_start", Map.of("message", MessagesApi.message(t.id(), model, null, input)));
+        List<Map<String, Object>> blocks = MessagesApi.content(t);
+        for (int i = 0; i < blocks.size(); i++) {
+            Map<String, Object> block = blocks.get(i);
+            String type = (String) block.get("type");
+            Map<String, Object> start = new LinkedHashMap<>(block);
+            switch (type) {
+                case "thinking" -> start.put("thinking", "");
+                case "text" -> start.put("text", "");
+                default -> start.put("input", Map.of());
+            }
+            messageEvent(out, "content_block_start", Map.of("index", i, "content_block", start));
+            switch (type) {
+                case "thinking" -> {
+                    for (String piece : pieces((String) block.get("thinking"))) {
+                        blockDelta(out, i, Map.of("type", "thinking_delta", "thinking", piece));
+                    }
+                    blockDelta(out, i, Map.of("type", "signature_delta", "signature", ""));
+                }
+                case "text" -> {
+                    for (String piece : pieces((String) block.get("text"))) {
+                        blockDelta(out, i, Map.of("type", "text_delta", "text", piece));
+                    }
+                }
+                default ->
+                    blockDelta(
+                            out,
+                            i,
+                            Map.of(
+                                    "type",
+                                    "input_json_delta",
+                                    "partial_json",
+                                    JSON.writeValueAsString(block.get("input"))));
+            }
+            messageEvent(out, "content_block_stop", Map.of("index", i));
+        }
+        Map<String, Object> delta = new LinkedHashMap<>();
+        delta.put("stop_reason", MessagesApi.stopReason(t));
+        delta.put("stop_sequence", t.stopSequence());
+        messageEvent(
+                out,
+                "message_delta",
+                Map.of(
+                        "delta",
+                        delta,
+                        "usage",
+                        MessagesApi.usage(input, t.resp().outputLength())));
+        messageEvent(out, "message_stop", Map.of());
+    }
+
+    private static void blockDelta(OutputStream out, int index, Map<String, Object> delta) throws IOException {
+        messageEvent(out, "content_block_delta", Map.of("index", index, "delta", delta));
+    }
+
+    private static void messageEvent(OutputStream out, String type, Map<String, Object> fields) throws IOException {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("type", type);
+        e.putAll(fields);
+        namedEvent(out, type, e);
     }
 
     // ---------------------------------------------------------------- text completions
@@ -797,15 +1189,22 @@ public final class OpenAIProxy implements AutoCloseable {
 
     /** The answer's text: trailing stop ids dropped, special tokens skipped, cut before a matched stop string. */
     private String outputText(ModelResponse resp, GenerationConfig g) {
+        return outputText(resp, answerTokens(resp, g), g);
+    }
+
+    private int[] answerTokens(ModelResponse resp, GenerationConfig g) {
         int[] out = resp.outputTokens();
         int end = out.length;
         while (end > 0 && isStopId(out[end - 1], g)) {
             end--;
         }
-        int[] kept = end == out.length ? out : Arrays.copyOf(out, end);
+        return end == out.length ? out : Arrays.copyOf(out, end);
+    }
+
+    private String outputText(ModelResponse resp, int[] kept, GenerationConfig g) {
         String text = tokenizer.decode(kept, true);
         if (resp.stopReason() == StopReason.STOP
-                && end == out.length
+                && kept.length == resp.outputLength()
                 && !g.stop().isEmpty()) {
             int cut = -1;
             for (String s : g.stop()) {

@@ -12,8 +12,11 @@ import java.util.Objects;
  *     any model, it is not checked
  * @param adminApiKey the Bearer key of {@code POST /online/claim}
  * @param maxRequestBytes the largest request body accepted; larger ones get 413
+ * @param toolCallFormat how the model writes tool calls: {@code auto} (detected from the chat
+ *     template, {@link ToolCallFormat#detect}) or a {@link ToolCallFormat} config name
  */
-public record ProxyConfig(String host, int port, String modelName, String adminApiKey, int maxRequestBytes) {
+public record ProxyConfig(
+        String host, int port, String modelName, String adminApiKey, int maxRequestBytes, String toolCallFormat) {
     public static final int DEFAULT_MAX_REQUEST_BYTES = 32 << 20;
 
     public ProxyConfig {
@@ -30,31 +33,48 @@ public record ProxyConfig(String host, int port, String modelName, String adminA
         if (maxRequestBytes < 1024) {
             throw new IllegalArgumentException("proxy max_request_bytes must be >= 1024, got " + maxRequestBytes);
         }
+        if (toolCallFormat == null || toolCallFormat.isBlank()) {
+            toolCallFormat = "auto";
+        }
+        if (!toolCallFormat.equals("auto")) {
+            ToolCallFormat.fromConfig(toolCallFormat);
+        }
     }
 
-    /** 127.0.0.1, a free port, model {@code rollout}, AReaL's default admin key, 32 MiB bodies. */
+    /** 127.0.0.1, a free port, model {@code rollout}, AReaL's default admin key, 32 MiB bodies, tool calls auto. */
     public static ProxyConfig defaults() {
         return new ProxyConfig(
-                "127.0.0.1", 0, "rollout", AgentOptions.DEFAULT_ADMIN_API_KEY, DEFAULT_MAX_REQUEST_BYTES);
+                "127.0.0.1", 0, "rollout", AgentOptions.DEFAULT_ADMIN_API_KEY, DEFAULT_MAX_REQUEST_BYTES, "auto");
     }
 
     public ProxyConfig withHost(String h) {
-        return new ProxyConfig(h, port, modelName, adminApiKey, maxRequestBytes);
+        return new ProxyConfig(h, port, modelName, adminApiKey, maxRequestBytes, toolCallFormat);
     }
 
     public ProxyConfig withPort(int p) {
-        return new ProxyConfig(host, p, modelName, adminApiKey, maxRequestBytes);
+        return new ProxyConfig(host, p, modelName, adminApiKey, maxRequestBytes, toolCallFormat);
     }
 
     public ProxyConfig withModelName(String m) {
-        return new ProxyConfig(host, port, m, adminApiKey, maxRequestBytes);
+        return new ProxyConfig(host, port, m, adminApiKey, maxRequestBytes, toolCallFormat);
     }
 
     public ProxyConfig withAdminApiKey(String k) {
-        return new ProxyConfig(host, port, modelName, k, maxRequestBytes);
+        return new ProxyConfig(host, port, modelName, k, maxRequestBytes, toolCallFormat);
     }
 
     public ProxyConfig withMaxRequestBytes(int n) {
-        return new ProxyConfig(host, port, modelName, adminApiKey, n);
+        return new ProxyConfig(host, port, modelName, adminApiKey, n, toolCallFormat);
+    }
+
+    public ProxyConfig withToolCallFormat(String f) {
+        return new ProxyConfig(host, port, modelName, adminApiKey, maxRequestBytes, f);
+    }
+
+    /** The format to parse: the configured one, or the one the tokenizer's chat template shows. */
+    ToolCallFormat resolveToolCallFormat(org.rollout.api.Tokenizer tokenizer) {
+        return toolCallFormat.equals("auto")
+                ? ToolCallFormat.detect(tokenizer)
+                : ToolCallFormat.fromConfig(toolCallFormat);
     }
 }

@@ -15,7 +15,9 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.api.Tokenizer;
 
 /**
- * Parses and validates the bodies of {@code /v1/chat/completions} and {@code /v1/completions} into
+ * Parses and validates the bodies of {@code /v1/chat/completions} and {@code /v1/completions} (and
+ * of {@code /v1/responses} and {@code /v1/messages}, once {@link ResponsesApi} and {@link MessagesApi}
+ * have translated them into chat bodies) into
  * what the proxy needs: messages (as sent, for recording; and normalised, for the chat template),
  * tools, and a {@link GenerationConfig} built from the proxy's defaults and the request's fields.
  *
@@ -24,16 +26,18 @@ import org.rollout.api.Tokenizer;
  * <ul>
  *   <li>mapped: {@code temperature} (0 means greedy), {@code top_p}, {@code max_completion_tokens}
  *       or {@code max_tokens} (not both), {@code stop} (a string or up to 4), {@code seed}, {@code
- *       frequency_penalty}, {@code top_k} (vLLM's extension), {@code n} (must be 1), {@code tools},
- *       {@code tool_choice} ({@code auto} or {@code none}), {@code stream}, {@code
- *       stream_options.include_usage};
+ *       frequency_penalty}, {@code top_k} (vLLM's extension), {@code n} (must be 1: an agent
+ *       that wants several samples sends several requests, each then its own recorded interaction),
+ *       {@code tools}, {@code tool_choice} ({@code auto} or {@code none}), {@code stream}, {@code
+ *       stream_options.include_usage}, {@code logprobs} (the answer's tokens with their sampled
+ *       logprobs, in answers that are not streamed) and {@code top_logprobs} (0–20; each token's
+ *       list of alternatives is empty: the engine reports only the sampled token's logprob);
  *   <li>refused with 400 because they would change what is sampled and the engine cannot honour
  *       them: {@code presence_penalty} ≠ 0, a non-empty {@code logit_bias}, {@code tool_choice}
  *       {@code required} or a named function, {@code response_format} other than {@code text},
  *       {@code best_of} &gt; 1, {@code echo}, {@code suffix}, images and audio in content;
- *   <li>ignored: {@code model}, {@code user}, {@code metadata}, {@code store}, {@code logprobs},
- *       {@code top_logprobs}, {@code parallel_tool_calls}, {@code service_tier}, and any field not
- *       named here (the response's {@code logprobs} is always null; the recorded interaction has them).
+ *   <li>ignored: {@code model}, {@code user}, {@code metadata}, {@code store}, {@code
+ *       parallel_tool_calls}, {@code service_tier}, and any field not named here.
  * </ul>
  *
  * <p>Every error is an {@link OpenAIError} 400 whose {@code param} names the field, e.g. {@code
@@ -53,7 +57,9 @@ final class ProxyRequests {
             boolean toolsEnabled,
             GenerationConfig gconfig,
             boolean stream,
-            boolean includeUsage) {}
+            boolean includeUsage,
+            boolean logprobs,
+            int topLogprobs) {}
 
     /** A validated text completion request: a prompt as text, or as token ids. */
     record Completion(String prompt, int[] promptIds, GenerationConfig gconfig, boolean stream, boolean includeUsage) {}
@@ -117,8 +123,27 @@ final class ProxyRequests {
         }
         GenerationConfig g =
                 gconfig(o, defaults, tokenizer, present(maxCompletion) ? "max_completion_tokens" : "max_tokens");
+        boolean logprobs = bool(o, "logprobs");
+        int top = 0;
+        JsonNode topNode = o.get("top_logprobs");
+        if (present(topNode)) {
+            if (!topNode.isIntegralNumber() || topNode.asInt() < 0 || topNode.asInt() > 20) {
+                throw OpenAIError.invalid(
+                        "top_logprobs",
+                        "'top_logprobs' must be an integer in [0, 20], got " + shortJson(topNode) + ".");
+            }
+            top = topNode.asInt();
+        }
         return new Chat(
-                List.copyOf(asSent), List.copyOf(rendered), tools, toolsEnabled, g, bool(o, "stream"), includeUsage(o));
+                List.copyOf(asSent),
+                List.copyOf(rendered),
+                tools,
+                toolsEnabled,
+                g,
+                bool(o, "stream"),
+                includeUsage(o),
+                logprobs,
+                top);
     }
 
     static Completion completion(JsonNode body, GenerationConfig defaults, Tokenizer tokenizer) throws OpenAIError {

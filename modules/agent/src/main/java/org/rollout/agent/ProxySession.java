@@ -43,6 +43,7 @@ public final class ProxySession implements AutoCloseable {
     private final Map<String, Object> onlineData;
     private final Consumer<ProxySession> onClose;
     private final List<Interaction> recorded = new ArrayList<>();
+    private final Map<String, List<Map<String, Object>>> conversations = new java.util.HashMap<>();
     private final Set<Thread> generating = new HashSet<>();
     private final CompletableFuture<Object> reward = new CompletableFuture<>();
     private boolean closed;
@@ -121,6 +122,16 @@ public final class ProxySession implements AutoCloseable {
     /** Stores an online client's reward; false when one was already stored. */
     boolean postReward(Object value) {
         return reward.complete(value);
+    }
+
+    /** Keeps a Responses API answer's conversation (chat messages), for {@code previous_response_id}. */
+    synchronized void rememberConversation(String responseId, List<Map<String, Object>> conversation) {
+        conversations.put(responseId, List.copyOf(conversation));
+    }
+
+    /** The conversation of an answered response, or null when this session did not answer it. */
+    synchronized List<Map<String, Object>> conversation(String responseId) {
+        return conversations.get(responseId);
     }
 
     /** The parent of a request with {@code messages} by the rule above, or null. */

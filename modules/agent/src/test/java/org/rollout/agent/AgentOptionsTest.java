@@ -35,6 +35,16 @@ class AgentOptionsTest {
     }
 
     @Test
+    void theDemoAgentsApiIsChatUnlessRolloutAgentApiNamesAnother() {
+        assertThat(AgentOptions.defaults().api()).isEqualTo("chat");
+        assertThat(AgentOptions.fromMap(Map.of("api", "messages")).api()).isEqualTo("messages");
+        assertThatThrownBy(() -> AgentOptions.fromMap(Map.of("api", "completions")))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessage(
+                        "invalid value for 'rollout.agent.api': \"completions\" (allowed: chat, responses or messages)");
+    }
+
+    @Test
     void aBadModeNamesTheKeyAndTheAllowedValues() {
         assertThatThrownBy(() -> AgentOptions.fromMap(Map.of("mode", "remote")))
                 .isInstanceOf(InvalidConfigException.class)

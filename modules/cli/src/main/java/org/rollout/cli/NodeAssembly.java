@@ -106,15 +106,26 @@ final class NodeAssembly {
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
         String name = settings.workflow();
         if (workflow.equals("agent") || name.equals("agent")) {
-            AgentOptions options = AgentOptions.defaults();
+            // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
+            // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
+            Map<String, Object> agentKeys = new java.util.HashMap<>();
+            for (String key : List.of("api", "tool_call_format")) {
+                if (settings.config().hasPath("rollout.agent." + key)) {
+                    agentKeys.put(key, settings.config().getString("rollout.agent." + key));
+                }
+            }
+            AgentOptions options = AgentOptions.fromMap(agentKeys);
             OpenAIProxy proxy = OpenAIProxy.start(
-                    ProxyConfig.defaults().withAdminApiKey(options.adminApiKey()),
+                    ProxyConfig.defaults()
+                            .withAdminApiKey(options.adminApiKey())
+                            .withToolCallFormat(options.toolCallFormat()),
                     engine,
                     tokenizer,
                     settings.gconfig());
             toClose.add(proxy::close);
             WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
-            RolloutWorkflow agent = resolver.resolve(LETTER_AGENT, Map.of()).workflow();
+            RolloutWorkflow agent =
+                    resolver.resolve(LETTER_AGENT, Map.of("api", options.api())).workflow();
             return new Workflows(agent, agent);
         }
         if (BuiltinWorkflows.isBuiltin(name)) {

@@ -47,7 +47,6 @@ final class KnownKeys {
             Map.entry("rollout._version", "there is one rollout implementation"),
             Map.entry("rollout.deterministic_sampling", "deterministic sampling is not implemented"),
             Map.entry("rollout.serialize_group_samples", "it belongs to AReaL's v2 controller"),
-            Map.entry("rollout.agent", "there is no agent proxy to configure"),
             Map.entry("rollout.group_size", "the group size is gconfig.n_samples"),
             Map.entry("gconfig.keep_partial_group_on_error", "a failed slot always fails its group"),
             Map.entry("gconfig.legacy_reward_normalization", "only reference-based normalisation exists"));

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.within;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.rollout.agent.AgentOptions;
 import org.rollout.agent.AgentWorkflows;
 import org.rollout.agent.BuiltInModel;
@@ -33,8 +35,9 @@ class LetterAgentTest {
         assertThat(LetterAgent.reward("", "q")).isZero();
     }
 
-    @Test
-    void itTrainsTheLetterTaskThroughTheProxyOnTheBuiltInModel() throws Exception {
+    @ParameterizedTest(name = "over the {0} API")
+    @ValueSource(strings = {"chat", "responses", "messages"})
+    void itTrainsTheLetterTaskThroughTheProxyOnTheBuiltInModel(String api) throws Exception {
         try (BuiltInModel model = BuiltInModel.seeded();
                 OpenAIProxy proxy = OpenAIProxy.start(
                         ProxyConfig.defaults(),
@@ -42,7 +45,7 @@ class LetterAgentTest {
                         ByteLevelTokenizer.INSTANCE,
                         GenerationConfig.defaults())) {
             RolloutWorkflow w = AgentWorkflows.resolver(proxy, AgentOptions.defaults())
-                    .resolve(LetterAgent.class.getName(), Map.of("max_completion_tokens", 8))
+                    .resolve(LetterAgent.class.getName(), Map.of("max_completion_tokens", 8, "api", api))
                     .workflow();
             WorkflowContext ctx = WorkflowContext.builder()
                     .taskId(1)
@@ -57,6 +60,13 @@ class LetterAgentTest {
             assertThat(it.reward()).isCloseTo(LetterAgent.reward(reply == null ? "" : reply, "q"), within(1e-12));
             assertThat(it.modelResponse().outputLength()).isBetween(1, 8);
             assertThat(it.messages()).containsExactly(Map.of("role", "user", "content", "Reply with the letter q."));
+            assertThat(it.id())
+                    .startsWith(
+                            switch (api) {
+                                case "responses" -> "resp_";
+                                case "messages" -> "msg_";
+                                default -> "chatcmpl-";
+                            });
         }
     }
 }

@@ -1,0 +1,72 @@
+package org.rollout.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.rollout.api.GenerationConfig;
+import org.rollout.api.Interaction;
+import org.rollout.api.ModelResponse;
+import org.rollout.core.ByteLevelTokenizer;
+
+/** Chat completions answer logprobs when asked, and refuse several choices with OpenAI's error. */
+class ChatLogprobsTest {
+    private OpenAIProxy proxy;
+
+    @AfterEach
+    void stop() {
+        if (proxy != null) {
+            proxy.close();
+        }
+    }
+
+    private ProxySession session(ScriptedEngine engine) throws Exception {
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                engine,
+                ByteLevelTokenizer.INSTANCE,
+                GenerationConfig.builder().maxTokens(2048).maxNewTokens(64).build());
+        return proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+    }
+
+    @Test
+    void logprobsTrueAnswersEachAnswerTokenWithItsRecordedLogprob() throws Exception {
+        ProxySession s = session(ScriptedEngine.replying("Hey"));
+        ProxyHttp.Reply r = ProxyHttp.post(
+                s.baseUrl() + "/chat/completions",
+                s.apiKey(),
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"logprobs\": true, \"top_logprobs\": 2}");
+        assertThat(r.status()).isEqualTo(200);
+        JsonNode content = r.body().at("/choices/0/logprobs/content");
+        ModelResponse m = s.interactions().getFirst().modelResponse();
+        assertThat(content.size()).isEqualTo(m.outputLength() - 1);
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < content.size(); i++) {
+            assertThat(content.get(i).path("logprob").floatValue()).isEqualTo(m.outputLogprob(i));
+            assertThat(content.get(i).path("top_logprobs").isArray()).isTrue();
+            text.append(content.get(i).path("token").asText());
+        }
+        assertThat(text.toString()).isEqualTo("Hey");
+    }
+
+    @Test
+    void withoutLogprobsTheChoiceLogprobsIsNull() throws Exception {
+        ProxySession s = session(ScriptedEngine.replying("Hey"));
+        ProxyHttp.Reply r = ProxyHttp.post(s.baseUrl() + "/chat/completions", s.apiKey(), ProxyHttp.chatBody("Hi"));
+        assertThat(r.body().at("/choices/0/logprobs").isNull()).isTrue();
+    }
+
+    @Test
+    void severalChoicesAreRefusedWithAnUnsupportedValueErrorOnN() throws Exception {
+        ProxySession s = session(new ScriptedEngine());
+        ProxyHttp.Reply r = ProxyHttp.post(
+                s.baseUrl() + "/chat/completions",
+                s.apiKey(),
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"n\": 2}");
+        assertThat(r.status()).isEqualTo(400);
+        assertThat(r.error().path("param").asText()).isEqualTo("n");
+        assertThat(r.error().path("code").asText()).isEqualTo("unsupported_value");
+        assertThat(s.interactions()).isEmpty();
+    }
+}

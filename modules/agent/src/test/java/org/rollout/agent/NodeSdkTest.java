@@ -1,0 +1,151 @@
+package org.rollout.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.rollout.api.GenerationConfig;
+import org.rollout.api.Interaction;
+import org.rollout.core.ByteLevelTokenizer;
+
+/**
+ * The official Node SDKs ({@code openai}'s Responses client, {@code @anthropic-ai/sdk}'s Messages
+ * client) drive the proxy, plain and streaming, with tool round trips, through {@code
+ * src/test/node/sdk-check.mjs} on a scripted engine. Skipped when {@code node} or the script's
+ * installed {@code node_modules} ({@code npm ci} in src/test/node) are missing.
+ */
+class NodeSdkTest {
+    private static final Path SCRIPT_DIR = Path.of("src", "test", "node");
+    private static final String CALL =
+            "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>";
+
+    private OpenAIProxy proxy;
+
+    @AfterEach
+    void stop() {
+        if (proxy != null) {
+            proxy.close();
+        }
+    }
+
+    @Test
+    void theOfficialNodeSdksTalkResponsesAndMessagesIncludingToolRoundTrips(@TempDir Path tmp) throws Exception {
+        assumeNodeAndModules();
+        ScriptedEngine engine = ScriptedEngine.replying(
+                "Hello there.",
+                "Streamed words here.",
+                CALL,
+                "It is 5.",
+                CALL,
+                "Bonjour.",
+                "Streaming from messages.",
+                CALL,
+                "It is 5.",
+                CALL);
+        engine.setVersion(3);
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                engine,
+                ByteLevelTokenizer.INSTANCE,
+                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+        ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+
+        String out = runNode(s, "scripted", tmp);
+        assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(10);
+
+        List<Interaction> its = s.interactions();
+        assertThat(its).hasSize(10);
+        List<String> ids = new ArrayList<>();
+        for (Interaction it : its) {
+            ids.add(it.id());
+            assertThat(it.modelResponse().outputVersions()).containsOnly(3);
+        }
+        assertThat(ids.subList(0, 5)).allMatch(id -> id.startsWith("resp_"));
+        assertThat(ids.subList(5, 10)).allMatch(id -> id.startsWith("msg_"));
+        assertThat(out).contains("ok responses tool round trip " + ids.get(2) + " " + ids.get(3));
+        assertThat(out).contains("ok messages tool round trip " + ids.get(7) + " " + ids.get(8));
+        // The second turn of each round trip continues the first: its parent is the first's interaction.
+        assertThat(its.get(3).parent()).isSameAs(its.get(2));
+        assertThat(its.get(8).parent()).isSameAs(its.get(7));
+        // Recorded tokens are exactly what the engine generated: the tool call's text and EOS.
+        int[] call = ByteLevelTokenizer.INSTANCE.encode(CALL);
+        int[] generated = its.get(2).modelResponse().outputTokens();
+        assertThat(generated).hasSize(call.length + 1).startsWith(call);
+        assertThat(generated[call.length]).isEqualTo(ByteLevelTokenizer.INSTANCE.eosTokenId());
+    }
+
+    @Test
+    void theBuiltInModelAnswersTheNodeSdksPlainAndStreamedWithEveryTokenRecorded(@TempDir Path tmp) throws Exception {
+        assumeNodeAndModules();
+        try (BuiltInModel model = BuiltInModel.seeded()) {
+            proxy = OpenAIProxy.start(
+                    ProxyConfig.defaults(),
+                    model.engine,
+                    ByteLevelTokenizer.INSTANCE,
+                    GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+            ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+            String out = runNode(s, "builtin", tmp);
+
+            List<String> lines = out.lines().filter(l -> l.startsWith("ok ")).toList();
+            List<Interaction> its = s.interactions();
+            assertThat(lines).as(out).hasSize(4);
+            assertThat(its).hasSize(4);
+            for (int i = 0; i < 4; i++) {
+                Interaction it = its.get(i);
+                // "ok <step> <id> <output tokens the API reported>"
+                assertThat(lines.get(i))
+                        .endsWith(" " + it.id() + " " + it.modelResponse().outputLength());
+                assertThat(it.modelResponse().outputVersions()).containsOnly(0);
+                assertThat(it.modelResponse().outputLogprobs())
+                        .hasSize(it.modelResponse().outputLength());
+            }
+        }
+    }
+
+    /** Runs sdk-check.mjs in {@code scenario} against session {@code s}; its output once it exited 0. */
+    private static String runNode(ProxySession s, String scenario, Path tmp) throws Exception {
+        Path log = tmp.resolve("node-" + scenario + ".log");
+        ProcessBuilder pb = new ProcessBuilder("node", "sdk-check.mjs")
+                .directory(SCRIPT_DIR.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile());
+        pb.environment().put("ROLLOUT_BASE_URL", s.baseUrl().toString());
+        pb.environment().put("ROLLOUT_API_KEY", s.apiKey());
+        pb.environment().put("ROLLOUT_SCENARIO", scenario);
+        Process p = pb.start();
+        boolean exited = p.waitFor(120, TimeUnit.SECONDS);
+        if (!exited) {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        String out = Files.readString(log, StandardCharsets.UTF_8);
+        assertThat(exited).as("node finished within 120 s; output:%n%s", out).isTrue();
+        assertThat(p.exitValue()).as("node's exit code; output:%n%s", out).isZero();
+        return out;
+    }
+
+    private void assumeNodeAndModules() throws InterruptedException {
+        try {
+            Process v = new ProcessBuilder("node", "--version")
+                    .redirectErrorStream(true)
+                    .start();
+            Assumptions.assumeTrue(
+                    v.waitFor(30, TimeUnit.SECONDS) && v.exitValue() == 0,
+                    "node is not runnable: Node SDK test skipped");
+        } catch (IOException e) {
+            Assumptions.abort("node is not on the PATH: Node SDK test skipped (" + e.getMessage() + ")");
+        }
+        Assumptions.assumeTrue(
+                Files.isDirectory(SCRIPT_DIR.resolve("node_modules/openai"))
+                        && Files.isDirectory(SCRIPT_DIR.resolve("node_modules/@anthropic-ai/sdk")),
+                "the Node SDKs are not installed: run 'npm ci' in modules/agent/src/test/node; Node SDK test skipped");
+    }
+}
