@@ -34,7 +34,7 @@ import org.rollout.modelserver.ModelServerConfig;
 
 /**
  * The cost of the engine's generate loop for one segment, against a raw HTTP call that sends the
- * same bytes to the same server (issue 3: "the generate-loop overhead per segment against a raw
+ * same bytes to the same server ("the generate-loop overhead per segment against a raw
  * HTTP call to the same server").
  *
  * <pre>

@@ -12,8 +12,8 @@ import org.rollout.core.TensorDicts;
 import org.rollout.core.TrajectoryRows;
 
 /**
- * The micro-benchmarks' workload: one GRPO group of 16 single-turn rows of up to 8k tokens (issue 7:
- * "a 16 × 8k-token group"), as the rollout produces it. Row {@code i} has a 512-token prompt and
+ * The micro-benchmarks' workload: one GRPO group of 16 single-turn rows of up to 8k tokens
+ * ("a 16 × 8k-token group"), as the rollout produces it. Row {@code i} has a 512-token prompt and
  * {@code 8192 − 512 − 61·i} output tokens (so the padded width is 8192 and rows differ, as real
  * rows do); output versions are 3 for the first third and 4 after (an interrupted generation),
  * logprobs vary, reward {@code i / 16}. Immutable once built.

@@ -15,7 +15,7 @@ import org.rollout.inference.InferenceConfig;
 import org.rollout.inference.RemoteInferenceEngine;
 
 /**
- * Issue 7, end to end 2: asynchronous against synchronous RL on one simulated fleet.
+ * End to end 2: asynchronous against synchronous RL on one simulated fleet.
  *
  * <pre>
  *   fleet:    --servers model servers, latency model (a GPU-like decode step), long-tailed simulated

@@ -16,7 +16,7 @@ import org.rollout.inference.InterruptMode;
 import org.rollout.inference.RemoteInferenceEngine;
 
 /**
- * Issue 7, end to end 3: resuming interrupted generations against discarding and regenerating them.
+ * End to end 3: resuming interrupted generations against discarding and regenerating them.
  *
  * <pre>
  *   fleet:    --servers model servers, latency model, long-tailed simulated output lengths

@@ -20,7 +20,7 @@ import org.rollout.core.GroupOptions;
 import org.rollout.core.GroupOutcome;
 
 /**
- * Issue 7, end to end 1: what the actor pipeline costs per group when generation costs nothing.
+ * End to end 1: what the actor pipeline costs per group when generation costs nothing.
  *
  * <pre>
  *   plain loop:  for each prompt: G × workflow.runEpisode(instant engine) on this thread → GroupMerger.merge

@@ -33,7 +33,7 @@ import org.rollout.trainer.ClientConfig;
 import org.rollout.trainer.RolloutClient;
 
 /**
- * Scale-out (issue 7, end to end 5; issue 5's bandwidth figure): the same job on clusters of 1, 2
+ * Scale-out (end to end 5, with the batch hand-off bandwidth): the same job on clusters of 1, 2
  * and 3 node JVMs ({@code rollout node}, started from this JVM's class path), each node with the
  * same number of simulated model servers of its own and the same node capacity, a trainer in this
  * JVM pulling and acknowledging batches through node 1's gateway. Reports groups/s per cluster size,

@@ -21,7 +21,7 @@ import org.rollout.modelserver.LatencyModel;
 import org.rollout.modelserver.TinyLmWeights;
 
 /**
- * Issue 7, end to end 4: the weight-update control plane across many servers.
+ * End to end 4: the weight-update control plane across many servers.
  *
  * <pre>
  *   --servers idle built-in model servers (no latency model, nothing generating)

@@ -22,7 +22,7 @@ import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 
 /**
- * Issue 4: "When a slot throws, the GroupActor stops its siblings at once and their generation
+ * "When a slot throws, the GroupActor stops its siblings at once and their generation
  * requests are aborted on the server (test it: the server sees the abort)." Real HTTP to a real
  * built-in model server whose decoding is slowed so the siblings are mid-generation.
  */

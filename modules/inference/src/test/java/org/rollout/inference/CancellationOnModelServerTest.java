@@ -12,7 +12,7 @@ import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 
 /**
- * Issue 3 against the real built-in model server: cancelling the calling thread aborts the request
+ * Interruptible generation against the real built-in model server: cancelling the calling thread aborts the request
  * on the server within a bounded time. SGLang is told through {@code /abort_request}; vLLM (and
  * SGLang as well) notices the closed connection.
  */

@@ -17,7 +17,7 @@ import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.modelserver.TinyLmWeights;
 
 /**
- * Issue 3 against the real built-in model server: a server killed mid-generation. The generation
+ * Interruptible generation against the real built-in model server: a server killed mid-generation. The generation
  * completes on another server with the tokens it already has; the dead server is ejected and, once
  * something listens on its port again, re-admitted by the health checker.
  *

@@ -20,7 +20,7 @@ import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.modelserver.TinyLmWeights;
 
 /**
- * Issue 3 against the real built-in model server, over real HTTP, for both backends: a generation
+ * Interruptible generation against the real built-in model server, over real HTTP, for both backends: a generation
  * interrupted by a weight update mid-way resumes after continue, its tokens are the concatenation of
  * both segments, the versions split exactly at the interruption, and each segment's logprobs are the
  * model's under the weights that produced it.
