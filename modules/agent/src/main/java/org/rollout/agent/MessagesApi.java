@@ -37,6 +37,13 @@ final class MessagesApi {
 
     /** Translates a Messages body into a chat completion body. */
     static ObjectNode translate(JsonNode body) throws OpenAIError {
+        return translate(body, true);
+    }
+
+    /**
+     * @param needsMaxTokens false for {@code count_tokens}, whose body has no {@code max_tokens}
+     */
+    static ObjectNode translate(JsonNode body, boolean needsMaxTokens) throws OpenAIError {
         if (body == null || !body.isObject()) {
             throw OpenAIError.invalid(
                     null, "The request body must be a JSON object, got " + ProxyRequests.kind(body) + ".");
@@ -75,10 +82,12 @@ final class MessagesApi {
             }
         }
         JsonNode max = o.get("max_tokens");
-        if (!ProxyRequests.present(max)) {
+        if (needsMaxTokens && !ProxyRequests.present(max)) {
             throw OpenAIError.invalid("max_tokens", "max_tokens: Field required.");
         }
-        chat.set("max_completion_tokens", max);
+        if (ProxyRequests.present(max)) {
+            chat.set("max_completion_tokens", max);
+        }
         JsonNode tools = o.get("tools");
         if (ProxyRequests.present(tools)) {
             if (!tools.isArray()) {

@@ -263,7 +263,8 @@ public final class OpenAIProxy implements AutoCloseable {
 
     /** Requests to Anthropic's Messages API get its error shape. */
     private static boolean anthropic(HttpExchange ex) {
-        return ex.getRequestURI().getPath().endsWith("/v1/messages");
+        String path = ex.getRequestURI().getPath();
+        return path.endsWith("/v1/messages") || path.endsWith("/v1/messages/count_tokens");
     }
 
     private void route(HttpExchange ex) throws IOException, OpenAIError {
@@ -318,6 +319,14 @@ public final class OpenAIProxy implements AutoCloseable {
             case "messages" -> {
                 requireMethod(method, "POST", path);
                 messages(ex, session);
+            }
+            case "messages/count_tokens" -> {
+                requireMethod(method, "POST", path);
+                ProxyRequests.Chat req =
+                        translatedChat(MessagesApi.translate(readJson(ex), false), Map.of("stop", "stop_sequences"));
+                int[] prompt =
+                        tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
+                sendJson(ex, 200, Map.of("input_tokens", prompt.length));
             }
             case "models" -> {
                 requireMethod(method, "GET", path);

@@ -159,6 +159,25 @@ class MessagesProtocolTest {
     }
 
     @Test
+    void countTokensAnswersThePromptLengthWithoutGenerating() throws Exception {
+        ScriptedEngine engine = new ScriptedEngine();
+        ProxySession s = session(engine, 128);
+        HttpRequest request = HttpRequest.newBuilder(URI.create(s.baseUrl() + "/messages/count_tokens"))
+                .timeout(Duration.ofSeconds(60))
+                .header("x-api-key", s.apiKey())
+                .POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}"))
+                .build();
+        HttpResponse<String> r = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        String prompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+        assertThat(ProxyHttp.JSON.readTree(r.body()).path("input_tokens").asInt())
+                .isEqualTo(ByteLevelTokenizer.INSTANCE.encode(prompt).length);
+        assertThat(engine.requests()).isEmpty();
+        assertThat(s.interactions()).isEmpty();
+    }
+
+    @Test
     void runningOutOfTokensIsStopReasonMaxTokens() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("A long answer that does not fit."), 4);
         JsonNode m = ProxyHttp.JSON.readTree(
