@@ -3,7 +3,6 @@ package org.rollout.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
-import java.util.Map;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -11,10 +10,6 @@ import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.rollout.api.BoolTensor;
-import org.rollout.api.Float32Tensor;
-import org.rollout.api.Int32Tensor;
-import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingGroup;
 
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -36,17 +31,7 @@ class CollectorTest {
     }
 
     private static Collector.GroupFinished accepted(long taskId, int attempt) {
-        TensorDict rows = TensorDict.builder()
-                .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
-                .put(TensorDict.ATTENTION_MASK, BoolTensor.filled(true, 1, 2))
-                .put(TensorDict.LOSS_MASK, Int32Tensor.matrix(new int[] {0, 1}))
-                .put(TensorDict.LOGPROBS, Float32Tensor.of(new float[] {0f, -1f}, 1, 2))
-                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, 0}))
-                .put(TensorDict.REWARDS, Float32Tensor.vector(1f))
-                .build();
-        TrainingGroup g = new TrainingGroup(taskId, attempt, rows, new int[] {0}, new int[] {1}, 0, 0, 0, 0);
-        return new Collector.GroupFinished(
-                taskId, attempt, false, 0, 0, new Collector.Accepted(g), Map.of(), ScalarStats.Totals.EMPTY, 1);
+        return Payloads.oneRowAccepted(taskId, attempt, 0);
     }
 
     @Test

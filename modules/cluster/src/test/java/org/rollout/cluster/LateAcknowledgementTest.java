@@ -14,11 +14,6 @@ import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.rollout.api.BoolTensor;
-import org.rollout.api.Float32Tensor;
-import org.rollout.api.Int32Tensor;
-import org.rollout.api.TensorDict;
-import org.rollout.api.TrainingGroup;
 import org.rollout.core.StalenessBudget;
 
 /**
@@ -266,16 +261,6 @@ class LateAcknowledgementTest {
     }
 
     private static Collector.GroupFinished accepted(long taskId, int attempt) {
-        TensorDict rows = TensorDict.builder()
-                .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
-                .put(TensorDict.ATTENTION_MASK, BoolTensor.filled(true, 1, 2))
-                .put(TensorDict.LOSS_MASK, Int32Tensor.matrix(new int[] {0, 1}))
-                .put(TensorDict.LOGPROBS, Float32Tensor.of(new float[] {0f, -1f}, 1, 2))
-                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, 1}))
-                .put(TensorDict.REWARDS, Float32Tensor.vector(1f))
-                .build();
-        TrainingGroup g = new TrainingGroup(taskId, attempt, rows, new int[] {1}, new int[] {1}, 1, 1, 1, 1);
-        return new Collector.GroupFinished(
-                taskId, attempt, false, 1, 1, new Collector.Accepted(g), Map.of(), ScalarStats.Totals.EMPTY, 1);
+        return Payloads.oneRowAccepted(taskId, attempt, 1);
     }
 }

@@ -59,6 +59,30 @@ final class Payloads {
         return new TrainingGroup(taskId, 0, dict, slots, counts, 1, 1, 2, 3);
     }
 
+    /** The smallest accepted outcome: one row of one prompt and one generated token at {@code version}. */
+    static Collector.GroupFinished oneRowAccepted(long taskId, int attempt, int version) {
+        TensorDict rows = TensorDict.builder()
+                .put(TensorDict.INPUT_IDS, Int32Tensor.matrix(new int[] {1, 2}))
+                .put(TensorDict.ATTENTION_MASK, BoolTensor.filled(true, 1, 2))
+                .put(TensorDict.LOSS_MASK, Int32Tensor.matrix(new int[] {0, 1}))
+                .put(TensorDict.LOGPROBS, Float32Tensor.of(new float[] {0f, -1f}, 1, 2))
+                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, version}))
+                .put(TensorDict.REWARDS, Float32Tensor.vector(1f))
+                .build();
+        TrainingGroup g = new TrainingGroup(
+                taskId, attempt, rows, new int[] {0}, new int[] {1}, version, version, version, version);
+        return new Collector.GroupFinished(
+                taskId,
+                attempt,
+                false,
+                version,
+                version,
+                new Collector.Accepted(g),
+                Map.of(),
+                ScalarStats.Totals.EMPTY,
+                1);
+    }
+
     /** An accepted training group's outcome, with metrics and workflow statistics. */
     static Collector.GroupFinished accepted(TrainingGroup g) {
         ScalarStats stats = new ScalarStats();
