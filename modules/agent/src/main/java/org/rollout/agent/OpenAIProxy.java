@@ -400,7 +400,7 @@ public final class OpenAIProxy implements AutoCloseable {
         long created = System.currentTimeMillis() / 1000;
         Map<String, Object> usage = usage(t.resp());
         if (req.stream()) {
-            streamChat(ex, t, created, req.includeUsage() ? usage : null);
+            streamChat(ex, t, created, req.includeUsage() ? usage : null, req.logprobs());
             return;
         }
         Map<String, Object> responseMessage = new LinkedHashMap<>(t.message());
@@ -610,7 +610,13 @@ public final class OpenAIProxy implements AutoCloseable {
         return prompt;
     }
 
-    private void streamChat(HttpExchange ex, Turn t, long created, Map<String, Object> usage) throws IOException {
+    /**
+     * The answer as chat-completion chunks. With {@code logprobs}, the chunk that ends the answer
+     * carries every generated token's logprob (the text went out in pieces that need not follow
+     * token boundaries; a client that gathers {@code logprobs.content} over the chunks gets them all).
+     */
+    private void streamChat(HttpExchange ex, Turn t, long created, Map<String, Object> usage, boolean logprobs)
+            throws IOException {
         startEvents(ex);
         OutputStream out = ex.getResponseBody();
         String id = t.id();
@@ -638,7 +644,13 @@ public final class OpenAIProxy implements AutoCloseable {
             }
             event(out, chunk(id, created, Map.of("tool_calls", calls), null, withUsage));
         }
-        event(out, chunk(id, created, Map.of(), t.stop().wireName(), withUsage));
+        Map<String, Object> finish = chunkBody(id, created, Map.of(), t.stop().wireName(), withUsage);
+        if (logprobs) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> choice = (Map<String, Object>) ((List<Object>) finish.get("choices")).getFirst();
+            choice.put("logprobs", Map.of("content", chatLogprobs(t)));
+        }
+        event(out, JSON.writeValueAsString(finish));
         if (withUsage) {
             Map<String, Object> last = chunkEnvelope(id, created, List.of());
             last.put("usage", usage);
@@ -664,16 +676,21 @@ public final class OpenAIProxy implements AutoCloseable {
 
     private String chunk(String id, long created, Map<String, Object> delta, String finish, boolean withUsage)
             throws JsonProcessingException {
+        return JSON.writeValueAsString(chunkBody(id, created, delta, finish, withUsage));
+    }
+
+    private Map<String, Object> chunkBody(
+            String id, long created, Map<String, Object> delta, String finish, boolean withUsage) {
         Map<String, Object> choice = new LinkedHashMap<>();
         choice.put("index", 0);
         choice.put("delta", delta);
         choice.put("logprobs", null);
         choice.put("finish_reason", finish);
-        Map<String, Object> body = chunkEnvelope(id, created, List.of(choice));
+        Map<String, Object> body = chunkEnvelope(id, created, new ArrayList<>(List.of(choice)));
         if (withUsage) {
             body.put("usage", null);
         }
-        return JSON.writeValueAsString(body);
+        return body;
     }
 
     private Map<String, Object> chunkEnvelope(String id, long created, List<Object> choices) {
@@ -824,10 +841,14 @@ public final class OpenAIProxy implements AutoCloseable {
                     Map<String, Object> added = partEvent(itemId, index);
                     added.put("part", ResponsesApi.outputText("", null));
                     responseEvent(out, seq, "response.content_part.added", added);
-                    for (String piece : pieces(text)) {
+                    List<String> textPieces = pieces(text);
+                    for (int p = 0; p < textPieces.size(); p++) {
                         Map<String, Object> d = partEvent(itemId, index);
-                        d.put("delta", piece);
-                        d.put("logprobs", List.of());
+                        d.put("delta", textPieces.get(p));
+                        // The pieces need not follow token boundaries: the last delta carries
+                        // every token's logprob (as the done event does).
+                        boolean last = p == textPieces.size() - 1;
+                        d.put("logprobs", last && logprobs != null ? logprobs : List.of());
                         responseEvent(out, seq, "response.output_text.delta", d);
                     }
                     Map<String, Object> done = partEvent(itemId, index);

@@ -51,6 +51,34 @@ class ChatLogprobsTest {
     }
 
     @Test
+    void aStreamedAnswerCarriesEveryTokensLogprobInItsChunks() throws Exception {
+        ProxySession s = session(ScriptedEngine.replying("Hello there"));
+        ProxyHttp.Reply r = ProxyHttp.post(
+                s.baseUrl() + "/chat/completions",
+                s.apiKey(),
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"stream\": true, \"logprobs\": true}");
+        assertThat(r.status()).isEqualTo(200);
+        java.util.List<Float> logprobs = new java.util.ArrayList<>();
+        StringBuilder tokens = new StringBuilder();
+        for (String line : r.raw().split("\n")) {
+            if (!line.startsWith("data: {")) {
+                continue;
+            }
+            JsonNode content = ProxyHttp.JSON.readTree(line.substring(6)).at("/choices/0/logprobs/content");
+            for (JsonNode c : content) {
+                logprobs.add(c.path("logprob").floatValue());
+                tokens.append(c.path("token").asText());
+            }
+        }
+        ModelResponse m = s.interactions().getFirst().modelResponse();
+        assertThat(logprobs).hasSize(m.outputLength() - 1);
+        for (int i = 0; i < logprobs.size(); i++) {
+            assertThat(logprobs.get(i)).isEqualTo(m.outputLogprob(i));
+        }
+        assertThat(tokens.toString()).isEqualTo("Hello there");
+    }
+
+    @Test
     void withoutLogprobsTheChoiceLogprobsIsNull() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("Hey"));
         ProxyHttp.Reply r = ProxyHttp.post(s.baseUrl() + "/chat/completions", s.apiKey(), ProxyHttp.chatBody("Hi"));
