@@ -56,6 +56,8 @@ final class CheckedTrainer implements AutoCloseable {
     private final Object observations = new Object();
     private long redeliveries;
     private int version;
+    /** The last publish failed and was not repeated successfully yet. */
+    private boolean publishOwed;
     /** The highest version this trainer has asked the engine to publish (applied or not). */
     private int highestAttempted;
 
@@ -232,6 +234,7 @@ final class CheckedTrainer implements AutoCloseable {
             client().publishWeights(next, cluster.weights());
             synchronized (this) {
                 version = Math.max(version, next);
+                publishOwed = false;
             }
             synchronized (observations) {
                 checker.onVersion(next);
@@ -239,6 +242,10 @@ final class CheckedTrainer implements AutoCloseable {
             return true;
         } catch (WeightPublishException e) {
             publishFailures.incrementAndGet();
+            synchronized (this) {
+                // Refused: an earlier attempt of this version was applied (it is read back below).
+                publishOwed = e.kind() != WeightPublishException.Kind.REFUSED;
+            }
             if (e.kind() == WeightPublishException.Kind.REFUSED) {
                 try {
                     int now = client().status().version();
@@ -253,6 +260,9 @@ final class CheckedTrainer implements AutoCloseable {
             return false;
         } catch (EngineUnreachableException | GatewayRequestException | IllegalStateException e) {
             publishFailures.incrementAndGet();
+            synchronized (this) {
+                publishOwed = true;
+            }
             TestCluster.log("publish of version " + next + " failed: " + e.getMessage());
             return false;
         }
@@ -278,6 +288,12 @@ final class CheckedTrainer implements AutoCloseable {
             return Optional.empty();
         }
         if (b.isEmpty()) {
+            if (publish && publishOwed()) {
+                // As a real trainer would: the step's weights were never published (the publish
+                // failed, e.g. while the singletons moved). Until they are, the staleness budget
+                // may admit nothing more, and no batch would come to publish after.
+                publishNext();
+            }
             return b;
         }
         boolean known;
@@ -289,6 +305,11 @@ final class CheckedTrainer implements AutoCloseable {
             publishNext();
         }
         return b;
+    }
+
+    /** Whether the last publish failed, so that the step it ended has no version yet. */
+    private synchronized boolean publishOwed() {
+        return publishOwed;
     }
 
     static final Duration ACK_DEADLINE = Duration.ofSeconds(120);
