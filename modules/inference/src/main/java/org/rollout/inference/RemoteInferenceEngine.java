@@ -233,7 +233,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         String rid = request.rid();
         if (g.nSamples() != 1) {
             throw new IllegalArgumentException("n_samples is " + g.nSamples() + " for rid " + rid
-                    + ", but inference engines do not support n_samples > 1: the caller must issue "
+                    + ", but inference engines do not support n_samples > 1: the caller must make "
                     + g.nSamples() + " generate calls, one per sample");
         }
         protocol.checkSupported(g);

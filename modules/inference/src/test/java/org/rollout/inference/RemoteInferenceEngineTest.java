@@ -179,7 +179,7 @@ class RemoteInferenceEngineTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("n_samples is 4")
                 .hasMessageContaining("do not support n_samples > 1")
-                .hasMessageContaining("issue 4 generate calls");
+                .hasMessageContaining("make 4 generate calls");
         assertThat(server.requests()).isEmpty();
     }
 
