@@ -302,6 +302,11 @@ final class CheckedTrainer implements AutoCloseable {
         }
         acknowledgeUntilAnswered(b.get());
         if (!known && publish) {
+            if (publishOwed()) {
+                // The previous step's version first: publishing "the next version" now would
+                // only repeat it (refused if it was applied after all), leaving this step's unmade.
+                publishNext();
+            }
             publishNext();
         }
         return b;
