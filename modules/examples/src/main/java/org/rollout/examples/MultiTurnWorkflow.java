@@ -11,6 +11,7 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.StopReason;
 import org.rollout.api.Tokenizer;

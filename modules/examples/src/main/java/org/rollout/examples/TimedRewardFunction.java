@@ -7,6 +7,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.WorkflowContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

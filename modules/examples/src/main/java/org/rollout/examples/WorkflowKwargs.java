@@ -10,6 +10,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.Tokenizer;
 import org.rollout.core.Tokenizers;
 

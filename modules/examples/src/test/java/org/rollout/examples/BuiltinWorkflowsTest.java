@@ -7,6 +7,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;

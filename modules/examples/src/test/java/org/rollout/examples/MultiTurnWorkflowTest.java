@@ -17,6 +17,7 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.api.Tokenizer;

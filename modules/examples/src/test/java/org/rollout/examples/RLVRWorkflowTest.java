@@ -16,6 +16,7 @@ import org.rollout.api.EpisodeResult;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.ModelRequest;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;

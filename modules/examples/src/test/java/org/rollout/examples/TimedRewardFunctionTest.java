@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
+import org.rollout.api.RewardFunction;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;

@@ -105,10 +105,9 @@ class VllmRoutesTest {
     void arealPauseAbortsInFlightAndCompletionsWaitUntilContinue() throws IOException {
         ServerClient c = start(ModelServerConfig.defaults()
                 .withLatency(new LatencyModel(Duration.ZERO, Duration.ofMillis(1), Duration.ZERO)));
-        CompletableFuture<ServerClient.Reply> running =
-                c.postAsync(
-                        "/v1/completions",
-                        completion("\"max_tokens\":1000000,\"ignore_eos\":true").replace("[256,258]", "[]"));
+        CompletableFuture<ServerClient.Reply> running = c.postAsync(
+                "/v1/completions",
+                completion("\"max_tokens\":1000000,\"ignore_eos\":true").replace("[256,258]", "[]"));
         await("the completion to be decoding", () -> server.stats().tokensGenerated() > 5);
         assertThat(c.post("/areal_pause_generation", "{}").json().get("success").asBoolean())
                 .isTrue();

@@ -1,7 +1,7 @@
 package org.rollout.examples.demo;
 
 import java.util.Map;
-import org.rollout.examples.RewardFunction;
+import org.rollout.api.RewardFunction;
 
 /**
  * The reward of the letters task ({@link LetterTask}), in [0, 1]:
