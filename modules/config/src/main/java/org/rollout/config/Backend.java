@@ -1,9 +1,9 @@
-package org.rollout.inference;
+package org.rollout.config;
 
 /**
  * The wire protocol the inference servers speak (config key {@code backend}, semantics §9): {@link #SGLANG}
  * (the default, and what the built-in model server speaks) or {@link #VLLM} (AReaL's vLLM server
- * extension). Each backend has one stateless {@link ServerProtocol}.
+ * extension). The inference module maps each backend to its stateless protocol ({@code ServerProtocol.of}).
  */
 public enum Backend {
     SGLANG("sglang"),
@@ -18,14 +18,6 @@ public enum Backend {
     /** The spelling in configuration: {@code sglang} or {@code vllm}. */
     public String configName() {
         return configName;
-    }
-
-    /** The request builder and response parser for this backend. */
-    public ServerProtocol protocol() {
-        return switch (this) {
-            case SGLANG -> SglangProtocol.INSTANCE;
-            case VLLM -> VllmProtocol.INSTANCE;
-        };
     }
 
     @Override

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import java.util.List;
 import org.rollout.api.InvalidConfigException;

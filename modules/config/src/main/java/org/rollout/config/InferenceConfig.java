@@ -1,4 +1,4 @@
-package org.rollout.inference;
+package org.rollout.config;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,7 +13,7 @@ import java.util.regex.Pattern;
 import org.rollout.api.InvalidConfigException;
 
 /**
- * Configuration of a {@link RemoteInferenceEngine}, with AReaL's key names where AReaL has the knob
+ * Configuration of a {@code RemoteInferenceEngine} (modules/inference), with AReaL's key names where AReaL has the knob
  * (semantics §10, {@code rollout.*}).
  *
  * <table>
@@ -25,7 +25,7 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>addresses</td><td>(required)</td><td>{@code host:port} of every server, at least one, no duplicates</td></tr>
  *   <tr><td>request_timeout</td><td>3600 s</td><td>per attempt of one segment (connect + response)</td></tr>
  *   <tr><td>request_retries</td><td>3</td><td>total attempts per segment, across servers (not 1 + 3)</td></tr>
- *   <tr><td>setup_timeout</td><td>300 s</td><td>how long {@link RemoteInferenceEngine#initialize()} waits for servers</td></tr>
+ *   <tr><td>setup_timeout</td><td>300 s</td><td>how long {@code RemoteInferenceEngine.initialize()} waits for servers</td></tr>
  *   <tr><td>routing_strategy</td><td>least_requests</td><td>{@code least_requests} or {@code round_robin}</td></tr>
  *   <tr><td>sticky_by_rid</td><td>true</td><td>send a rid's segments back to its server while it is not overloaded</td></tr>
  *   <tr><td>sticky_slack</td><td>8</td><td>how many more outstanding requests than the least-loaded server a
@@ -115,11 +115,6 @@ public record InferenceConfig(
 
     public Builder toBuilder() {
         return new Builder(this);
-    }
-
-    /** The protocol of {@link #backend()}. */
-    public ServerProtocol protocol() {
-        return backend.protocol();
     }
 
     /**

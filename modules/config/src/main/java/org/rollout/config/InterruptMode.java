@@ -1,9 +1,9 @@
-package org.rollout.inference;
+package org.rollout.config;
 
 import org.rollout.api.InvalidConfigException;
 
 /**
- * What {@link RemoteInferenceEngine#generate} does when a server interrupts a segment with
+ * What {@code RemoteInferenceEngine.generate} does when a server interrupts a segment with
  * {@code abort} (a weight update, a pause, abort-all) before the budget is spent (config key
  * {@code interrupt_mode}).
  *

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigUtil;

@@ -1,4 +1,4 @@
-package org.rollout.core;
+package org.rollout.config;
 
 import org.rollout.api.InvalidConfigException;
 

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
@@ -23,18 +23,11 @@ import java.util.function.Function;
 import java.util.regex.Pattern;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.cluster.RolloutSettings.Actor;
-import org.rollout.cluster.RolloutSettings.Dataset;
-import org.rollout.cluster.RolloutSettings.Norm;
-import org.rollout.cluster.RolloutSettings.NormLevel;
-import org.rollout.cluster.RolloutSettings.Rollout;
-import org.rollout.core.MinUsableGroupSize;
-import org.rollout.core.Tokenizers;
-import org.rollout.inference.Backend;
-import org.rollout.inference.InferenceConfig;
-import org.rollout.inference.InterruptMode;
-import org.rollout.inference.RoutingStrategy;
-import org.rollout.inference.ServerAddress;
+import org.rollout.config.RolloutSettings.Actor;
+import org.rollout.config.RolloutSettings.Dataset;
+import org.rollout.config.RolloutSettings.Norm;
+import org.rollout.config.RolloutSettings.NormLevel;
+import org.rollout.config.RolloutSettings.Rollout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -169,7 +162,7 @@ public final class RolloutConfig {
             ConfigValue v = all.root().get(s);
             if (v == null) {
                 throw new IllegalStateException("reference.conf on the class path has no section '" + s
-                        + "': the cluster module's resources are missing");
+                        + "': the config module's resources are missing");
             }
             ours = ours.withValue(s, v);
         }
@@ -592,7 +585,7 @@ public final class RolloutConfig {
             String allowed = "\"\" for the built-in byte-level tokenizer, or an existing Hugging Face tokenizer"
                     + " directory or tokenizer.json file";
             String v = r.string(key, false, allowed);
-            if (v == null || Tokenizers.BUILTIN_NAMES.contains(v)) {
+            if (v == null || RolloutSettings.BUILTIN_TOKENIZER_NAMES.contains(v)) {
                 return v;
             }
             try {
@@ -650,9 +643,9 @@ public final class RolloutConfig {
                     Long.MAX_VALUE,
                     true,
                     "an integer, or null for file order");
-            JsonlPromptSource.OnMalformed onMalformed = r.choice(
+            OnMalformed onMalformed = r.choice(
                     "rollout.dataset.on_malformed",
-                    Map.of("skip", JsonlPromptSource.OnMalformed.SKIP, "fail", JsonlPromptSource.OnMalformed.FAIL),
+                    Map.of("skip", OnMalformed.SKIP, "fail", OnMalformed.FAIL),
                     false,
                     "\"skip\" or \"fail\"");
             if (train == null || eval == null || onMalformed == null || !r.ok("rollout.dataset.shuffle_seed")) {
@@ -751,12 +744,12 @@ public final class RolloutConfig {
          * which is Pekko's and known only there.
          */
         private void largePayloads() {
-            r.bytes(LargePayloads.THRESHOLD_KEY, 0, Integer.MAX_VALUE, LargePayloads.THRESHOLD_ALLOWED);
+            r.bytes(LargePayloadLimits.THRESHOLD_KEY, 0, Integer.MAX_VALUE, LargePayloadLimits.THRESHOLD_ALLOWED);
             r.bytes(
-                    LargePayloads.CHUNK_KEY,
-                    LargePayloads.MIN_CHUNK,
-                    LargePayloads.MAX_CHUNK,
-                    LargePayloads.CHUNK_ALLOWED);
+                    LargePayloadLimits.CHUNK_KEY,
+                    LargePayloadLimits.MIN_CHUNK,
+                    LargePayloadLimits.MAX_CHUNK,
+                    LargePayloadLimits.CHUNK_ALLOWED);
         }
 
         private static void put(Map<String, Object> m, String key, Object value) {

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import com.typesafe.config.Config;
 import java.nio.file.Path;
@@ -7,13 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.core.GroupOptions;
-import org.rollout.core.MinUsableGroupSize;
-import org.rollout.core.StalenessBudget;
-import org.rollout.inference.InferenceConfig;
-import org.rollout.inference.ServerAddress;
 
 /**
  * The engine's configuration, read and validated by {@link RolloutConfig}: typed values grouped as
@@ -28,7 +24,7 @@ import org.rollout.inference.ServerAddress;
  *                                                          ├ evalGconfig()    GenerationConfig
  *                                                          ├ actor()          Actor
  *                                                          ├ inferenceConfig(servers)
- *                                                          └ trainGroupOptions(), stalenessBudget(), …
+ *                                                          └ servers(), runDirectory(), config()
  * </pre>
  *
  * <p>Derived values: {@code max_concurrent_rollouts} null → {@code consumer_batch_size};
@@ -38,9 +34,12 @@ import org.rollout.inference.ServerAddress;
  *
  * <p>Immutable and thread-safe. Only {@link RolloutConfig} builds one, so an instance is always
  * valid; the nested records are plain values (building them directly checks nothing beyond
- * nulls). {@link #stalenessBudget()} returns a new, mutable budget on every call.
+ * nulls). The group options and the staleness budget are built from these values by the modules
+ * that own them ({@code GroupOptions.from}, {@code GroupOptions.forEval}, {@code StalenessBudget}).
  */
 public final class RolloutSettings {
+    /** The values of {@code rollout.tokenizer_path} that select the built-in byte-level tokenizer. */
+    public static final Set<String> BUILTIN_TOKENIZER_NAMES = Set.of("", "builtin", "byte-level");
 
     /** A level of the trainer's normalisation ({@code actor.reward_norm}, {@code actor.adv_norm}). */
     public enum NormLevel {
@@ -103,8 +102,7 @@ public final class RolloutSettings {
      * @param eval evaluation prompt files (empty: no evaluation)
      * @param shuffleSeed shuffle training prompts per epoch with this seed, or null for file order
      */
-    public record Dataset(
-            List<Path> train, List<Path> eval, Long shuffleSeed, JsonlPromptSource.OnMalformed onMalformed) {
+    public record Dataset(List<Path> train, List<Path> eval, Long shuffleSeed, OnMalformed onMalformed) {
         public Dataset {
             train = List.copyOf(train);
             eval = List.copyOf(eval);
@@ -116,7 +114,7 @@ public final class RolloutSettings {
      * The {@code rollout} section without its inference keys (see
      * {@link RolloutSettings#inferenceConfig(List)}), derived values resolved.
      *
-     * @param tokenizerPath as given; {@code ""} means the built-in tokenizer ({@code core Tokenizers.load})
+     * @param tokenizerPath as given; {@code ""} means the built-in tokenizer (the core module's {@code Tokenizers.load})
      * @param maxConcurrentRollouts C, resolved
      * @param queueSize resolved
      * @param nodeCapacity resolved
@@ -229,33 +227,6 @@ public final class RolloutSettings {
         return actor.rewardNorm().usesGroupStatistics()
                 || actor.advNorm().usesGroupStatistics()
                 || gconfig.rewardNormalization();
-    }
-
-    /** How training groups are merged: {@code gconfig.n_samples}, the usable minimum and gconfig's group flags. */
-    public GroupOptions trainGroupOptions() {
-        return GroupOptions.from(gconfig, minUsableGroupSize);
-    }
-
-    /**
-     * How evaluation groups are merged: {@code eval_gconfig.n_samples}, complete groups only
-     * ({@link MinUsableGroupSize#forEval}), never reward-normalised (AReaL's eval submissions pass
-     * neither flag).
-     */
-    public GroupOptions evalGroupOptions() {
-        int n = evalGconfig.nSamples();
-        return new GroupOptions(
-                n, MinUsableGroupSize.forEval(n), false, false, evalGconfig.rewardNormalizationUseStd());
-    }
-
-    /**
-     * A new staleness budget with {@code C = max_concurrent_rollouts}, {@code B =
-     * consumer_batch_size} and {@code η = max_head_offpolicyness}, at version 0. The coordinator
-     * keeps one global budget, so nothing is divided by a data-parallel size (AReaL #1396). Each call
-     * returns a new instance.
-     */
-    public StalenessBudget stalenessBudget() {
-        return new StalenessBudget(
-                rollout.maxConcurrentRollouts(), rollout.consumerBatchSize(), rollout.maxHeadOffpolicyness());
     }
 
     /** {@code rollout.staleness_policy}. */

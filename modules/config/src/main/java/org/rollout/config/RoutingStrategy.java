@@ -1,9 +1,9 @@
-package org.rollout.inference;
+package org.rollout.config;
 
 import org.rollout.api.InvalidConfigException;
 
 /**
- * How {@link ServerPool} chooses a server for a segment that has no usable sticky server
+ * How the inference module's {@code ServerPool} chooses a server for a segment that has no usable sticky server
  * (config key {@code routing_strategy}).
  *
  * <ul>

@@ -1,4 +1,4 @@
-package org.rollout.inference;
+package org.rollout.config;
 
 import java.net.URI;
 import java.util.Objects;
@@ -10,7 +10,7 @@ import org.rollout.api.InvalidConfigException;
  * {@code http://{host:port}}).
  *
  * <p>Immutable; {@link #toString()} gives back the {@code host:port} form used in every error
- * message and in {@link ServerStats}.
+ * message and in {@code ServerStats}.
  */
 public record ServerAddress(String host, int port) {
 

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import org.rollout.api.InvalidConfigException;
 

@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import com.typesafe.config.ConfigFactory;
 import java.util.List;

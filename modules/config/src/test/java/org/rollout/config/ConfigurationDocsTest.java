@@ -1,4 +1,4 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package org.rollout.core;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,7 +1,7 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.rollout.cluster.ConfigFixtures.load;
+import static org.rollout.config.ConfigFixtures.load;
 
 import com.typesafe.config.ConfigFactory;
 import java.nio.file.Path;
@@ -10,8 +10,6 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
-import org.rollout.inference.InferenceConfig;
-import org.rollout.inference.ServerAddress;
 
 /** Without a file or overrides, the settings are AReaL's defaults (semantics §1.3, §10) and ours where AReaL has none. */
 class RolloutConfigDefaultsTest {
@@ -46,8 +44,7 @@ class RolloutConfigDefaultsTest {
         assertThat(r.workflow()).isEqualTo("rlvr");
         assertThat(r.workflowKwargs()).isEmpty();
         assertThat(r.accept()).isEqualTo("all");
-        assertThat(r.dataset())
-                .isEqualTo(new RolloutSettings.Dataset(List.of(), List.of(), null, JsonlPromptSource.OnMalformed.SKIP));
+        assertThat(r.dataset()).isEqualTo(new RolloutSettings.Dataset(List.of(), List.of(), null, OnMalformed.SKIP));
     }
 
     @Test

@@ -1,8 +1,8 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.cluster.ConfigFixtures.load;
+import static org.rollout.config.ConfigFixtures.load;
 
 import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
@@ -14,7 +14,6 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.inference.ServerAddress;
 
 /** Where values come from (overrides > file > reference.conf) and how each override syntax is read. */
 class RolloutConfigOverridesTest {

@@ -1,9 +1,9 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.cluster.ConfigFixtures.hocon;
-import static org.rollout.cluster.ConfigFixtures.load;
+import static org.rollout.config.ConfigFixtures.hocon;
+import static org.rollout.config.ConfigFixtures.load;
 
 import java.io.IOException;
 import java.nio.file.Files;

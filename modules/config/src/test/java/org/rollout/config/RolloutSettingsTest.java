@@ -1,9 +1,9 @@
-package org.rollout.cluster;
+package org.rollout.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.cluster.ConfigFixtures.hocon;
-import static org.rollout.cluster.ConfigFixtures.load;
+import static org.rollout.config.ConfigFixtures.hocon;
+import static org.rollout.config.ConfigFixtures.load;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -13,12 +13,6 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.core.GroupOptions;
-import org.rollout.core.StalenessBudget;
-import org.rollout.inference.Backend;
-import org.rollout.inference.InferenceConfig;
-import org.rollout.inference.RoutingStrategy;
-import org.rollout.inference.ServerAddress;
 
 /** Derived values and the objects the settings build for the runtime. */
 class RolloutSettingsTest {
@@ -140,40 +134,7 @@ class RolloutSettingsTest {
         assertThat(s.evalGconfig()).isEqualTo(s.gconfig());
     }
 
-    @Test
-    void trainGroupOptionsCarryTheGroupFlags() {
-        RolloutSettings s = load(
-                "gconfig.n_samples=4",
-                "gconfig.drop_incomplete_group=true",
-                "gconfig.reward_normalization=true",
-                "gconfig.reward_normalization_use_std=false");
-        assertThat(s.trainGroupOptions()).isEqualTo(new GroupOptions(4, 2, true, true, false));
-    }
-
-    @Test
-    void evalGroupOptionsNeedFullGroupsAndNeverNormalise() {
-        RolloutSettings s =
-                load("gconfig.n_samples=4", "gconfig.reward_normalization=true", "eval_gconfig.n_samples=3");
-        assertThat(s.evalGroupOptions()).isEqualTo(new GroupOptions(3, 3, false, false, true));
-    }
-
     // ---- rollout values ----
-
-    @Test
-    void stalenessBudgetHasTheConfiguredLimitsAndIsNewEachTime() {
-        RolloutSettings s = load(
-                "rollout.consumer_batch_size=4",
-                "rollout.max_concurrent_rollouts=8",
-                "rollout.max_head_offpolicyness=2");
-        StalenessBudget b = s.stalenessBudget();
-        assertThat(b.maxConcurrentRollouts()).isEqualTo(8);
-        assertThat(b.consumerBatchSize()).isEqualTo(4);
-        assertThat(b.maxHeadOffpolicyness()).isEqualTo(2);
-        assertThat(b.capacity()).isEqualTo(8);
-        b.onEnqueue();
-        b.onAdmit();
-        assertThat(s.stalenessBudget().running()).isZero();
-    }
 
     @Test
     void stalenessPolicyIsRead() {
@@ -210,8 +171,7 @@ class RolloutSettingsTest {
                 "rollout.dataset.shuffle_seed=42",
                 "rollout.dataset.on_malformed=fail");
         assertThat(s.dataset())
-                .isEqualTo(new RolloutSettings.Dataset(
-                        List.of(train), List.of(eval), 42L, JsonlPromptSource.OnMalformed.FAIL));
+                .isEqualTo(new RolloutSettings.Dataset(List.of(train), List.of(eval), 42L, OnMalformed.FAIL));
     }
 
     @Test
