@@ -1,8 +1,8 @@
 package org.rollout.config;
 
 /**
- * The keys and ranges of {@code rollout.large_payload_threshold} and {@code
- * rollout.large_payload_chunk_size}. The configuration checks the ranges at load; the cluster
+ * The cluster keys of the {@code rollout} section, their names and ranges: {@code
+ * rollout.large_payload_threshold} and {@code rollout.large_payload_chunk_size}. The configuration checks the ranges at load; the cluster
  * module's {@code LargePayloads} reads both keys from the actor system's configuration and checks
  * them against Pekko's frame size, which is known only there.
  */
@@ -18,4 +18,14 @@ public final class LargePayloadLimits {
     public static final int MAX_CHUNK = 64 * 1024 * 1024;
 
     private LargePayloadLimits() {}
+
+    /**
+     * Range checks only: LargePayloads (cluster) reads both keys from the actor system's
+     * configuration (which the launcher builds from these settings) and checks them against the
+     * frame size, which is Pekko's and known only there.
+     */
+    static void check(ConfigReader r) {
+        r.bytes(THRESHOLD_KEY, 0, Integer.MAX_VALUE, THRESHOLD_ALLOWED);
+        r.bytes(CHUNK_KEY, MIN_CHUNK, MAX_CHUNK, CHUNK_ALLOWED);
+    }
 }

@@ -285,7 +285,7 @@ public final class RolloutSettings {
         try {
             return inferenceTemplate.toBuilder().serverAddresses(servers).build();
         } catch (InvalidConfigException e) {
-            throw RolloutConfig.inferenceKeyed(e);
+            throw InferenceSection.keyed(e);
         }
     }
 
