@@ -110,13 +110,7 @@ final class NodeAssembly {
         if (workflow.equals("agent") || name.equals("agent")) {
             // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
             // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
-            Map<String, Object> agentKeys = new java.util.HashMap<>();
-            for (String key : List.of("api", "tool_call_format")) {
-                if (settings.config().hasPath("rollout.agent." + key)) {
-                    agentKeys.put(key, settings.config().getString("rollout.agent." + key));
-                }
-            }
-            AgentOptions options = AgentOptions.fromMap(agentKeys);
+            AgentOptions options = AgentOptions.from(settings.agent());
             OpenAIProxy proxy = OpenAIProxy.start(
                     ProxyConfig.defaults()
                             .withAdminApiKey(options.adminApiKey())

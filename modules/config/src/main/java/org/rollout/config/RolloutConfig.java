@@ -37,7 +37,8 @@ import org.slf4j.LoggerFactory;
  * (the cluster's payload keys), {@code GenerationSection} ({@code gconfig}, {@code eval_gconfig})
  * and {@code ActorSection} ({@code actor}). This class composes them and checks what spans
  * sections (beam search with the backend, reward normalisation with {@code actor.reward_norm}, the
- * usable minimum with {@code n_samples}).
+ * usable minimum with {@code n_samples}). {@link AgentSection} reads {@code rollout.agent} when a
+ * launcher asks for it ({@link RolloutSettings#agent()}).
  *
  * <p><b>Overrides.</b> {@code key=value}, split at the first {@code =}; the key is a HOCON path
  * ({@code rollout.consumer_batch_size}). The value is read as a HOCON value ({@code 8}, {@code

@@ -300,6 +300,16 @@ public final class RolloutSettings {
         return Optional.of(rollout.fileroot().resolve(rollout.experimentName()).resolve(rollout.trialName()));
     }
 
+    /**
+     * The {@code rollout.agent} section, read and validated now (for an agent workflow; a launcher
+     * that runs none never reads it).
+     *
+     * @throws InvalidConfigException naming the {@code rollout.agent.*} key of a value not allowed
+     */
+    public AgentSection agent() {
+        return AgentSection.read(config);
+    }
+
     /** Legal but questionable combinations found at load (also logged then), one sentence each. */
     public List<String> warnings() {
         return warnings;
