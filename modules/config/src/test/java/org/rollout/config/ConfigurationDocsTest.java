@@ -33,8 +33,9 @@ class ConfigurationDocsTest {
     private record Leaf(String path, ConfigValue value) {}
 
     /**
-     * The engine's keys of reference.conf. Its {@code pekko} section (serializer bindings) holds
-     * Pekko's keys, which Pekko documents; docs/architecture.md explains ours.
+     * The engine's keys of this module's reference.conf. A {@code pekko} section would hold Pekko's
+     * keys, which Pekko documents (the serializer bindings are in the cluster module's
+     * reference.conf, and docs/architecture.md explains them).
      */
     private static List<Leaf> referenceLeaves() {
         ConfigObject root = ConfigFactory.parseFile(
