@@ -4,18 +4,14 @@ import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigList;
 import com.typesafe.config.ConfigObject;
-import com.typesafe.config.ConfigRenderOptions;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.regex.Pattern;
 import org.rollout.api.InvalidConfigException;
 
@@ -391,52 +387,15 @@ final class ConfigReader {
             return null;
         }
         @SuppressWarnings("unchecked")
-        Map<String, Object> m = (Map<String, Object>) immutable(v.unwrapped());
+        Map<String, Object> m = (Map<String, Object>) ShownValues.immutable(v.unwrapped());
         return m;
     }
 
-    private static Object immutable(Object o) {
-        if (o instanceof Map<?, ?> m) {
-            Map<String, Object> copy = new LinkedHashMap<>();
-            new TreeMap<>(m).forEach((k, val) -> copy.put((String) k, immutable(val)));
-            return Collections.unmodifiableMap(copy);
-        }
-        if (o instanceof List<?> l) {
-            List<Object> copy = new ArrayList<>(l.size());
-            l.forEach(e -> copy.add(immutable(e)));
-            return Collections.unmodifiableList(copy);
-        }
-        return o;
-    }
-
     /**
-     * How a value appears in an error: scalars and lists as themselves (strings quoted by
-     * {@link InvalidConfigException}), objects as compact JSON cut at 80 characters.
+     * How a value appears in an error: scalars and lists as themselves, objects as compact JSON
+     * ({@link ShownValues#of}).
      */
     static Object shown(ConfigValue v) {
-        if (v == null) {
-            return null;
-        }
-        if (v.valueType() == ConfigValueType.OBJECT) {
-            String json = v.render(ConfigRenderOptions.concise());
-            return new Rendered(json.length() > 80 ? json.substring(0, 79) + "…" : json);
-        }
-        if (v.valueType() == ConfigValueType.LIST) {
-            for (ConfigValue e : (ConfigList) v) {
-                if (e.valueType() == ConfigValueType.OBJECT || e.valueType() == ConfigValueType.LIST) {
-                    String json = v.render(ConfigRenderOptions.concise());
-                    return new Rendered(json.length() > 80 ? json.substring(0, 79) + "…" : json);
-                }
-            }
-        }
-        return v.unwrapped();
-    }
-
-    /** Text shown as is in an error message (not quoted). */
-    record Rendered(String text) {
-        @Override
-        public String toString() {
-            return text;
-        }
+        return ShownValues.of(v);
     }
 }
