@@ -11,7 +11,7 @@ import org.rollout.api.TrainingGroup;
 import org.rollout.cluster.LocalRolloutClient;
 import org.rollout.cluster.PromptSource;
 import org.rollout.cluster.RemoteEngines;
-import org.rollout.inference.InferenceConfig;
+import org.rollout.config.InferenceConfig;
 import org.rollout.inference.RemoteInferenceEngine;
 
 /**

@@ -11,8 +11,8 @@ import java.util.concurrent.locks.LockSupport;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
-import org.rollout.inference.InferenceConfig;
-import org.rollout.inference.InterruptMode;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.InterruptMode;
 import org.rollout.inference.RemoteInferenceEngine;
 
 /**

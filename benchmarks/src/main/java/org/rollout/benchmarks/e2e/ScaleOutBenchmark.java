@@ -26,7 +26,7 @@ import java.util.stream.Collectors;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 import org.rollout.cluster.LargePayloads;
-import org.rollout.inference.ServerAddress;
+import org.rollout.config.ServerAddress;
 import org.rollout.modelserver.LatencyModel;
 import org.rollout.modelserver.OutputLengths;
 import org.rollout.trainer.ClientConfig;

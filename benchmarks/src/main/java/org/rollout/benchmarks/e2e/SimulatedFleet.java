@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
-import org.rollout.inference.ServerAddress;
+import org.rollout.config.ServerAddress;
 import org.rollout.modelserver.LatencyModel;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;

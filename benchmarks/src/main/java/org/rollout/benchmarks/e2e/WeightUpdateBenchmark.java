@@ -10,10 +10,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.HdrHistogram.Histogram;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
 import org.rollout.inference.ControlCall;
-import org.rollout.inference.InferenceConfig;
 import org.rollout.inference.RemoteInferenceEngine;
-import org.rollout.inference.ServerAddress;
 import org.rollout.inference.ServerProtocol;
 import org.rollout.inference.WeightUpdateReport;
 import org.rollout.inference.WeightUpdater;
@@ -83,7 +83,7 @@ public final class WeightUpdateBenchmark implements EndToEndBenchmark {
             HttpClient client = RemoteInferenceEngine.newHttpClient(config);
             try {
                 WeightUpdater updater = new WeightUpdater(config, client);
-                ServerProtocol protocol = config.protocol();
+                ServerProtocol protocol = ServerProtocol.of(config.backend());
                 log.printf("weights: %d + %d rounds across %d servers%n", warmup, updates, n);
                 // Each round: a health fan-out, one whole update, then (to show where the time goes)
                 // each phase of an update alone, fanned out the same way (every server in parallel, a

@@ -1,12 +1,10 @@
 package org.rollout.agent;
 
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.core.WorkflowResolver;
+import org.rollout.config.AgentSection;
 
 /**
  * How agent episodes run and export: AReaL's {@code rollout.agent} options (semantics §8, §10).
@@ -32,6 +30,10 @@ import org.rollout.core.WorkflowResolver;
  *       template. Start the proxy with {@code ProxyConfig.withToolCallFormat(options.toolCallFormat())}</td></tr>
  * </table>
  *
+ * <p>The configuration module reads and validates the section ({@link AgentSection}, in
+ * configuration spelling); {@link #from(AgentSection)} turns it into these options, and the
+ * constructor applies the same rules with the same messages.
+ *
  * <p>{@code subproc}: AReaL runs agents in a process pool so that a blocking Python agent does not
  * stall the event loop. A Java agent runs on its own virtual thread and cannot stall anything, so
  * {@code subproc} runs it inline; agents written in other languages run as processes through
@@ -54,59 +56,38 @@ public record AgentOptions(
         Duration onlineTimeout,
         String api,
         String toolCallFormat) {
-    public static final String DEFAULT_ADMIN_API_KEY = "areal-admin-key";
-    public static final Duration DEFAULT_ONLINE_TIMEOUT = Duration.ofHours(1);
+    public static final String DEFAULT_ADMIN_API_KEY = AgentSection.DEFAULT_ADMIN_API_KEY;
+    public static final Duration DEFAULT_ONLINE_TIMEOUT = AgentSection.DEFAULT_ONLINE_TIMEOUT;
     /** The values of {@code rollout.agent.api}. */
-    public static final List<String> APIS = List.of("chat", "responses", "messages");
+    public static final List<String> APIS = AgentSection.APIS;
     /** The keys {@link #fromMap} accepts (under {@code rollout.agent}). */
-    public static final List<String> KEYS = List.of(
-            "mode",
-            "export_style",
-            "turn_discount",
-            "admin_api_key",
-            "online_timeout",
-            "api",
-            "tool_call_format",
-            "subproc_max_workers",
-            "drop_retry_orphans");
+    public static final List<String> KEYS = AgentSection.KEYS;
 
-    private static final AgentOptions DEFAULTS = new AgentOptions(
-            WorkflowResolver.MODE_INLINE,
-            ExportStyle.INDIVIDUAL,
-            1.0,
-            DEFAULT_ADMIN_API_KEY,
-            DEFAULT_ONLINE_TIMEOUT,
-            "chat",
-            "auto");
+    private static final AgentOptions DEFAULTS = from(AgentSection.defaults());
 
     /** @throws InvalidConfigException naming the {@code rollout.agent.*} key of a bad value */
     public AgentOptions {
-        if (mode == null || !WorkflowResolver.AGENT_MODES.contains(mode)) {
-            throw new InvalidConfigException("rollout.agent.mode", mode, "inline, subproc or online");
-        }
-        Objects.requireNonNull(exportStyle, "export_style");
-        if (!(turnDiscount > 0 && turnDiscount <= 1)) {
-            throw new InvalidConfigException("rollout.agent.turn_discount", turnDiscount, "a number in (0, 1]");
-        }
-        if (adminApiKey == null || adminApiKey.isBlank()) {
-            throw new InvalidConfigException("rollout.agent.admin_api_key", adminApiKey, "a non-blank string");
-        }
-        if (onlineTimeout == null || onlineTimeout.isNegative() || onlineTimeout.isZero()) {
-            throw new InvalidConfigException("rollout.agent.online_timeout", onlineTimeout, "a positive duration");
-        }
-        if (api == null || !APIS.contains(api)) {
-            throw new InvalidConfigException("rollout.agent.api", api, "chat, responses or messages");
-        }
-        if (toolCallFormat == null || !toolCallFormat.equals("auto")) {
-            try {
-                ToolCallFormat.fromConfig(toolCallFormat);
-            } catch (IllegalArgumentException e) {
-                throw new InvalidConfigException(
-                        "rollout.agent.tool_call_format",
-                        toolCallFormat,
-                        "auto, hermes, llama3_json, mistral or deepseek");
-            }
-        }
+        // The section's rules and messages (a null export style is refused there by name).
+        new AgentSection(
+                mode,
+                exportStyle == null ? null : exportStyle.configName(),
+                turnDiscount,
+                adminApiKey,
+                onlineTimeout,
+                api,
+                toolCallFormat);
+    }
+
+    /** The options of a validated {@code rollout.agent} section. */
+    public static AgentOptions from(AgentSection s) {
+        return new AgentOptions(
+                s.mode(),
+                ExportStyle.fromConfig(s.exportStyle()),
+                s.turnDiscount(),
+                s.adminApiKey(),
+                s.onlineTimeout(),
+                s.api(),
+                s.toolCallFormat());
     }
 
     /** inline, individual, turn_discount 1.0, admin key {@value #DEFAULT_ADMIN_API_KEY}, one hour online, chat, tool calls auto. */
@@ -144,57 +125,13 @@ public record AgentOptions(
 
     /**
      * Options from the snake_case keys under {@code rollout.agent} (a parsed configuration tree);
-     * keys not given keep their defaults. {@code online_timeout} is in seconds.
+     * keys not given keep their defaults. {@code online_timeout} is in seconds. See {@link
+     * AgentSection#fromMap}.
      *
      * @throws InvalidConfigException naming the full key ({@code rollout.agent.…}) of an unknown key
      *     or a value of the wrong type or range
      */
     public static AgentOptions fromMap(Map<String, ?> values) {
-        AgentOptions o = defaults();
-        for (Map.Entry<String, ?> e : new LinkedHashMap<>(values).entrySet()) {
-            String key = "rollout.agent." + e.getKey();
-            Object v = e.getValue();
-            o = switch (e.getKey()) {
-                case "mode" -> o.withMode(string(key, v));
-                case "export_style" -> o.withExportStyle(ExportStyle.fromConfig(string(key, v)));
-                case "turn_discount" -> o.withTurnDiscount(number(key, v, "a number in (0, 1]"));
-                case "admin_api_key" -> o.withAdminApiKey(string(key, v));
-                case "online_timeout" -> {
-                    double s = number(key, v, "a positive number of seconds");
-                    if (!(s > 0) || Double.isInfinite(s)) {
-                        throw new InvalidConfigException(key, v, "a positive number of seconds");
-                    }
-                    yield o.withOnlineTimeout(Duration.ofNanos((long) (s * 1e9)));
-                }
-                case "api" -> o.withApi(string(key, v));
-                case "tool_call_format" -> o.withToolCallFormat(string(key, v));
-                case "subproc_max_workers", "drop_retry_orphans" -> o;
-                default ->
-                    throw new InvalidConfigException(
-                            key, v, "one of the keys rollout.agent." + String.join(", rollout.agent.", KEYS));
-            };
-        }
-        return o;
-    }
-
-    private static String string(String key, Object v) {
-        if (v instanceof String s) {
-            return s;
-        }
-        throw new InvalidConfigException(key, v, "a string");
-    }
-
-    private static double number(String key, Object v, String allowed) {
-        if (v instanceof Number n) {
-            return n.doubleValue();
-        }
-        if (v instanceof String s) {
-            try {
-                return Double.parseDouble(s.trim());
-            } catch (NumberFormatException e) {
-                throw new InvalidConfigException(key, v, allowed);
-            }
-        }
-        throw new InvalidConfigException(key, v, allowed);
+        return from(AgentSection.fromMap(values));
     }
 }

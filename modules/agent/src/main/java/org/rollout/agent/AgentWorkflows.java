@@ -11,7 +11,7 @@ import org.rollout.core.WorkflowResolver;
  *
  * <pre>
  *   OpenAIProxy proxy = OpenAIProxy.start(ProxyConfig.defaults(), engine, tokenizer, gconfig);
- *   AgentOptions options = AgentOptions.fromMap(config.rollout.agent);
+ *   AgentOptions options = AgentOptions.from(settings.agent());
  *   WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
  *   RolloutWorkflow w = resolver.resolve("org.rollout.examples.agents.LetterAgent", Map.of()).workflow();
  *   …

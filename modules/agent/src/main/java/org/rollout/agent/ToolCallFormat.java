@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.rollout.api.Tokenizer;
+import org.rollout.config.AgentSection;
 
 /**
  * The tool-call formats of the common open model families, each read as vLLM's parser of the same
@@ -60,16 +61,12 @@ public enum ToolCallFormat {
      * @throws IllegalArgumentException naming the allowed values
      */
     public static ToolCallFormat fromConfig(String name) {
-        String n = name == null ? "" : name.trim().toLowerCase(Locale.ROOT);
-        return switch (n) {
-            case "hermes", "qwen", "qwen25" -> HERMES;
-            case "llama3_json", "llama3", "llama" -> LLAMA3_JSON;
-            case "mistral" -> MISTRAL;
-            case "deepseek", "deepseek_v3", "deepseek_v31" -> DEEPSEEK;
-            default ->
-                throw new IllegalArgumentException(
-                        "tool call format '" + name + "' is not one of auto, hermes, llama3_json, mistral, deepseek");
-        };
+        String canonical = AgentSection.toolCallFormatName(name);
+        if (canonical == null) {
+            throw new IllegalArgumentException(
+                    "tool call format '" + name + "' is not one of auto, hermes, llama3_json, mistral, deepseek");
+        }
+        return valueOf(canonical.toUpperCase(Locale.ROOT));
     }
 
     /**

@@ -22,8 +22,10 @@ import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.NodeServices;
 import org.rollout.cluster.PromptSource;
 import org.rollout.cluster.RemoteEngines;
-import org.rollout.cluster.RolloutSettings;
+import org.rollout.config.RolloutSettings;
 import org.rollout.core.AcceptFilters;
+import org.rollout.core.GroupOptions;
+import org.rollout.core.StalenessBudget;
 import org.rollout.core.Tokenizers;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryFormatChecker;
@@ -72,8 +74,8 @@ final class NodeAssembly {
                 RemoteEngines.controllable(engine),
                 wf.train(),
                 wf.eval(),
-                settings.trainGroupOptions(),
-                settings.evalGroupOptions(),
+                GroupOptions.training(settings),
+                GroupOptions.evaluation(settings),
                 acceptFilter(settings.acceptSpec()),
                 r.dumpToFile()
                         ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
@@ -86,7 +88,7 @@ final class NodeAssembly {
                 blocking);
         return new LocalRollout.Spec(
                 svc,
-                settings.stalenessBudget(),
+                StalenessBudget.of(settings),
                 promptSource(),
                 evalItems(),
                 evalEvery(),
@@ -108,13 +110,7 @@ final class NodeAssembly {
         if (workflow.equals("agent") || name.equals("agent")) {
             // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
             // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
-            Map<String, Object> agentKeys = new java.util.HashMap<>();
-            for (String key : List.of("api", "tool_call_format")) {
-                if (settings.config().hasPath("rollout.agent." + key)) {
-                    agentKeys.put(key, settings.config().getString("rollout.agent." + key));
-                }
-            }
-            AgentOptions options = AgentOptions.fromMap(agentKeys);
+            AgentOptions options = AgentOptions.from(settings.agent());
             OpenAIProxy proxy = OpenAIProxy.start(
                     ProxyConfig.defaults()
                             .withAdminApiKey(options.adminApiKey())

@@ -22,9 +22,12 @@ import org.rollout.cluster.GeneratedPromptSource;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.NodeServices;
 import org.rollout.cluster.RemoteEngines;
-import org.rollout.cluster.RolloutConfig;
-import org.rollout.cluster.RolloutSettings;
+import org.rollout.config.RolloutConfig;
+import org.rollout.config.RolloutSettings;
+import org.rollout.config.ServerAddress;
 import org.rollout.core.AcceptFilters;
+import org.rollout.core.GroupOptions;
+import org.rollout.core.StalenessBudget;
 import org.rollout.core.Tokenizers;
 import org.rollout.examples.BuiltinWorkflows;
 import org.rollout.examples.demo.DemoConfig;
@@ -33,7 +36,6 @@ import org.rollout.examples.demo.LetterTask;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
-import org.rollout.inference.ServerAddress;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.trainer.PublishResult;
@@ -97,8 +99,8 @@ class TrainerDemoCommandTest {
                 RemoteEngines.controllable(engine),
                 wf,
                 wf,
-                settings.trainGroupOptions(),
-                settings.evalGroupOptions(),
+                GroupOptions.training(settings),
+                GroupOptions.evaluation(settings),
                 AcceptFilters.all(),
                 null,
                 null,
@@ -110,7 +112,7 @@ class TrainerDemoCommandTest {
         LocalRollout rollout = LocalRollout.start(
                 new LocalRollout.Spec(
                         svc,
-                        settings.stalenessBudget(),
+                        StalenessBudget.of(settings),
                         new GeneratedPromptSource(LetterTask::item, -1),
                         List.of(),
                         0,

@@ -19,6 +19,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingGroup;
 import org.rollout.api.WorkflowContext;
 import org.rollout.api.WorkflowContractException;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.DumpResult;
 import org.rollout.core.GroupMerger;
 import org.rollout.core.GroupOptions;

@@ -18,6 +18,7 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
+import org.rollout.config.StalenessPolicy;
 
 /**
  * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and spawns each

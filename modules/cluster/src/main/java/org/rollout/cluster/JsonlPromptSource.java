@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.config.OnMalformed;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,12 +52,6 @@ public final class JsonlPromptSource implements PromptSource {
 
     /** The longest problem text quoted from the JSON parser. */
     private static final int MAX_PROBLEM_CHARS = 200;
-
-    /** What to do with a malformed line. */
-    public enum OnMalformed {
-        SKIP,
-        FAIL
-    }
 
     private final List<Map<String, Object>> items;
     private final List<String> problems;

@@ -33,6 +33,7 @@ import org.rollout.api.Tensor;
 import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
+import org.rollout.config.LargePayloadLimits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -75,18 +76,18 @@ public final class LargePayloads implements Extension {
     private static final Logger log = LoggerFactory.getLogger(LargePayloads.class);
 
     /** Config key: inline messages at most this big (estimated bytes); bigger ones are streamed. */
-    public static final String THRESHOLD_KEY = "rollout.large_payload_threshold";
+    public static final String THRESHOLD_KEY = LargePayloadLimits.THRESHOLD_KEY;
     /** Config key: bytes per stream element. */
-    public static final String CHUNK_KEY = "rollout.large_payload_chunk_size";
+    public static final String CHUNK_KEY = LargePayloadLimits.CHUNK_KEY;
 
-    static final String THRESHOLD_ALLOWED = "a byte size >= 0 (e.g. 131072 or \"128 KiB\")";
-    static final String CHUNK_ALLOWED = "a byte size from 4 KiB to 64 MiB";
+    static final String THRESHOLD_ALLOWED = LargePayloadLimits.THRESHOLD_ALLOWED;
+    static final String CHUNK_ALLOWED = LargePayloadLimits.CHUNK_ALLOWED;
     static final String FRAME_KEY = "pekko.remote.artery.advanced.maximum-frame-size";
     /** Room kept in a frame for what surrounds a chunk or an inline payload (envelope, recipient). */
     static final int FRAME_HEADROOM = 8 * 1024;
 
-    static final int MIN_CHUNK = 4 * 1024;
-    static final int MAX_CHUNK = 64 * 1024 * 1024;
+    static final int MIN_CHUNK = LargePayloadLimits.MIN_CHUNK;
+    static final int MAX_CHUNK = LargePayloadLimits.MAX_CHUNK;
     static final long STALL_SECONDS = 60;
     private static final Duration STALL = Duration.ofSeconds(STALL_SECONDS);
 

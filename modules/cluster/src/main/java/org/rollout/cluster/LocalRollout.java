@@ -16,6 +16,7 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.StalenessBudget;
 import org.slf4j.LoggerFactory;
 

@@ -7,6 +7,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.rollout.api.AcceptFilter;
 import org.rollout.api.RolloutWorkflow;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryFormatChecker;

@@ -19,6 +19,7 @@ import org.rollout.api.ModelRequest;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingGroup;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.TrajectoryRows;
 

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.InvalidConfigException;
-import org.rollout.cluster.JsonlPromptSource.OnMalformed;
+import org.rollout.config.OnMalformed;
 import org.rollout.testing.Fuzz;
 import org.rollout.testing.Property;
 

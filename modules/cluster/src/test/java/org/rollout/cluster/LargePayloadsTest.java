@@ -2,7 +2,6 @@ package org.rollout.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.cluster.ConfigFixtures.load;
 
 import java.time.Duration;
 import java.util.List;
@@ -86,22 +85,6 @@ class LargePayloadsTest {
                             "task 5 attempt 2: the group's result (about 1000000 bytes) could not" + " be received"))
                     .hasSize(1);
         }
-    }
-
-    @Test
-    void aChunkSizeOutsideItsRangeIsRefusedAtLoad() {
-        assertThatThrownBy(() -> load("rollout.large_payload_chunk_size=100"))
-                .isInstanceOf(InvalidConfigException.class)
-                .hasMessage("invalid value for 'rollout.large_payload_chunk_size': 100 (allowed: a byte size from 4 KiB"
-                        + " to 64 MiB)");
-    }
-
-    @Test
-    void aThresholdThatIsNotAByteSizeIsRefusedAtLoad() {
-        assertThatThrownBy(() -> load("rollout.large_payload_threshold=lots"))
-                .isInstanceOf(InvalidConfigException.class)
-                .hasMessage("invalid value for 'rollout.large_payload_threshold': \"lots\" (allowed: a byte size >= 0"
-                        + " (e.g. 131072 or \"128 KiB\"))");
     }
 
     @Test

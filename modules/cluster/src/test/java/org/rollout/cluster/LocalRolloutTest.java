@@ -22,6 +22,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 import org.rollout.api.WorkflowContext;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.DumpRecord;
 import org.rollout.core.InvariantChecker;
 import org.rollout.core.TrajectoryDumpReader;

@@ -17,6 +17,7 @@ import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.WorkflowContext;
+import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.TrajectoryDumper;

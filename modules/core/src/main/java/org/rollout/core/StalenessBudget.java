@@ -1,6 +1,7 @@
 package org.rollout.core;
 
 import org.rollout.api.InvalidConfigException;
+import org.rollout.config.RolloutSettings;
 
 /**
  * How many more prompt groups may start now without breaking the concurrency cap or the
@@ -73,6 +74,17 @@ public final class StalenessBudget {
         this.maxConcurrentRollouts = maxConcurrentRollouts;
         this.consumerBatchSize = consumerBatchSize;
         this.maxHeadOffpolicyness = maxHeadOffpolicyness;
+    }
+
+    /**
+     * A new budget with {@code C = max_concurrent_rollouts}, {@code B = consumer_batch_size} and
+     * {@code η = max_head_offpolicyness} of the settings, at version 0. The coordinator keeps one
+     * global budget, so nothing is divided by a data-parallel size. Each call returns
+     * a new instance.
+     */
+    public static StalenessBudget of(RolloutSettings settings) {
+        RolloutSettings.Rollout r = settings.rollout();
+        return new StalenessBudget(r.maxConcurrentRollouts(), r.consumerBatchSize(), r.maxHeadOffpolicyness());
     }
 
     /**

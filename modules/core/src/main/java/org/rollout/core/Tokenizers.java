@@ -6,6 +6,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.Tokenizer;
+import org.rollout.config.RolloutSettings;
 
 /**
  * Chooses the tokenizer that {@code rollout.tokenizer_path} names.
@@ -25,7 +26,7 @@ import org.rollout.api.Tokenizer;
  */
 public final class Tokenizers {
     /** The values that select the built-in byte-level tokenizer. */
-    public static final Set<String> BUILTIN_NAMES = Set.of("", "builtin", "byte-level");
+    public static final Set<String> BUILTIN_NAMES = RolloutSettings.BUILTIN_TOKENIZER_NAMES;
 
     private static final ConcurrentHashMap<Path, HuggingFaceTokenizer> CACHE = new ConcurrentHashMap<>();
 

@@ -12,6 +12,7 @@ import org.rollout.api.AcceptFilter;
 import org.rollout.api.AgentWorkflow;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.RolloutWorkflow;
+import org.rollout.config.AgentSection;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,7 +54,7 @@ public final class WorkflowResolver {
     public static final String MODE_SUBPROC = "subproc";
     public static final String MODE_ONLINE = "online";
     /** The values of {@code rollout.agent.mode}. */
-    public static final Set<String> AGENT_MODES = Set.of(MODE_INLINE, MODE_SUBPROC, MODE_ONLINE);
+    public static final Set<String> AGENT_MODES = AgentSection.MODES;
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkflowResolver.class);
     private static final String ACCEPTED = "a RolloutWorkflow (instance or class), an AgentWorkflow (instance or"

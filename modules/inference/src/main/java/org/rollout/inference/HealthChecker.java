@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import org.rollout.config.ServerAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

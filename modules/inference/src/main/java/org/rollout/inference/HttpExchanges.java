@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.rollout.config.ServerAddress;
 
 /**
  * The engine's HTTP calls over its one shared {@link HttpClient}: sent asynchronously and awaited

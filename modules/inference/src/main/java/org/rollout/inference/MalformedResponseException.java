@@ -2,6 +2,7 @@ package org.rollout.inference;
 
 import java.nio.charset.StandardCharsets;
 import org.rollout.api.GenerationException;
+import org.rollout.config.ServerAddress;
 
 /**
  * A server answered a generate request with HTTP 2xx but a body that is not a valid response of its

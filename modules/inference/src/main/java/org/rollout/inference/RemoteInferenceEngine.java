@@ -31,6 +31,9 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.InterruptMode;
+import org.rollout.config.ServerAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -127,7 +130,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private RemoteInferenceEngine(
             InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
         this.config = Objects.requireNonNull(config, "config");
-        this.protocol = config.protocol();
+        this.protocol = ServerProtocol.of(config.backend());
         this.discardOnAbort = config.interruptMode() == InterruptMode.DISCARD;
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.ownsClient = ownsClient;

@@ -13,6 +13,9 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.random.RandomGenerator;
 import org.rollout.api.GenerationException;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.RoutingStrategy;
+import org.rollout.config.ServerAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -4,6 +4,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import org.rollout.api.GenerationConfig;
+import org.rollout.config.Backend;
+import org.rollout.config.ServerAddress;
 
 /**
  * Builds and parses the bodies one backend's servers speak (docs/protocol.md, semantics §9.1 and §9.2). One
@@ -22,6 +24,14 @@ import org.rollout.api.GenerationConfig;
  * field; a response is never half-accepted. Fuzzed (ResponseParserFuzzTest).
  */
 public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
+
+    /** The request builder and response parser for {@code backend}. */
+    static ServerProtocol of(Backend backend) {
+        return switch (backend) {
+            case SGLANG -> SglangProtocol.INSTANCE;
+            case VLLM -> VllmProtocol.INSTANCE;
+        };
+    }
 
     /** The backend whose protocol this is. */
     Backend backend();

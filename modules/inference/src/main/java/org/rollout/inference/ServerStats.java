@@ -1,6 +1,7 @@
 package org.rollout.inference;
 
 import java.util.Optional;
+import org.rollout.config.ServerAddress;
 
 /**
  * A snapshot of one server as this engine sees it, for the status line and benchmarks.

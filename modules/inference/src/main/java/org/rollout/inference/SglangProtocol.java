@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Optional;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
+import org.rollout.config.Backend;
+import org.rollout.config.ServerAddress;
 
 /**
  * SGLang's native protocol (semantics §9.1, docs/protocol.md "SGLang"): {@code POST /generate} with

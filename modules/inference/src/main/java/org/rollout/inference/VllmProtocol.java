@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Optional;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
+import org.rollout.config.Backend;
+import org.rollout.config.ServerAddress;
 
 /**
  * AReaL's vLLM server extension (semantics §9.2, docs/protocol.md "vLLM"): {@code POST /v1/completions} with a

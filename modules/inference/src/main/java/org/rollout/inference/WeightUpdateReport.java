@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import org.rollout.config.ServerAddress;
 
 /**
  * What one weight update did on each server ({@link WeightUpdater#update}).

@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.random.RandomGenerator;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -81,7 +83,7 @@ public final class WeightUpdater {
 
     /** As {@link #WeightUpdater(InferenceConfig, HttpClient)}, with the back-off jitter drawn from {@code random}. */
     public WeightUpdater(InferenceConfig config, HttpClient client, RandomGenerator random) {
-        this.protocol = config.protocol();
+        this.protocol = ServerProtocol.of(config.backend());
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.controlTimeout = config.controlTimeout();
         this.updateTimeout = config.requestTimeout();

@@ -11,6 +11,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
+import org.rollout.config.Backend;
+import org.rollout.config.ServerAddress;
 
 /** Interrupting a workflow's thread cancels its generation promptly and aborts it on the server. */
 class CancellationTest {

@@ -23,6 +23,7 @@ import org.rollout.api.GenerationException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.ServerAddress;
 
 /** A failed server is left, and the generation resumes on another with the tokens it has (a deliberate difference from AReaL, semantics §2.4). */
 class FailoverTest {

@@ -23,6 +23,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import org.rollout.config.ServerAddress;
 
 /**
  * A scripted stand-in for an SGLang or vLLM server on 127.0.0.1, over real HTTP (the JDK's

@@ -8,6 +8,10 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.RoutingStrategy;
+import org.rollout.config.ServerAddress;
 
 class InferenceConfigTest {
 
@@ -24,7 +28,7 @@ class InferenceConfigTest {
         assertThat(c.stickyByRid()).isTrue();
         assertThat(c.stickySlack()).isEqualTo(8);
         assertThat(c.pauseGracePeriod()).isEqualTo(Duration.ZERO);
-        assertThat(c.protocol()).isSameAs(SglangProtocol.INSTANCE);
+        assertThat(ServerProtocol.of(c.backend())).isSameAs(SglangProtocol.INSTANCE);
     }
 
     @Test
@@ -36,7 +40,7 @@ class InferenceConfigTest {
         assertThat(v.dataParallelSize()).isEqualTo(2);
         assertThat(b.backend("sglang:d4p1t2").build().dataParallelSize()).isEqualTo(4);
         assertThat(b.backend("vllm:t2").build().dataParallelSize()).isEqualTo(1);
-        assertThat(b.backend("vllm").build().protocol()).isSameAs(VllmProtocol.INSTANCE);
+        assertThat(ServerProtocol.of(b.backend("vllm").build().backend())).isSameAs(VllmProtocol.INSTANCE);
     }
 
     @Test

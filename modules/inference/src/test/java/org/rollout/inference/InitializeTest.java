@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationException;
+import org.rollout.config.ServerAddress;
 
 class InitializeTest {
     private final FakeInferenceServer server = FakeInferenceServer.start();

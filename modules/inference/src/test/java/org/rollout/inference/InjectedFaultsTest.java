@@ -16,6 +16,9 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.GenerationException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
 import org.rollout.modelserver.FaultPlan;
 import org.rollout.modelserver.FaultPlan.MalformedKind;
 import org.rollout.modelserver.ModelServer;
@@ -203,7 +206,7 @@ class InjectedFaultsTest {
         assertThatThrownBy(() -> engine.generate(request))
                 .isInstanceOf(GenerationException.class)
                 .hasMessageStartingWith("generation of rid " + request.rid() + " failed: 1 attempt of POST "
-                        + backend.protocol().generatePath() + " (request_retries=1): attempt 1 on " + address
+                        + ServerProtocol.of(backend).generatePath() + " (request_retries=1): attempt 1 on " + address
                         + ": malformed response from " + address + " for rid " + request.rid() + ": " + field + " ")
                 .cause()
                 .isInstanceOfSatisfying(MalformedResponseException.class, e -> {

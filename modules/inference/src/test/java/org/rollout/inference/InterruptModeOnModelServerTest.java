@@ -12,6 +12,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.InterruptMode;
 import org.rollout.modelserver.LengthDistribution;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;

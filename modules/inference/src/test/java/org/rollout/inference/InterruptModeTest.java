@@ -19,6 +19,8 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.InterruptMode;
 
 /** {@code interrupt_mode}: resuming an aborted segment (the default) against discarding its tokens. */
 class InterruptModeTest {

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelResponse;
+import org.rollout.config.ServerAddress;
 import org.rollout.modelserver.LatencyModel;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;

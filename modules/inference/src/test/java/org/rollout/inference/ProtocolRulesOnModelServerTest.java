@@ -20,6 +20,8 @@ import org.rollout.api.GenerationException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
 import org.rollout.modelserver.LatencyModel;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;

@@ -25,6 +25,7 @@ import org.rollout.api.GenerationException;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.config.Backend;
 
 class RemoteInferenceEngineTest {
     private static final int[] PROMPT = {257, 117, 115, 101, 114, 10};

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.rollout.api.StopReason;
+import org.rollout.config.ServerAddress;
 import org.rollout.testing.Fuzz;
 import org.rollout.testing.Gen;
 import org.rollout.testing.Property;

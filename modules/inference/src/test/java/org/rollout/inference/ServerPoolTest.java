@@ -15,6 +15,8 @@ import java.util.random.RandomGenerator;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationException;
 import org.rollout.api.ModelRequest;
+import org.rollout.config.RoutingStrategy;
+import org.rollout.config.ServerAddress;
 
 class ServerPoolTest {
     private static final ServerAddress A = new ServerAddress("127.0.0.1", 1001);

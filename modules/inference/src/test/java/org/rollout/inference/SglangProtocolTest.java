@@ -12,6 +12,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
+import org.rollout.config.ServerAddress;
 
 class SglangProtocolTest {
     private static final SglangProtocol P = SglangProtocol.INSTANCE;

@@ -6,6 +6,8 @@ import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.random.RandomGenerator;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
 
 /** Configurations and waits shared by the engine tests. */
 final class TestSupport {

@@ -11,6 +11,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
+import org.rollout.config.ServerAddress;
 
 class VllmProtocolTest {
     private static final VllmProtocol P = VllmProtocol.INSTANCE;

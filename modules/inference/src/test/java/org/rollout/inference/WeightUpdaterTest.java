@@ -11,6 +11,9 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
 
 /**
  * [Pause] → update → continue on every server, continue always (AReaL #1160, prime-rl #2673). SGLang

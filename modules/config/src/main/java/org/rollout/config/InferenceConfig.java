@@ -1,0 +1,349 @@
+package org.rollout.config;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.rollout.api.InvalidConfigException;
+
+/**
+ * Configuration of a {@code RemoteInferenceEngine} (modules/inference), with AReaL's key names where AReaL has the knob
+ * (semantics §10, {@code rollout.*}).
+ *
+ * <table>
+ *   <caption>keys</caption>
+ *   <tr><th>key</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>backend</td><td>sglang</td><td>{@code sglang} or {@code vllm}; AReaL's allocation suffix
+ *       ({@code sglang:d4}, {@code vllm:d2t4}, {@code sglang:d4p1t2}) is accepted: {@code d} is kept
+ *       as {@link #dataParallelSize()}, {@code t} and {@code p} are checked and ignored</td></tr>
+ *   <tr><td>addresses</td><td>(required)</td><td>{@code host:port} of every server, at least one, no duplicates</td></tr>
+ *   <tr><td>request_timeout</td><td>3600 s</td><td>per attempt of one segment (connect + response)</td></tr>
+ *   <tr><td>request_retries</td><td>3</td><td>total attempts per segment, across servers (not 1 + 3)</td></tr>
+ *   <tr><td>setup_timeout</td><td>300 s</td><td>how long {@code RemoteInferenceEngine.initialize()} waits for servers</td></tr>
+ *   <tr><td>routing_strategy</td><td>least_requests</td><td>{@code least_requests} or {@code round_robin}</td></tr>
+ *   <tr><td>sticky_by_rid</td><td>true</td><td>send a rid's segments back to its server while it is not overloaded</td></tr>
+ *   <tr><td>sticky_slack</td><td>8</td><td>how many more outstanding requests than the least-loaded server a
+ *       sticky server may have and still be preferred</td></tr>
+ *   <tr><td>health_check_interval</td><td>1 s</td><td>how often ejected servers are probed with {@code GET /health}</td></tr>
+ *   <tr><td>health_check_timeout</td><td>5 s</td><td>timeout of one health probe</td></tr>
+ *   <tr><td>control_timeout</td><td>60 s</td><td>timeout of one pause/continue call (weight loads use request_timeout)</td></tr>
+ *   <tr><td>retry_backoff_initial</td><td>1 s</td><td>first back-off before retrying the same server</td></tr>
+ *   <tr><td>retry_backoff_max</td><td>10 s</td><td>cap of the exponential back-off</td></tr>
+ *   <tr><td>pause_grace_period</td><td>0 s</td><td>sleep after the servers' pause requests, before loading weights</td></tr>
+ *   <tr><td>interrupt_mode</td><td>resume</td><td>{@code resume} (keep the tokens of an aborted segment and
+ *       continue) or {@code discard} (drop them and regenerate from the prompt); see {@link InterruptMode}</td></tr>
+ * </table>
+ *
+ * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
+ * the key. Build with {@link #builder()} or, from a configuration tree, {@link #fromMap(Map)}.
+ * Durations are given in seconds in maps, as in AReaL.
+ */
+public record InferenceConfig(
+        Backend backend,
+        int dataParallelSize,
+        List<ServerAddress> addresses,
+        Duration requestTimeout,
+        int requestRetries,
+        Duration setupTimeout,
+        RoutingStrategy routingStrategy,
+        boolean stickyByRid,
+        int stickySlack,
+        Duration healthCheckInterval,
+        Duration healthCheckTimeout,
+        Duration controlTimeout,
+        Duration retryBackoffInitial,
+        Duration retryBackoffMax,
+        Duration pauseGracePeriod,
+        InterruptMode interruptMode) {
+
+    /** The keys {@link #fromMap} accepts, in documentation order. */
+    public static final List<String> KEYS = List.of(
+            "backend",
+            "addresses",
+            "request_timeout",
+            "request_retries",
+            "setup_timeout",
+            "routing_strategy",
+            "sticky_by_rid",
+            "sticky_slack",
+            "health_check_interval",
+            "health_check_timeout",
+            "control_timeout",
+            "retry_backoff_initial",
+            "retry_backoff_max",
+            "pause_grace_period",
+            "interrupt_mode");
+
+    private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
+    private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
+
+    public InferenceConfig {
+        Objects.requireNonNull(backend, "backend");
+        require(dataParallelSize >= 1, "backend", dataParallelSize, "a data-parallel size >= 1");
+        require(addresses != null && !addresses.isEmpty(), "addresses", addresses, "at least one host:port");
+        addresses = List.copyOf(addresses);
+        require(new HashSet<>(addresses).size() == addresses.size(), "addresses", addresses, "no duplicates");
+        positive(requestTimeout, "request_timeout");
+        require(requestRetries >= 1, "request_retries", requestRetries, "an integer >= 1 (total attempts)");
+        positive(setupTimeout, "setup_timeout");
+        Objects.requireNonNull(routingStrategy, "routing_strategy");
+        require(stickySlack >= 0, "sticky_slack", stickySlack, "an integer >= 0");
+        positive(healthCheckInterval, "health_check_interval");
+        positive(healthCheckTimeout, "health_check_timeout");
+        positive(controlTimeout, "control_timeout");
+        nonNegative(retryBackoffInitial, "retry_backoff_initial");
+        nonNegative(retryBackoffMax, "retry_backoff_max");
+        require(
+                retryBackoffMax.compareTo(retryBackoffInitial) >= 0,
+                "retry_backoff_max",
+                seconds(retryBackoffMax),
+                "a number of seconds >= retry_backoff_initial (" + seconds(retryBackoffInitial) + ")");
+        nonNegative(pauseGracePeriod, "pause_grace_period");
+        Objects.requireNonNull(interruptMode, "interrupt_mode");
+    }
+
+    /** A builder with every default; only {@code addresses} must be set. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return new Builder(this);
+    }
+
+    /**
+     * A config from snake_case keys (a parsed configuration tree). Durations are seconds (numbers or
+     * numeric strings); {@code addresses} is a list of strings or one comma-separated string (as
+     * AReaL's {@code AREAL_LLM_SERVER_ADDRS}); keys not given keep their defaults.
+     *
+     * @throws InvalidConfigException naming an unknown key, a value of the wrong type or one out of range
+     */
+    public static InferenceConfig fromMap(Map<String, ?> values) {
+        return InferenceConfigMap.read(values);
+    }
+
+    private static void require(boolean ok, String key, Object value, String allowed) {
+        if (!ok) {
+            throw new InvalidConfigException(key, value, allowed);
+        }
+    }
+
+    private static void positive(Duration d, String key) {
+        Objects.requireNonNull(d, key);
+        require(!d.isNegative() && !d.isZero(), key, seconds(d), "a number of seconds > 0");
+    }
+
+    private static void nonNegative(Duration d, String key) {
+        Objects.requireNonNull(d, key);
+        require(!d.isNegative(), key, seconds(d), "a number of seconds >= 0");
+    }
+
+    private static double seconds(Duration d) {
+        return d.toNanos() / 1e9;
+    }
+
+    /** Builds an {@link InferenceConfig}; starts from the defaults in the class comment. */
+    public static final class Builder {
+        private Backend backend = Backend.SGLANG;
+        private int dataParallelSize = 1;
+        private List<ServerAddress> addresses = List.of();
+        private Duration requestTimeout = Duration.ofSeconds(3600);
+        private int requestRetries = 3;
+        private Duration setupTimeout = Duration.ofSeconds(300);
+        private RoutingStrategy routingStrategy = RoutingStrategy.LEAST_REQUESTS;
+        private boolean stickyByRid = true;
+        private int stickySlack = 8;
+        private Duration healthCheckInterval = Duration.ofSeconds(1);
+        private Duration healthCheckTimeout = Duration.ofSeconds(5);
+        private Duration controlTimeout = Duration.ofSeconds(60);
+        private Duration retryBackoffInitial = Duration.ofSeconds(1);
+        private Duration retryBackoffMax = Duration.ofSeconds(10);
+        private Duration pauseGracePeriod = Duration.ZERO;
+        private InterruptMode interruptMode = InterruptMode.RESUME;
+
+        private Builder() {}
+
+        private Builder(InferenceConfig c) {
+            backend = c.backend;
+            dataParallelSize = c.dataParallelSize;
+            addresses = c.addresses;
+            requestTimeout = c.requestTimeout;
+            requestRetries = c.requestRetries;
+            setupTimeout = c.setupTimeout;
+            routingStrategy = c.routingStrategy;
+            stickyByRid = c.stickyByRid;
+            stickySlack = c.stickySlack;
+            healthCheckInterval = c.healthCheckInterval;
+            healthCheckTimeout = c.healthCheckTimeout;
+            controlTimeout = c.controlTimeout;
+            retryBackoffInitial = c.retryBackoffInitial;
+            retryBackoffMax = c.retryBackoffMax;
+            pauseGracePeriod = c.pauseGracePeriod;
+            interruptMode = c.interruptMode;
+        }
+
+        /**
+         * Sets the backend from its configuration spelling, with AReaL's optional allocation suffix:
+         * {@code sglang}, {@code vllm}, {@code sglang:d4}, {@code vllm:d2t4}, {@code sglang:d4p1t2}.
+         *
+         * @throws InvalidConfigException (key {@code backend}) for anything else
+         */
+        public Builder backend(String spec) {
+            Objects.requireNonNull(spec, "backend");
+            Matcher m = BACKEND.matcher(spec.strip());
+            String allowed = "sglang or vllm, optionally with an allocation suffix such as sglang:d4 or vllm:d2t4";
+            if (!m.matches()) {
+                throw new InvalidConfigException("backend", spec, allowed);
+            }
+            int dp = 1;
+            if (m.group(2) != null) {
+                Matcher part = PARALLELISM.matcher(m.group(2));
+                Set<String> seen = new HashSet<>();
+                int end = 0;
+                while (part.find() && part.start() == end) {
+                    String letter = part.group(1);
+                    int size;
+                    try {
+                        size = Integer.parseInt(part.group(2));
+                    } catch (NumberFormatException e) {
+                        throw new InvalidConfigException("backend", spec, allowed);
+                    }
+                    if (!"dtp".contains(letter) || !seen.add(letter) || size < 1) {
+                        throw new InvalidConfigException(
+                                "backend", spec, "an allocation of d<n>, t<n>, p<n>, each at most once and >= 1");
+                    }
+                    if (letter.equals("d")) {
+                        dp = size;
+                    }
+                    end = part.end();
+                }
+                if (end != m.group(2).length()) {
+                    throw new InvalidConfigException("backend", spec, allowed);
+                }
+            }
+            this.backend = m.group(1).equals("sglang") ? Backend.SGLANG : Backend.VLLM;
+            this.dataParallelSize = dp;
+            return this;
+        }
+
+        public Builder backend(Backend v) {
+            backend = Objects.requireNonNull(v, "backend");
+            return this;
+        }
+
+        public Builder dataParallelSize(int v) {
+            dataParallelSize = v;
+            return this;
+        }
+
+        /** Sets the servers from {@code host:port} strings. */
+        public Builder addresses(List<String> v) {
+            List<ServerAddress> parsed = new ArrayList<>(v.size());
+            for (String s : v) {
+                parsed.add(ServerAddress.parse(s));
+            }
+            addresses = parsed;
+            return this;
+        }
+
+        public Builder addresses(String... v) {
+            return addresses(List.of(v));
+        }
+
+        public Builder serverAddresses(List<ServerAddress> v) {
+            addresses = List.copyOf(v);
+            return this;
+        }
+
+        public Builder requestTimeout(Duration v) {
+            requestTimeout = v;
+            return this;
+        }
+
+        public Builder requestRetries(int v) {
+            requestRetries = v;
+            return this;
+        }
+
+        public Builder setupTimeout(Duration v) {
+            setupTimeout = v;
+            return this;
+        }
+
+        public Builder routingStrategy(RoutingStrategy v) {
+            routingStrategy = v;
+            return this;
+        }
+
+        public Builder stickyByRid(boolean v) {
+            stickyByRid = v;
+            return this;
+        }
+
+        public Builder stickySlack(int v) {
+            stickySlack = v;
+            return this;
+        }
+
+        public Builder healthCheckInterval(Duration v) {
+            healthCheckInterval = v;
+            return this;
+        }
+
+        public Builder healthCheckTimeout(Duration v) {
+            healthCheckTimeout = v;
+            return this;
+        }
+
+        public Builder controlTimeout(Duration v) {
+            controlTimeout = v;
+            return this;
+        }
+
+        public Builder retryBackoffInitial(Duration v) {
+            retryBackoffInitial = v;
+            return this;
+        }
+
+        public Builder retryBackoffMax(Duration v) {
+            retryBackoffMax = v;
+            return this;
+        }
+
+        public Builder pauseGracePeriod(Duration v) {
+            pauseGracePeriod = v;
+            return this;
+        }
+
+        public Builder interruptMode(InterruptMode v) {
+            interruptMode = v;
+            return this;
+        }
+
+        /** @throws InvalidConfigException naming the first key whose value is not allowed */
+        public InferenceConfig build() {
+            return new InferenceConfig(
+                    backend,
+                    dataParallelSize,
+                    addresses,
+                    requestTimeout,
+                    requestRetries,
+                    setupTimeout,
+                    routingStrategy,
+                    stickyByRid,
+                    stickySlack,
+                    healthCheckInterval,
+                    healthCheckTimeout,
+                    controlTimeout,
+                    retryBackoffInitial,
+                    retryBackoffMax,
+                    pauseGracePeriod,
+                    interruptMode);
+        }
+    }
+}

@@ -1,0 +1,31 @@
+package org.rollout.config;
+
+/**
+ * The cluster keys of the {@code rollout} section, their names and ranges: {@code
+ * rollout.large_payload_threshold} and {@code rollout.large_payload_chunk_size}. The configuration checks the ranges at load; the cluster
+ * module's {@code LargePayloads} reads both keys from the actor system's configuration and checks
+ * them against Pekko's frame size, which is known only there.
+ */
+public final class LargePayloadLimits {
+    /** Config key: inline messages at most this big (estimated bytes); bigger ones are streamed. */
+    public static final String THRESHOLD_KEY = "rollout.large_payload_threshold";
+    /** Config key: bytes per stream element. */
+    public static final String CHUNK_KEY = "rollout.large_payload_chunk_size";
+
+    public static final String THRESHOLD_ALLOWED = "a byte size >= 0 (e.g. 131072 or \"128 KiB\")";
+    public static final String CHUNK_ALLOWED = "a byte size from 4 KiB to 64 MiB";
+    public static final int MIN_CHUNK = 4 * 1024;
+    public static final int MAX_CHUNK = 64 * 1024 * 1024;
+
+    private LargePayloadLimits() {}
+
+    /**
+     * Range checks only: LargePayloads (cluster) reads both keys from the actor system's
+     * configuration (which the launcher builds from these settings) and checks them against the
+     * frame size, which is Pekko's and known only there.
+     */
+    static void check(ConfigReader r) {
+        r.bytes(THRESHOLD_KEY, 0, Integer.MAX_VALUE, THRESHOLD_ALLOWED);
+        r.bytes(CHUNK_KEY, MIN_CHUNK, MAX_CHUNK, CHUNK_ALLOWED);
+    }
+}
