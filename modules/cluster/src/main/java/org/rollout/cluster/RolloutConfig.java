@@ -500,6 +500,7 @@ public final class RolloutConfig {
             List<ServerAddress> servers = servers();
             InferenceConfig inference = inference(servers);
             largePayloads();
+            python();
 
             GenerationConfig gconfig = gconfig();
             GenerationConfig evalGconfig = evalGconfig(inference);
@@ -757,6 +758,16 @@ public final class RolloutConfig {
                     LargePayloads.MIN_CHUNK,
                     LargePayloads.MAX_CHUNK,
                     LargePayloads.CHUNK_ALLOWED);
+        }
+
+        /** {@code rollout.python.*}, read by {@link RolloutSettings#python()}. */
+        private void python() {
+            String executable = r.string("rollout.python.executable", false, "a non-blank interpreter name or path");
+            if (executable != null && executable.isBlank()) {
+                r.error("rollout.python.executable", executable, "a non-blank interpreter name or path");
+            }
+            r.string("rollout.python.path", false, "a PYTHONPATH string, \"\" for none");
+            r.intValue("rollout.python.reward_workers", 1, true, "an integer >= 1, or null for min(4, cores)");
         }
 
         private static void put(Map<String, Object> m, String key, Object value) {
