@@ -309,6 +309,63 @@ class PythonRewardPoolTest {
                 .hasMessageContaining("closed");
     }
 
+    @Test
+    void aWorkerWhoseParentDiesExitsEvenInsideACall() throws Exception {
+        String script;
+        try (InputStream in = PythonRewardPool.class.getResourceAsStream("reward_worker.py")) {
+            script = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        try (ServerSocket server = listener()) {
+            // A shell stands in for the JVM: the worker is its child (in the background, with the shell's
+            // stdin, which stays open throughout).
+            Process shell = new ProcessBuilder(
+                            "/bin/sh",
+                            "-c",
+                            "exec 3<&0; PYTHONPATH=\"$3\" \"$0\" -u -c \"$1\" \"$2\" <&3 & wait",
+                            PYTHON,
+                            script,
+                            "rw_basic",
+                            dir.toString())
+                    .redirectError(ProcessBuilder.Redirect.DISCARD)
+                    .start();
+            try {
+                String ready = new java.io.BufferedReader(
+                                new java.io.InputStreamReader(shell.getInputStream(), StandardCharsets.UTF_8))
+                        .readLine();
+                assertThat(ready).startsWith("{\"ready\": true");
+                String call = "{\"id\": 1, \"fn\": \"report_then_sleep\", \"prompt\": \"\", \"completion\": \"\","
+                        + " \"prompt_ids\": [], \"completion_ids\": [], \"data\": {\"port\": " + server.getLocalPort()
+                        + "}}\n";
+                shell.getOutputStream().write(call.getBytes(StandardCharsets.UTF_8));
+                shell.getOutputStream().flush();
+                long pid = acceptPid(server);
+                ProcessHandle worker = ProcessHandle.of(pid).orElseThrow();
+                assertThat(worker.parent().map(ProcessHandle::pid)).contains(shell.pid());
+
+                shell.destroyForcibly(); // SIGKILL: the worker is orphaned inside a 600 s call
+
+                assertThat(worker.onExit()
+                                .orTimeout(WAIT.toSeconds(), TimeUnit.SECONDS)
+                                .join()
+                                .isAlive())
+                        .isFalse();
+            } finally {
+                shell.destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void theWorkersParentIsThisJvm() throws Exception {
+        List<Long> pids = load("reward").pool().workerPids();
+
+        assertThat(pids).isNotEmpty();
+        for (long pid : pids) {
+            assertThat(ProcessHandle.of(pid).flatMap(ProcessHandle::parent).map(ProcessHandle::pid))
+                    .contains(ProcessHandle.current().pid());
+        }
+    }
+
     private static ServerSocket listener() throws IOException {
         ServerSocket server = new ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress());
         server.setSoTimeout((int) WAIT.toMillis());
