@@ -112,6 +112,26 @@ class PythonRewardAgainstModelServerTest {
     }
 
     @Test
+    void multiTurnAsksAgainWhileThePythonRewardIsZero() throws Exception {
+        GenerationConfig g =
+                GenerationConfig.builder().maxNewTokens(8).greedy(true).build();
+        Map<String, Object> kwargs =
+                Map.of("reward_fn", "python:math_exact:reward", "max_turns", 3, "turn_discount", 0.5);
+        RolloutWorkflow workflow = BuiltinWorkflows.create("multi_turn", g, TOK, kwargs);
+
+        TensorDict right = RLVRWorkflowTest.rowOf(workflow.runEpisode(engine, item("42")));
+        assertThat(server.stats().requestsFinished()).isEqualTo(1L);
+        assertThat(right.float32("rewards").get(0)).isEqualTo(1f);
+
+        // The model always answers 42: three turns, each scored 0 by the Python reward.
+        TensorDict wrong = RLVRWorkflowTest.rowOf(workflow.runEpisode(engine, item("41")));
+        assertThat(server.stats().requestsFinished()).isEqualTo(4L);
+        assertThat(Arrays.stream(wrong.int32("turn_ids").toArray()).max().orElseThrow())
+                .isEqualTo(2);
+        assertThat(wrong.float32("rewards").get(0)).isEqualTo(0f);
+    }
+
+    @Test
     void anItemWithoutAnAnswerFailsItsEpisodeWithThePythonError() {
         GenerationConfig g =
                 GenerationConfig.builder().maxNewTokens(8).greedy(true).build();
