@@ -16,6 +16,7 @@ The worker exits when its stdin closes, and when its parent process is gone.
 import importlib
 import json
 import math
+import numbers
 import os
 import sys
 import threading
@@ -61,22 +62,15 @@ def _function(module, name, cache):
             raise AttributeError("module '%s' has no attribute '%s'" % (module.__name__, name))
         fn = getattr(module, name)
         if not callable(fn):
-            raise TypeError("%s.%s is a %s, not a function" % (module.__name__, name, type(fn).__name__))
+            raise TypeError("%s.%s is not callable (%s)" % (module.__name__, name, type(fn).__name__))
         cache[name] = fn
     return fn
 
 
 def _value(result):
-    if isinstance(result, bool) or not isinstance(result, (int, float)):
-        try:
-            import numbers
-
-            if isinstance(result, numbers.Real) and not isinstance(result, bool):
-                result = float(result)
-            else:
-                raise TypeError
-        except TypeError:
-            raise TypeError("the reward function returned a %s, not a number" % type(result).__name__) from None
+    # Any real number: float, int, bool, numpy scalars; not strings, None, tensors, lists.
+    if not isinstance(result, numbers.Real):
+        raise TypeError("the reward function returned a %s, not a number" % type(result).__name__)
     value = float(result)
     if not math.isfinite(value):
         raise ValueError("the reward function returned %r, not a finite number" % value)

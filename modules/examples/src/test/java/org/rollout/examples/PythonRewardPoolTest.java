@@ -61,6 +61,8 @@ class PythonRewardPoolTest {
                     return os.getpid()
                 def nan(*args, **data):
                     return float("nan")
+                def yes(*args, **data):
+                    return True
                 def garbage(*args, **data):
                     import __main__
                     os.write(__main__.PROTOCOL_OUT_FD, b"this is not json\\n")
@@ -123,10 +125,11 @@ class PythonRewardPoolTest {
     }
 
     @Test
-    void aNonNumberOrNonFiniteResultIsAnError() throws Exception {
+    void aNonNumberOrNonFiniteResultIsAnErrorAndABoolCountsAsANumber() throws Exception {
         assertThatThrownBy(() -> call(load("text"), NO_DATA))
                 .isInstanceOf(PythonRewardException.class)
                 .hasMessageContaining("TypeError: the reward function returned a str, not a number");
+        assertThat(call(load("yes"), NO_DATA)).isEqualTo(1.0);
         assertThatThrownBy(() -> call(load("nan"), NO_DATA))
                 .isInstanceOf(PythonRewardException.class)
                 .hasMessageContaining("ValueError: the reward function returned nan, not a finite number");
@@ -229,7 +232,7 @@ class PythonRewardPoolTest {
                 .hasMessageContaining("AttributeError: module 'rw_basic' has no attribute 'missing'");
         assertThatThrownBy(() -> new RLVRWorkflow(kwargs("python:rw_basic:NOT_CALLABLE")))
                 .isInstanceOf(InvalidConfigException.class)
-                .hasMessageContaining("TypeError: rw_basic.NOT_CALLABLE is a int, not a function");
+                .hasMessageContaining("TypeError: rw_basic.NOT_CALLABLE is not callable (int)");
         assertThatThrownBy(() -> new RLVRWorkflow(kwargs("python:rw_basic")))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessageContaining("'reward_fn'")
