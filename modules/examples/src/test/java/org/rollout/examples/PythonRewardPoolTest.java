@@ -202,6 +202,34 @@ class PythonRewardPoolTest {
     }
 
     @Test
+    void anInterruptedEpisodeAbortsTheCallAtOnceAndItsWorkerIsNotReused() throws Exception {
+        PythonRewardFunction sleeper = load("report_then_sleep");
+        TimedRewardFunction timed = new TimedRewardFunction(sleeper, WAIT, 3);
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        try (ServerSocket server = listener()) {
+            Thread episode = Thread.ofVirtual().start(() -> {
+                try {
+                    call(timed, Map.of("port", server.getLocalPort()));
+                    outcome.complete(null);
+                } catch (Throwable t) {
+                    outcome.complete(t);
+                }
+            });
+            long pid = acceptPid(server);
+
+            episode.interrupt(); // the group was cancelled
+
+            assertThat(outcome.get(WAIT.toSeconds(), TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
+            ProcessHandle.of(pid)
+                    .ifPresent(h -> h.onExit()
+                            .orTimeout(WAIT.toSeconds(), TimeUnit.SECONDS)
+                            .join());
+            assertThat(sleeper.pool().workerPids()).doesNotContain(pid);
+        }
+        assertThat(call(load("reward"), NO_DATA)).isEqualTo(26.0);
+    }
+
+    @Test
     void aReplyThatIsNotTheProtocolsFailsTheCallClearlyAndReplacesTheWorker() throws Exception {
         PythonRewardFunction garbage = load("garbage");
         List<Long> before = garbage.pool().workerPids();
