@@ -340,12 +340,36 @@ class PythonRewardPoolTest {
                 .hasMessageContaining("closed");
     }
 
+    private static String workerScript() throws IOException {
+        try (InputStream in = PythonRewardPool.class.getResourceAsStream("reward_worker.py")) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    @Test
+    void aWorkerExitsWhenItsStdinCloses() throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(PYTHON, "-u", "-c", workerScript(), "rw_basic")
+                .redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("PYTHONPATH", dir.toString());
+        Process worker = pb.start();
+        try {
+            String ready = new java.io.BufferedReader(
+                            new java.io.InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8))
+                    .readLine();
+            assertThat(ready).isEqualTo("{\"ready\": true, \"pid\": " + worker.pid() + "}");
+
+            worker.getOutputStream().close(); // what the JVM's exit does to the pipe
+
+            assertThat(worker.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+            assertThat(worker.exitValue()).isZero();
+        } finally {
+            worker.destroyForcibly();
+        }
+    }
+
     @Test
     void aWorkerWhoseParentDiesExitsEvenInsideACall() throws Exception {
-        String script;
-        try (InputStream in = PythonRewardPool.class.getResourceAsStream("reward_worker.py")) {
-            script = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        }
+        String script = workerScript();
         try (ServerSocket server = listener()) {
             // A shell stands in for the JVM: the worker is its child (in the background, with the shell's
             // stdin, which stays open throughout).
