@@ -175,7 +175,11 @@ public final class PythonRewardPool implements AutoCloseable {
         ObjectNode request = JSON.createObjectNode();
         request.put("fn", function);
         request.put("check", true);
-        exchange(function, request);
+        JsonNode error = exchange(request).get("error");
+        if (error != null) {
+            throw new PythonRewardException(
+                    "python reward " + key.module() + ":" + function + " cannot be called: " + error.asText());
+        }
     }
 
     /**
@@ -210,7 +214,13 @@ public final class PythonRewardPool implements AutoCloseable {
                             + e.getMessage(),
                     e);
         }
-        JsonNode value = exchange(function, request);
+        JsonNode reply = exchange(request);
+        JsonNode error = reply.get("error");
+        if (error != null) {
+            throw new PythonRewardException(
+                    "python reward " + key.module() + ":" + function + " raised " + error.asText());
+        }
+        JsonNode value = reply.path("value");
         if (!value.isNumber()) {
             throw new PythonRewardException(
                     "python reward " + key.module() + ":" + function + " gave " + value + ", not a number");
@@ -226,8 +236,11 @@ public final class PythonRewardPool implements AutoCloseable {
         }
     }
 
-    /** Sends {@code request} (given an id here) to a worker and returns the reply's value. */
-    private JsonNode exchange(String function, ObjectNode request) throws PythonRewardException, InterruptedException {
+    /**
+     * Sends {@code request} (given an id here) to a worker and returns its reply, which holds a
+     * {@code value} or an {@code error}.
+     */
+    private JsonNode exchange(ObjectNode request) throws PythonRewardException, InterruptedException {
         long id = ids.incrementAndGet();
         request.put("id", id);
         String line;
@@ -241,12 +254,7 @@ public final class PythonRewardPool implements AutoCloseable {
         try {
             JsonNode reply = w.exchange(id, line);
             healthy = true;
-            JsonNode error = reply.get("error");
-            if (error != null) {
-                throw new PythonRewardException(
-                        "python reward " + key.module() + ":" + function + " raised " + error.asText());
-            }
-            return reply.path("value");
+            return reply;
         } finally {
             if (healthy) {
                 release(w);

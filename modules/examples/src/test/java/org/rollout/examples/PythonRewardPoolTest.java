@@ -257,7 +257,9 @@ class PythonRewardPoolTest {
         assertThatThrownBy(() -> new RLVRWorkflow(kwargs("python:rw_basic:missing")))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessageContaining("'reward_fn'")
-                .hasMessageContaining("AttributeError: module 'rw_basic' has no attribute 'missing'");
+                .hasMessageContaining(
+                        "python reward rw_basic:missing cannot be called: AttributeError: module 'rw_basic' has no"
+                                + " attribute 'missing'");
         assertThatThrownBy(() -> new RLVRWorkflow(kwargs("python:rw_basic:NOT_CALLABLE")))
                 .isInstanceOf(InvalidConfigException.class)
                 .hasMessageContaining("TypeError: rw_basic.NOT_CALLABLE is not callable (int)");
