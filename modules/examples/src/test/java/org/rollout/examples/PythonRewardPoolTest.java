@@ -171,34 +171,36 @@ class PythonRewardPoolTest {
     @Test
     void aCallPastItsTimeoutGivesZeroKillsItsWorkerAndTheNextCallWorks() throws Exception {
         PythonRewardFunction sleeper = load("report_then_sleep");
-        TimedRewardFunction timed = new TimedRewardFunction(sleeper, Duration.ofMillis(1500), 1);
-        List<Long> hung = new ArrayList<>();
+        TimedRewardFunction timed = new TimedRewardFunction(sleeper, Duration.ofSeconds(2), 1);
+        List<Long> hung = new java.util.concurrent.CopyOnWriteArrayList<>();
         try (ServerSocket server = listener()) {
-            CompletableFuture<Void> reports = CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            hung.add(acceptPid(server));
-                            hung.add(acceptPid(server));
-                        } catch (IOException e) {
-                            throw new java.io.UncheckedIOException(e);
-                        }
-                    },
-                    Executors.newVirtualThreadPerTaskExecutor());
+            // Every attempt that got into the function reports its worker; the first attempt runs on
+            // the worker started by load(), the retry on a new one (which may time out while starting).
+            Thread reports = Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        hung.add(acceptPid(server));
+                    }
+                } catch (IOException closedOrTimedOut) {
+                    // the test closed the socket
+                }
+            });
 
             // Two attempts (one retry), each timing out: AReaL's 0.0 after the last timeout.
             assertThat(call(timed, Map.of("port", server.getLocalPort()))).isEqualTo(0.0);
-            reports.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            server.close();
+            assertThat(reports.join(WAIT)).isTrue();
         }
-        assertThat(hung).hasSize(2).doesNotHaveDuplicates();
+        assertThat(hung).hasSizeBetween(1, 2).doesNotHaveDuplicates();
         for (long pid : hung) {
             ProcessHandle.of(pid)
                     .ifPresent(h -> h.onExit()
                             .orTimeout(WAIT.toSeconds(), TimeUnit.SECONDS)
                             .join());
-            assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive)).isNotEqualTo(java.util.Optional.of(true));
+            assertThat(ProcessHandle.of(pid).filter(ProcessHandle::isAlive)).isEmpty();
         }
         assertThat(call(load("reward"), NO_DATA)).isEqualTo(26.0);
-        assertThat(sleeper.pool().workerPids()).doesNotContainAnyElementsOf(hung);
+        assertThat(sleeper.pool().workerPids()).isNotEmpty().doesNotContainAnyElementsOf(hung);
     }
 
     @Test
