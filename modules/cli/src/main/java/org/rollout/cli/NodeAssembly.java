@@ -31,6 +31,7 @@ import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryFormatChecker;
 import org.rollout.core.WorkflowResolver;
 import org.rollout.examples.BuiltinWorkflows;
+import org.rollout.examples.PythonRewardPool;
 import org.rollout.examples.demo.LetterTask;
 import org.rollout.inference.RemoteInferenceEngine;
 
@@ -124,6 +125,7 @@ final class NodeAssembly {
                     resolver.resolve(LETTER_AGENT, Map.of("api", options.api())).workflow();
             return new Workflows(agent, agent);
         }
+        configurePythonRewards();
         if (BuiltinWorkflows.isBuiltin(name)) {
             return new Workflows(
                     BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
@@ -135,6 +137,19 @@ final class NodeAssembly {
                         .workflow(),
                 resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
                         .workflow());
+    }
+
+    /**
+     * A {@code python:module:function} reward_fn runs in worker processes started with {@code
+     * rollout.python.*}; they are killed when the node closes.
+     */
+    private void configurePythonRewards() {
+        RolloutSettings.Python p = settings.python();
+        PythonRewardPool.configure(new PythonRewardPool.Settings(
+                p.executable(),
+                p.path(),
+                p.rewardWorkers() != null ? p.rewardWorkers() : PythonRewardPool.Settings.defaultWorkers()));
+        toClose.add(PythonRewardPool::closeAll);
     }
 
     /** A class-named workflow gets the GenerationConfig and tokenizer objects in its kwargs, as AReaL passes them. */

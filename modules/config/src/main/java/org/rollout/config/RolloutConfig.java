@@ -181,6 +181,7 @@ public final class RolloutConfig {
         List<ServerAddress> servers = InferenceSection.servers(r);
         InferenceConfig inference = InferenceSection.template(r, servers);
         LargePayloadLimits.check(r);
+        PythonSection.check(r);
         GenerationSection generation = new GenerationSection(r, warnings);
         GenerationConfig gconfig = generation.gconfig();
         GenerationConfig evalGconfig = generation.evalGconfig(inference);

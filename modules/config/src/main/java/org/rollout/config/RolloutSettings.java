@@ -310,6 +310,24 @@ public final class RolloutSettings {
         return AgentSection.read(config);
     }
 
+    /**
+     * {@code rollout.python.*}: how the workers of Python reward functions start.
+     *
+     * @param executable the interpreter
+     * @param path prepended to the workers' PYTHONPATH; empty for none
+     * @param rewardWorkers workers per reward module at most; null for the pool's default
+     */
+    public record Python(String executable, String path, Integer rewardWorkers) {}
+
+    /** {@code rollout.python.*}, validated when the settings were read. */
+    public Python python() {
+        String workers = "rollout.python.reward_workers";
+        return new Python(
+                config.getString("rollout.python.executable"),
+                config.getString("rollout.python.path"),
+                config.hasPath(workers) ? Integer.valueOf(config.getInt(workers)) : null);
+    }
+
     /** Legal but questionable combinations found at load (also logged then), one sentence each. */
     public List<String> warnings() {
         return warnings;

@@ -75,7 +75,8 @@ public final class RLVRWorkflow implements RolloutWorkflow {
     /**
      * The runtime's constructor. Keys: {@code gconfig} (a {@link GenerationConfig}), {@code
      * tokenizer} (a {@link Tokenizer}, or a path for {@code Tokenizers.load}), {@code reward_fn}
-     * (a {@link RewardFunction}, or a class name / {@code pkg.Class#FIELD} string), optional
+     * (a {@link RewardFunction}, or a class name / {@code pkg.Class#FIELD} / {@code
+     * python:module.path:function} string, the last a {@link PythonRewardFunction}), optional
      * {@code enable_thinking} (default false) and {@code prompt_key} (default {@code messages}).
      *
      * @throws org.rollout.api.InvalidConfigException naming a missing, wrong or unknown key

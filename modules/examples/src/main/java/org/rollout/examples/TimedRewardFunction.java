@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * is discarded.
  *
  * <p>Differences from AReaL: a thread, not a process pool (Java has no GIL to escape), so there is
- * no pool to size or to recreate when broken. Interrupting the caller (the episode is cancelled)
+ * no pool to size or to recreate when broken. (A reward written in Python, {@link
+ * PythonRewardFunction}, does run in a process pool; interrupting its attempt kills its worker.) Interrupting the caller (the episode is cancelled)
  * interrupts the attempt and throws {@link InterruptedException} at once, without retrying.
  *
  * <p>Immutable and thread-safe.

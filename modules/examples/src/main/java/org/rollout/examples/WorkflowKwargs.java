@@ -77,13 +77,18 @@ final class WorkflowKwargs {
 
     /**
      * A {@link RewardFunction} under {@code key}: an instance, or a string naming a class that
-     * implements it (built by its public no-arg constructor) or a public static field holding one
-     * ({@code pkg.Class#FIELD}); required.
+     * implements it (built by its public no-arg constructor), a public static field holding one
+     * ({@code pkg.Class#FIELD}), or a Python function ({@code python:module.path:function}, run in
+     * the {@link PythonRewardPool} of the {@link PythonRewardPool#configured() configured} settings:
+     * the module is imported and the function checked now); required.
      */
     RewardFunction rewardFunction(String key) {
         Object v = values.get(key);
         if (v instanceof RewardFunction f) {
             return f;
+        }
+        if (v instanceof String name && PythonRewardFunction.isPythonName(name)) {
+            return loadPythonReward(key, name);
         }
         if (v instanceof String name && !name.isBlank()) {
             return loadRewardFunction(key, name);
@@ -92,8 +97,32 @@ final class WorkflowKwargs {
     }
 
     private static final String REWARD_FN_ALLOWED = "a RewardFunction object, the name of a class implementing"
-            + " RewardFunction with a public no-arg constructor, or 'pkg.Class#FIELD' naming a public static"
-            + " RewardFunction field";
+            + " RewardFunction with a public no-arg constructor, 'pkg.Class#FIELD' naming a public static"
+            + " RewardFunction field, or 'python:module.path:function' naming a Python function";
+
+    private static RewardFunction loadPythonReward(String key, String name) {
+        PythonRewardPool.Settings settings = PythonRewardPool.configured();
+        try {
+            PythonRewardFunction.parse(name);
+        } catch (IllegalArgumentException e) {
+            throw new InvalidConfigException(key, name, REWARD_FN_ALLOWED + "; " + e.getMessage());
+        }
+        try {
+            return PythonRewardFunction.load(name, settings);
+        } catch (PythonRewardException e) {
+            InvalidConfigException refused = new InvalidConfigException(
+                    key,
+                    name,
+                    "a Python function that " + settings.executable() + " can import"
+                            + (settings.path().isEmpty() ? "" : " with PYTHONPATH " + settings.path()) + "; "
+                            + e.getMessage());
+            refused.initCause(e);
+            throw refused;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while loading reward_fn " + name, e);
+        }
+    }
 
     private static RewardFunction loadRewardFunction(String key, String name) {
         int hash = name.indexOf('#');
