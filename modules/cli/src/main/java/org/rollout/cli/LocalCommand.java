@@ -149,6 +149,7 @@ final class LocalCommand implements Callable<Integer> {
             return 2;
         }
         // Every class the configuration names is loaded through the user's class path (semantics §8).
+        ClassLoader previous = Thread.currentThread().getContextClassLoader();
         Thread.currentThread().setContextClassLoader(userClasses);
         LocalRun run =
                 new LocalRun(settings, demoRun, agent, steps, servers, !noStatus && System.console() != null, out);
@@ -184,6 +185,7 @@ final class LocalCommand implements Callable<Integer> {
             e.printStackTrace(System.err);
             return 1;
         } finally {
+            Thread.currentThread().setContextClassLoader(previous);
             run.finished();
             try {
                 Runtime.getRuntime().removeShutdownHook(onSignal);
