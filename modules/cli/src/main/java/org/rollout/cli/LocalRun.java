@@ -193,8 +193,19 @@ final class LocalRun {
                 toClose.add(gateway);
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());
-                reports.addAll(PythonTrainerProcess.run(
-                        gateway.uri(), v0, weightsDir, steps, settings.gconfig().temperature(), out));
+                try {
+                    reports.addAll(PythonTrainerProcess.run(
+                            gateway.uri(),
+                            v0,
+                            weightsDir,
+                            steps,
+                            settings.gconfig().temperature(),
+                            out));
+                } catch (Exception e) {
+                    if (!stopping) {
+                        throw e;
+                    }
+                }
             } else {
                 train(rollout.client(), trainer, started, reports);
             }
