@@ -316,11 +316,12 @@ final class LocalRun {
     }
 
     private void printHeader(Path runDir, List<ServerAddress> addresses) {
-        String task = demo ? " (letters task)" : rewardName();
+        RolloutSettings.Dataset d = settings.dataset();
+        // The letters task only where the demo's prompts are used; otherwise the configured reward and data.
+        String task = demo && d.train().isEmpty() ? " (letters task)" : rewardName();
         out.println(
                 "Rollout Engine: local run of the " + workflowName() + " workflow" + task + ", " + steps + " steps");
-        if (!demo) {
-            RolloutSettings.Dataset d = settings.dataset();
+        if (!d.train().isEmpty()) {
             out.println("  dataset: " + d.train() + (d.eval().isEmpty() ? "" : "   eval: " + d.eval())
                     + "   tokenizer: " + settings.rollout().tokenizerPath());
         }
@@ -331,7 +332,7 @@ final class LocalRun {
         }
     }
 
-    /** ", reward_fn NAME" when the workflow's kwargs name one. */
+    /** " with reward_fn NAME" when the workflow's kwargs name one by a string. */
     private String rewardName() {
         Object reward = settings.workflowKwargs().get("reward_fn");
         return reward instanceof String name ? " with reward_fn " + name : "";
