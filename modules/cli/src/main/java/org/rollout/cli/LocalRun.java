@@ -214,6 +214,7 @@ final class LocalRun {
                 Thread.interrupted();
                 out.println();
                 out.println("Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
+                drain(rollout.client());
             }
             RolloutStatus finalStatus = rollout.client().status();
             rollout.close(); // writes the statistics still held, so the summary sees every version
@@ -256,6 +257,28 @@ final class LocalRun {
                         pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                         """).withFallback(settings.config()).withFallback(ConfigFactory.load());
     }
+
+    /**
+     * After a stop: lets the groups in flight finish (at most {@link #DRAIN_DEADLINE}) so that every
+     * group whose trajectory was dumped is also counted in the statistics. No new training group is
+     * admitted meanwhile: with the trainer stopped, the staleness budget runs out.
+     */
+    private void drain(LocalRolloutClient client) throws InterruptedException {
+        long deadline = System.nanoTime() + DRAIN_DEADLINE.toNanos();
+        RolloutStatus s = client.status();
+        while (s.running() + s.evalRunning() > 0 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(DRAIN_POLL.toMillis());
+            s = client.status();
+        }
+        if (s.running() + s.evalRunning() > 0) {
+            out.println("  (" + (s.running() + s.evalRunning()) + " groups still running after "
+                    + DRAIN_DEADLINE.toSeconds()
+                    + " s are cancelled: their trajectories may be dumped without being counted)");
+        }
+    }
+
+    private static final Duration DRAIN_DEADLINE = Duration.ofSeconds(15);
+    private static final Duration DRAIN_POLL = Duration.ofMillis(100);
 
     /** Trains into {@code reports}; returns normally when {@link #interrupt} ended it early. */
     private void train(LocalRolloutClient client, GrpoTrainer trainer, long started, List<StepReport> reports)
