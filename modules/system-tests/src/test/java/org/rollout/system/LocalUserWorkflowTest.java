@@ -152,6 +152,41 @@ class LocalUserWorkflowTest {
     }
 
     @Test
+    void aNodeLoadsTheUsersClassesFromItsClassPathBeforeReachingAServer() throws Exception {
+        // No server answers at port 1: a node whose classes resolve gets past its configuration and
+        // fails on the servers (exit 1); without --classpath it is refused first, naming the key (exit 2).
+        List<String> args = List.of(
+                "node",
+                "--config",
+                conf.toString(),
+                "--port",
+                Integer.toString(freePort()),
+                "--gateway-port",
+                "0",
+                "rollout.servers=127.0.0.1:1",
+                "rollout.setup_timeout=1",
+                "rollout.fileroot=" + run.dir().resolve("runs"));
+        ManagedProcess without = start("node-without-classpath", args.toArray(String[]::new));
+        assertThat(without.awaitExit(REFUSAL_TIMEOUT)).isEqualTo(2);
+        assertThat(String.join("\n", without.lines()))
+                .contains("configuration error", "'rollout.workflow_kwargs.reward_fn'", "ExactAnswerReward");
+
+        List<String> withJar = new ArrayList<>(args);
+        withJar.addAll(List.of("--classpath", userJar.toString()));
+        ManagedProcess with = start("node-with-classpath", withJar.toArray(String[]::new));
+        int status = with.awaitExit(REFUSAL_TIMEOUT);
+        String out = String.join("\n", with.lines());
+        assertThat(status).as("exit status; output:\n" + out).isEqualTo(1);
+        assertThat(out).contains("the node failed").doesNotContain("configuration error");
+    }
+
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @Test
     void ctrlCEndsTheRunWithASummaryAndNoTemporaryWeightFile() throws Exception {
         Path fileroot = run.dir().resolve("runs");
         // env resets SIGINT to its default: a JVM started with SIGINT ignored (a background job of a
