@@ -200,6 +200,18 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
      */
     record Handoff(Transfer cross, Transfer same, double loopbackMbPerSecond) {}
 
+    /**
+     * A one-line dataset in {@code dir}: {@link ScaleOutWorkflow} makes its prompts from the task
+     * id, but a node with a configured workflow must be given training prompts (the letters task's
+     * are the demo's), so it cycles this one item.
+     */
+    private static Path placeholderDataset(Path dir) throws java.io.IOException {
+        Path file = dir.resolve("scaleout-prompts.jsonl");
+        java.nio.file.Files.createDirectories(dir);
+        java.nio.file.Files.writeString(file, "{\"prompt\": \"scale-out\"}\n");
+        return file.toAbsolutePath();
+    }
+
     private Point runCluster(Flags f, int n, Path dir, PrintStream log) throws Exception {
         int perNode = f.integer("servers-per-node", 1);
         int capacity = f.integer("node-capacity", 1);
@@ -212,6 +224,8 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
             List<String> common = List.of(
                     "rollout.workflow=" + ScaleOutWorkflow.class.getName(),
                     "rollout.workflow_kwargs.prompt_tokens=" + f.integer("prompt-tokens", 1),
+                    "rollout.dataset.train=" + placeholderDataset(dir),
+                    "rollout.tokenizer_path=builtin",
                     "gconfig.n_samples=" + f.integer("group-size", 1),
                     "gconfig.max_new_tokens=" + f.integer("max-new-tokens", 1),
                     "rollout.consumer_batch_size=" + batch,
@@ -294,6 +308,8 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
             List<String> common = List.of(
                     "rollout.workflow=" + ScaleOutWorkflow.class.getName(),
                     "rollout.workflow_kwargs.payload_tokens=" + tokens,
+                    "rollout.dataset.train=" + placeholderDataset(dir),
+                    "rollout.tokenizer_path=builtin",
                     "rollout.workflow_kwargs.prompt_tokens=" + f.integer("prompt-tokens", 1),
                     "gconfig.n_samples=" + groupSize,
                     "gconfig.max_new_tokens=" + tokens,

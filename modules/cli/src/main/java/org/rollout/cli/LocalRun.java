@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -53,7 +55,8 @@ final class LocalRun {
     static final String LETTER_AGENT = "org.rollout.examples.agents.LetterAgent";
 
     private final RolloutSettings settings;
-    private final String workflow;
+    private final boolean demo;
+    private final boolean agent;
     private final int steps;
     private final int serverCount;
     private final boolean statusInPlace;
@@ -63,16 +66,26 @@ final class LocalRun {
     private UnaryOperator<RolloutClient> clientDecorator = UnaryOperator.identity();
     private boolean pythonTrainer;
     private boolean reuseRunDir;
+    /** Set by {@link #interrupt} (Ctrl-C, SIGTERM): the run ends early, in order, with a summary. */
+    private volatile boolean stopping;
 
+    private final CountDownLatch finished = new CountDownLatch(1);
+
+    /**
+     * @param demo the letters demo was asked for (its prompts, evaluation and tokenizer fallback)
+     * @param agent the demo agent behind the OpenAI-compatible proxy instead of rollout.workflow
+     */
     LocalRun(
             RolloutSettings settings,
-            String workflow,
+            boolean demo,
+            boolean agent,
             int steps,
             int serverCount,
             boolean statusInPlace,
             PrintStream out) {
         this.settings = settings;
-        this.workflow = workflow;
+        this.demo = demo;
+        this.agent = agent;
         this.steps = steps;
         this.serverCount = serverCount;
         this.statusInPlace = statusInPlace;
@@ -106,11 +119,51 @@ final class LocalRun {
         return this;
     }
 
-    void execute() throws Exception {
+    /** The workflow's name as the banner and summary show it: the demo agent, or {@code rollout.workflow}. */
+    String workflowName() {
+        return agent ? "agent" : settings.workflow();
+    }
+
+    /**
+     * Ends the run early from another thread (a shutdown hook on Ctrl-C or SIGTERM): interrupts
+     * {@code runner}, the thread in {@link #execute}, then waits (at most 30 s) until it has closed
+     * everything and printed its summary ({@link #finished}).
+     */
+    void interrupt(Thread runner) {
+        stopping = true;
+        runner.interrupt();
+        try {
+            if (!finished.await(30, TimeUnit.SECONDS)) {
+                System.err.println("the run did not stop within 30 s of the signal; exiting anyway");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** True once {@link #interrupt} was called. */
+    boolean stopping() {
+        return stopping;
+    }
+
+    /** Called once the caller of {@link #execute} is done with the run (also after a failure). */
+    void finished() {
+        finished.countDown();
+    }
+
+    /**
+     * Runs to {@code steps} and prints the summary.
+     *
+     * @return true after all the steps; false when {@link #interrupt} ended it early (the summary
+     *     then covers the steps done)
+     */
+    boolean execute() throws Exception {
         long started = System.nanoTime();
         Path runDir = settings.runDirectory()
                 .orElseThrow(() -> new InvalidConfigException(
                         "rollout.trial_name", settings.rollout().trialName(), "a non-blank directory name"));
+        // The classes, kwargs, dataset, evaluation set and tokenizer: refused before anything starts.
+        NodeAssembly assembly = new NodeAssembly(settings, demo, agent, toClose).prepare();
         RunDirectory claimed = RunDirectory.claim(runDir, settings.rollout().trialName(), reuseRunDir);
         toClose.add(claimed);
         Path weightsDir = runDir.resolve("weights");
@@ -121,7 +174,6 @@ final class LocalRun {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig(addresses));
             toClose.add(engine);
             engine.initialize();
-            NodeAssembly assembly = new NodeAssembly(settings, workflow, toClose);
             RolloutSettings.Rollout r = settings.rollout();
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats.jsonl"));
             printHeader(runDir, addresses);
@@ -135,16 +187,34 @@ final class LocalRun {
                             demo.clipEpsilon(),
                             settings.gconfig().temperature(),
                             weightsDir));
-            List<StepReport> reports;
+            List<StepReport> reports = new CopyOnWriteArrayList<>();
             if (pythonTrainer) {
                 TrainerGateway gateway = TrainerGateway.start(GatewayConfig.defaults(), rollout.client());
                 toClose.add(gateway);
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());
-                reports = PythonTrainerProcess.run(
-                        gateway.uri(), v0, weightsDir, steps, settings.gconfig().temperature(), out);
+                try {
+                    reports.addAll(PythonTrainerProcess.run(
+                            gateway.uri(),
+                            v0,
+                            weightsDir,
+                            steps,
+                            settings.gconfig().temperature(),
+                            out));
+                } catch (Exception e) {
+                    if (!stopping) {
+                        throw e;
+                    }
+                }
             } else {
-                reports = train(rollout.client(), trainer, started);
+                train(rollout.client(), trainer, started, reports);
+            }
+            if (stopping) {
+                // Ctrl-C: the interrupt is handled; closing and the summary must not see it again.
+                Thread.interrupted();
+                out.println();
+                out.println("Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
+                drain(rollout.client());
             }
             RolloutStatus finalStatus = rollout.client().status();
             rollout.close(); // writes the statistics still held, so the summary sees every version
@@ -157,8 +227,10 @@ final class LocalRun {
                             rollout.stats().history(),
                             runDir,
                             r.dumpToFile(),
-                            workflow));
+                            workflowName()));
+            return !stopping;
         } finally {
+            Thread.interrupted();
             closeAll();
         }
     }
@@ -186,7 +258,31 @@ final class LocalRun {
                         """).withFallback(settings.config()).withFallback(ConfigFactory.load());
     }
 
-    private List<StepReport> train(LocalRolloutClient client, GrpoTrainer trainer, long started) throws Exception {
+    /**
+     * After a stop: lets the groups in flight finish (at most {@link #DRAIN_DEADLINE}) so that every
+     * group whose trajectory was dumped is also counted in the statistics. No new training group is
+     * admitted meanwhile: with the trainer stopped, the staleness budget runs out.
+     */
+    private void drain(LocalRolloutClient client) throws InterruptedException {
+        long deadline = System.nanoTime() + DRAIN_DEADLINE.toNanos();
+        RolloutStatus s = client.status();
+        while (s.running() + s.evalRunning() > 0 && System.nanoTime() - deadline < 0) {
+            Thread.sleep(DRAIN_POLL.toMillis());
+            s = client.status();
+        }
+        if (s.running() + s.evalRunning() > 0) {
+            out.println("  (" + (s.running() + s.evalRunning()) + " groups still running after "
+                    + DRAIN_DEADLINE.toSeconds()
+                    + " s are cancelled: their trajectories may be dumped without being counted)");
+        }
+    }
+
+    private static final Duration DRAIN_DEADLINE = Duration.ofSeconds(15);
+    private static final Duration DRAIN_POLL = Duration.ofMillis(100);
+
+    /** Trains into {@code reports}; returns normally when {@link #interrupt} ended it early. */
+    private void train(LocalRolloutClient client, GrpoTrainer trainer, long started, List<StepReport> reports)
+            throws Exception {
         RolloutClient trainerClient = clientDecorator.apply(client);
         AtomicReference<StepReport> last = new AtomicReference<>();
         StatusLine status = new StatusLine(steps, started);
@@ -212,7 +308,8 @@ final class LocalRun {
                     TimeUnit.MILLISECONDS);
         }
         try {
-            return DemoTraining.run(trainerClient, trainer, steps, report -> {
+            DemoTraining.run(trainerClient, trainer, steps, report -> {
+                reports.add(report);
                 last.set(report);
                 if (!statusInPlace) {
                     try {
@@ -222,22 +319,46 @@ final class LocalRun {
                     }
                 }
             });
+        } catch (Exception e) {
+            // An interrupt may surface as the trainer's weight file failing to write (its partial
+            // temporary file is deleted): either way, a stop asked for is not a failure.
+            if (!stopping) {
+                throw e;
+            }
         } finally {
+            boolean interrupted = Thread.interrupted();
             ticker.shutdownNow();
             ticker.awaitTermination(5, TimeUnit.SECONDS);
-            if (statusInPlace && last.get() != null) {
+            if (statusInPlace && last.get() != null && !stopping) {
                 out.println("\r" + status.render(last.get(), client.status(), client.coordinatorStatus()));
+            }
+            if (interrupted && !stopping) {
+                Thread.currentThread().interrupt();
             }
         }
     }
 
     private void printHeader(Path runDir, List<ServerAddress> addresses) {
-        out.println("Rollout Engine: local run of the " + workflow + " workflow (letters task), " + steps + " steps");
+        RolloutSettings.Dataset d = settings.dataset();
+        // The letters task only where the demo's prompts are used; otherwise the configured reward and data.
+        String task = demo && d.train().isEmpty() ? " (letters task)" : rewardName();
+        out.println(
+                "Rollout Engine: local run of the " + workflowName() + " workflow" + task + ", " + steps + " steps");
+        if (!d.train().isEmpty()) {
+            out.println("  dataset: " + d.train() + (d.eval().isEmpty() ? "" : "   eval: " + d.eval())
+                    + "   tokenizer: " + settings.rollout().tokenizerPath());
+        }
         out.println("  model servers: " + addresses + "   run directory: " + runDir);
         settings.warnings().forEach(w -> out.println("  note: " + w));
         if (!Files.isDirectory(runDir)) {
             out.println("  (the run directory is created as dumps arrive)");
         }
+    }
+
+    /** " with reward_fn NAME" when the workflow's kwargs name one by a string. */
+    private String rewardName() {
+        Object reward = settings.workflowKwargs().get("reward_fn");
+        return reward instanceof String name ? " with reward_fn " + name : "";
     }
 
     private void closeAll() {

@@ -14,6 +14,7 @@ import org.rollout.agent.OpenAIProxy;
 import org.rollout.agent.ProxyConfig;
 import org.rollout.api.AcceptFilter;
 import org.rollout.api.GenerationConfig;
+import org.rollout.api.InvalidConfigException;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.Tokenizer;
 import org.rollout.cluster.GeneratedPromptSource;
@@ -22,6 +23,7 @@ import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.NodeServices;
 import org.rollout.cluster.PromptSource;
 import org.rollout.cluster.RemoteEngines;
+import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutSettings;
 import org.rollout.core.AcceptFilters;
 import org.rollout.core.GroupOptions;
@@ -41,35 +43,118 @@ import org.rollout.inference.RemoteInferenceEngine;
  * node's services, the prompt source and evaluation items. {@code rollout local} and {@code
  * rollout node} both build their engine with it, so a node of a cluster runs exactly what a local
  * run does. What it starts (the agent proxy, the executor) is added to {@code toClose}.
+ *
+ * <p>The letters task's prompts, its evaluation items and the byte-level tokenizer for an empty
+ * {@code rollout.tokenizer_path} are the demo's, used only when the demo was asked for ({@code
+ * --demo}, {@code --workflow demo|agent}, or {@code rollout.workflow = demo}). Any other run must
+ * configure them: {@link #check} refuses it otherwise, naming the key, before anything starts.
+ * Classes named in the configuration are loaded through the thread's context class loader (the
+ * user's class path, {@link UserClassPath}); a class that is missing, of the wrong type, or whose
+ * kwargs do not bind is refused naming the key ({@code rollout.workflow}, {@code
+ * rollout.workflow_kwargs.<kwarg>}, {@code rollout.accept}).
  */
 final class NodeAssembly {
     static final int DEMO_EVAL_EVERY = LocalRun.DEMO_EVAL_EVERY;
     static final String LETTER_AGENT = LocalRun.LETTER_AGENT;
 
     private final RolloutSettings settings;
-    private final String workflow;
+    private final boolean demo;
+    private final boolean agent;
     private final List<AutoCloseable> toClose;
+    private Tokenizer tokenizer;
+    private Workflows built;
+    private AcceptFilter accept;
 
     /**
-     * @param workflow {@code demo} or {@code agent} ({@code rollout local --workflow}); {@code
-     *     rollout.workflow} decides otherwise
+     * @param demo the letters demo was asked for: its prompts, evaluation items and tokenizer
+     *     fallback may be used
+     * @param agent the demo agent behind the OpenAI-compatible proxy ({@code rollout local
+     *     --workflow agent}) instead of {@code rollout.workflow}
      */
-    NodeAssembly(RolloutSettings settings, String workflow, List<AutoCloseable> toClose) {
+    NodeAssembly(RolloutSettings settings, boolean demo, boolean agent, List<AutoCloseable> toClose) {
         this.settings = settings;
-        this.workflow = workflow;
+        this.demo = demo || agent;
+        this.agent = agent || settings.workflow().equals("agent");
         this.toClose = toClose;
+    }
+
+    /** True when {@code settings} name the demo workflow ({@code rollout.workflow = demo}). */
+    static boolean isDemoWorkflow(RolloutSettings settings) {
+        return settings.workflow().equals("demo");
+    }
+
+    /**
+     * Refuses a run that is not the demo but lacks what only the demo supplies: training prompts
+     * ({@code rollout.dataset.train}), an evaluation set while {@code rollout.eval_every} is above
+     * 0 ({@code rollout.dataset.eval}), a tokenizer ({@code rollout.tokenizer_path}).
+     *
+     * @throws InvalidConfigException or {@link ConfigErrors} naming each key at fault
+     */
+    static void check(RolloutSettings settings, boolean demo) {
+        if (demo) {
+            return;
+        }
+        String why = " (rollout.workflow = \"" + settings.workflow()
+                + "\" is configured; the letters task's fallbacks are the demo's: --demo)";
+        List<InvalidConfigException> errors = new ArrayList<>();
+        RolloutSettings.Dataset d = settings.dataset();
+        if (d.train().isEmpty()) {
+            errors.add(new InvalidConfigException(
+                    "rollout.dataset.train", d.train(), "at least one JSONL file of training prompts" + why));
+        }
+        int evalEvery = settings.rollout().evalEvery();
+        if (evalEvery > 0 && d.eval().isEmpty()) {
+            errors.add(new InvalidConfigException(
+                    "rollout.dataset.eval",
+                    d.eval(),
+                    "at least one JSONL file of evaluation prompts while rollout.eval_every = " + evalEvery
+                            + " (or rollout.eval_every = 0 for no evaluation)" + why));
+        }
+        String tokenizerPath = settings.rollout().tokenizerPath();
+        if (tokenizerPath == null || tokenizerPath.isEmpty()) {
+            errors.add(new InvalidConfigException(
+                    "rollout.tokenizer_path",
+                    tokenizerPath,
+                    "the model's tokenizer named explicitly: \"builtin\" for the built-in model's byte-level"
+                            + " tokenizer, or a Hugging Face tokenizer directory or tokenizer.json" + why));
+        }
+        if (errors.size() == 1) {
+            throw errors.get(0);
+        }
+        if (!errors.isEmpty()) {
+            throw new ConfigErrors(errors);
+        }
+    }
+
+    /**
+     * Everything that can be refused before a process starts: {@link #check}, the tokenizer, and
+     * (except for the agent, which needs the running proxy) the workflows and the accept filter,
+     * built through the context class loader and kept for {@link #spec}.
+     *
+     * @throws InvalidConfigException naming the key at fault
+     */
+    NodeAssembly prepare() {
+        check(settings, demo);
+        tokenizer = Tokenizers.load(settings.rollout().tokenizerPath());
+        if (!agent) {
+            built = configuredWorkflows(tokenizer);
+        }
+        accept = acceptFilter(settings.acceptSpec());
+        return this;
     }
 
     /** The engine's spec with {@code engine} as this node's inference engine and weight publisher. */
     LocalRollout.Spec spec(RemoteInferenceEngine engine, Path statsFile) throws java.io.IOException {
-        Tokenizer tokenizer = Tokenizers.load(settings.rollout().tokenizerPath());
+        if (tokenizer == null) {
+            prepare();
+        }
         ExecutorService blocking = NodeServices.virtualThreads();
         toClose.add(blocking::shutdownNow);
         HttpClient http = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(10))
                 .build();
-        Workflows wf = workflows(engine, tokenizer);
+        Workflows wf = built != null ? built : workflows(engine, tokenizer);
         RolloutSettings.Rollout r = settings.rollout();
         NodeServices svc = new NodeServices(
                 RemoteEngines.controllable(engine),
@@ -77,7 +162,7 @@ final class NodeAssembly {
                 wf.eval(),
                 GroupOptions.training(settings),
                 GroupOptions.evaluation(settings),
-                acceptFilter(settings.acceptSpec()),
+                accept,
                 r.dumpToFile()
                         ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
                         : null,
@@ -107,8 +192,7 @@ final class NodeAssembly {
     record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
 
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
-        String name = settings.workflow();
-        if (workflow.equals("agent") || name.equals("agent")) {
+        if (agent) {
             // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
             // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
             AgentOptions options = AgentOptions.from(settings.agent());
@@ -125,18 +209,53 @@ final class NodeAssembly {
                     resolver.resolve(LETTER_AGENT, Map.of("api", options.api())).workflow();
             return new Workflows(agent, agent);
         }
+        return configuredWorkflows(tokenizer);
+    }
+
+    /** {@code rollout.workflow} for training and for evaluation (with eval_gconfig), every error keyed. */
+    private Workflows configuredWorkflows(Tokenizer tokenizer) {
+        String name = settings.workflow();
         configurePythonRewards();
-        if (BuiltinWorkflows.isBuiltin(name)) {
+        try {
+            if (BuiltinWorkflows.isBuiltin(name)) {
+                return new Workflows(
+                        BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
+                        BuiltinWorkflows.create(name, settings.evalGconfig(), tokenizer, settings.workflowKwargs()));
+            }
+            WorkflowResolver resolver = new WorkflowResolver(WorkflowResolver.MODE_INLINE, null);
             return new Workflows(
-                    BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
-                    BuiltinWorkflows.create(name, settings.evalGconfig(), tokenizer, settings.workflowKwargs()));
+                    resolver.resolve(name, withInjected(settings.gconfig(), tokenizer))
+                            .workflow(),
+                    resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
+                            .workflow());
+        } catch (InvalidConfigException e) {
+            throw keyed(e);
+        } catch (IllegalArgumentException e) {
+            if (e.getCause() instanceof InvalidConfigException kwarg) {
+                // A workflow class's constructor refused one of its kwargs.
+                throw keyed(kwarg);
+            }
+            InvalidConfigException keyed = new InvalidConfigException(
+                    "rollout.workflow",
+                    name,
+                    "a built-in name (" + String.join(", ", BuiltinWorkflows.NAMES) + ") or a RolloutWorkflow or"
+                            + " AgentWorkflow class on the class path (the engine's, --classpath, rollout.classpath);"
+                            + " here: " + e.getMessage());
+            keyed.initCause(e);
+            throw keyed;
         }
-        WorkflowResolver resolver = new WorkflowResolver(WorkflowResolver.MODE_INLINE, null);
-        return new Workflows(
-                resolver.resolve(name, withInjected(settings.gconfig(), tokenizer))
-                        .workflow(),
-                resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
-                        .workflow());
+    }
+
+    /** A kwarg's error under {@code rollout.workflow_kwargs}; a key of the configuration's own kept as is. */
+    private static InvalidConfigException keyed(InvalidConfigException e) {
+        String key = e.key();
+        if (key.startsWith("rollout.")) {
+            return e;
+        }
+        InvalidConfigException keyed =
+                key.startsWith("workflow_kwargs.") ? e.under("rollout") : e.under("rollout.workflow_kwargs");
+        keyed.initCause(e);
+        return keyed;
     }
 
     /**
@@ -160,26 +279,49 @@ final class NodeAssembly {
         return kwargs;
     }
 
+    /**
+     * @throws InvalidConfigException for {@code rollout.accept} when the class is missing or not an
+     *     AcceptFilter
+     */
     static AcceptFilter acceptFilter(String spec) {
-        return switch (spec) {
-            case "all" -> AcceptFilters.all();
-            case "drop_equal_rewards" -> AcceptFilters.dropEqualRewards();
-            default -> WorkflowResolver.resolveAcceptFilter(spec);
-        };
+        try {
+            return switch (spec) {
+                case "all" -> AcceptFilters.all();
+                case "drop_equal_rewards" -> AcceptFilters.dropEqualRewards();
+                default -> WorkflowResolver.resolveAcceptFilter(spec);
+            };
+        } catch (InvalidConfigException e) {
+            throw e;
+        } catch (IllegalArgumentException e) {
+            InvalidConfigException keyed = new InvalidConfigException(
+                    "rollout.accept",
+                    spec,
+                    "all, drop_equal_rewards, or an AcceptFilter class on the class path (the engine's, --classpath,"
+                            + " rollout.classpath); here: " + e.getMessage());
+            keyed.initCause(e);
+            throw keyed;
+        }
     }
 
+    /** The training prompts: {@code rollout.dataset.train}, or in the demo the letters task's. */
     PromptSource promptSource() {
         RolloutSettings.Dataset d = settings.dataset();
         if (!d.train().isEmpty()) {
             return new JsonlPromptSource(d.train(), true, d.shuffleSeed(), d.onMalformed());
         }
+        if (!demo) {
+            check(settings, false);
+        }
         return new GeneratedPromptSource(LetterTask::item, -1);
     }
 
-    /** With the built-in letters as eval items, evaluate every {@value #DEMO_EVAL_EVERY} versions by default. */
+    /**
+     * In the demo with the built-in letters as eval items, evaluate every {@value #DEMO_EVAL_EVERY}
+     * versions by default; otherwise {@code rollout.eval_every}.
+     */
     int evalEvery() {
         int configured = settings.rollout().evalEvery();
-        return configured == 0 && settings.dataset().eval().isEmpty() ? DEMO_EVAL_EVERY : configured;
+        return demo && configured == 0 && settings.dataset().eval().isEmpty() ? DEMO_EVAL_EVERY : configured;
     }
 
     List<Map<String, Object>> evalItems() {
@@ -192,6 +334,6 @@ final class NodeAssembly {
             }
             return items;
         }
-        return LetterTask.evalItems();
+        return demo ? LetterTask.evalItems() : List.of();
     }
 }

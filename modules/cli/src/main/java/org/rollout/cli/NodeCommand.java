@@ -76,6 +76,13 @@ final class NodeCommand implements Callable<Integer> {
     boolean demo;
 
     @Option(
+            names = UserClassPath.FLAG,
+            paramLabel = "PATH[:PATH...]",
+            description = "The user's jars and class directories (dir/* for every jar in dir), for the classes the"
+                    + " configuration names (rollout.workflow, reward_fn, rollout.accept); before rollout.classpath.")
+    String classpath;
+
+    @Option(
             names = "--gateway-port",
             defaultValue = "8470",
             description = "Port of the trainer gateway (gateway role; 0 picks one) (default: ${DEFAULT-VALUE}).")
@@ -134,6 +141,18 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         List<AutoCloseable> toClose = new ArrayList<>();
+        boolean demoRun = demo || NodeAssembly.isDemoWorkflow(settings);
+        NodeAssembly assembly;
+        try {
+            // Before the engine reaches any server: the user's classes, and what a non-demo run must configure.
+            Thread.currentThread()
+                    .setContextClassLoader(
+                            UserClassPath.of(classpath, settings.config()).loader(NodeCommand.class.getClassLoader()));
+            assembly = new NodeAssembly(settings, demoRun, false, toClose).prepare();
+        } catch (InvalidConfigException | ConfigErrors e) {
+            System.err.println("configuration error: " + e.getMessage());
+            return 2;
+        }
         try {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig());
             toClose.add(engine);
@@ -142,8 +161,7 @@ final class NodeCommand implements Callable<Integer> {
                 out.flush();
             });
             Path runDir = settings.runDirectory().orElse(settings.rollout().fileroot());
-            LocalRollout.Spec spec = new NodeAssembly(settings, demo ? "demo" : settings.workflow(), toClose)
-                    .spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
+            LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
             ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
             toClose.add(node);
             node.awaitUp(Duration.ofMinutes(2));

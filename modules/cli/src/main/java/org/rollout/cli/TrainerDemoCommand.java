@@ -29,6 +29,7 @@ import picocli.CommandLine.Spec;
  *
  * <pre>
  *   connect(--contact …, --token)  →  status: the engine's version must be the initial weights' version
+ *   --servers: each model server's /get_model_info must match the initial weights (vocabulary, λ, digest, version)
  *   repeat --steps times: nextBatch → GRPO step → {weights-dir}/v{n}.rlm → acknowledge → publishWeights(n, path)
  * </pre>
  *
@@ -100,6 +101,15 @@ final class TrainerDemoCommand implements Callable<Integer> {
     Path initialWeights;
 
     @Option(
+            names = "--servers",
+            split = ",",
+            paramLabel = "HOST:PORT",
+            description = "The engine's model servers (rollout.servers): each must serve the initial weights (same"
+                    + " vocabulary, λ, parameters and version, read from its /get_model_info), or the trainer exits 2"
+                    + " naming what differs. Without it only the engine's version is checked.")
+    List<String> servers = new ArrayList<>();
+
+    @Option(
             names = "--temperature",
             defaultValue = "" + DemoConfig.TEMPERATURE,
             description = "The engine's sampling temperature (gconfig.temperature), which the trainer's logprobs"
@@ -152,6 +162,19 @@ final class TrainerDemoCommand implements Callable<Integer> {
                         + engineVersion + " (e.g. " + dir.resolve("v" + engineVersion + ".rlm") + ")");
                 return 2;
             }
+            String origin = initialWeights == null
+                    ? "the demo's v0 regenerated from --seed " + seed
+                    : "--initial-weights " + initialWeights;
+            for (String server : servers) {
+                String mismatch = ServedWeights.mismatch(server, initial);
+                if (mismatch != null) {
+                    err.println("model server " + server + " does not serve the trainer's initial weights (" + origin
+                            + "): " + mismatch + ". Start the servers from the trainer's weights: bin/rollout"
+                            + " demo-weights DIR, then bin/rollout model-server --weights DIR/v0.rlm (or pass"
+                            + " --initial-weights with the file the servers serve)");
+                    return 2;
+                }
+            }
             GrpoTrainer trainer = new GrpoTrainer(
                     initial,
                     new GrpoTrainer.Config(
@@ -173,6 +196,9 @@ final class TrainerDemoCommand implements Callable<Integer> {
             out.println(summary(reports));
             out.flush();
             return 0;
+        } catch (org.rollout.api.InvalidConfigException e) {
+            err.println("invalid input: " + e.getMessage());
+            return 2;
         } catch (EngineUnreachableException | GatewayRequestException | WeightPublishException e) {
             err.println("the trainer failed: " + e.getMessage());
             return 1;

@@ -112,7 +112,7 @@ class LocalRunEndToEndTest {
         InvariantChecker checker = new InvariantChecker(settings.rollout().maxHeadOffpolicyness(), false);
         List<TrainingBatch> batches = new CopyOnWriteArrayList<>();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        new LocalRun(settings, "demo", 8, 2, false, new PrintStream(out, true, StandardCharsets.UTF_8))
+        new LocalRun(settings, true, false, 8, 2, false, new PrintStream(out, true, StandardCharsets.UTF_8))
                 .withLatency(new LatencyModel(Duration.ZERO, Duration.ofMillis(5), Duration.ofMillis(1)))
                 .withClientDecorator(c -> new Observed(c, checker, batches, settings))
                 .execute();

@@ -66,7 +66,8 @@ class LocalRunPythonRewardTest {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         new LocalRun(
                         settings("python:letter_py:reward"),
-                        "demo",
+                        true, // the letters prompts, as the demo asks for them
+                        false,
                         2,
                         1,
                         false,
@@ -112,7 +113,8 @@ class LocalRunPythonRewardTest {
 
         assertThatThrownBy(() -> new LocalRun(
                                 settings("python:broken_py:reward"),
-                                "demo",
+                                true, // the letters prompts, as the demo asks for them
+                                false,
                                 2,
                                 1,
                                 false,

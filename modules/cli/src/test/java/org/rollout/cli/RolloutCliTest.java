@@ -27,6 +27,19 @@ class RolloutCliTest {
         }
     }
 
+    /** As {@link #run}, with what the command prints on System.out as the output. */
+    private static Run runLocal(String... args) {
+        java.io.PrintStream oldOut = System.out;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setOut(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            Run r = run(args);
+            return new Run(r.exit(), captured.toString(java.nio.charset.StandardCharsets.UTF_8), r.err());
+        } finally {
+            System.setOut(oldOut);
+        }
+    }
+
     @Test
     void helpListsTheSubcommands() {
         Run r = run("--help");
@@ -53,5 +66,47 @@ class RolloutCliTest {
         Run r = run("local", "--workflow", "nope");
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("--workflow", "demo or agent");
+    }
+
+    @Test
+    void withNoWorkflowConfiguredTheFirstLineSaysTheDemoRuns() {
+        // The accept class is missing, so the run is refused before any server starts.
+        Run r = runLocal("local", "--steps", "1", "rollout.accept=com.example.NoSuchFilter");
+        assertThat(r.out().lines().findFirst()).contains(LocalCommand.NO_WORKFLOW);
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("'rollout.accept'", "com.example.NoSuchFilter");
+        assertThat(r.out()).doesNotContain("model servers:");
+    }
+
+    @Test
+    void aConfiguredWorkflowWithoutDatasetEvaluationSetOrTokenizerIsRefusedNamingEachKey() {
+        Run r = runLocal("local", "--steps", "1", "rollout.workflow=rlvr", "rollout.eval_every=5");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err())
+                .contains("'rollout.dataset.train'", "'rollout.dataset.eval'", "'rollout.tokenizer_path'", "--demo");
+        assertThat(r.out()).doesNotContain(LocalCommand.NO_WORKFLOW).doesNotContain("model servers:");
+    }
+
+    @Test
+    void theBuiltInWorkflowsKwargsAreCheckedBeforeAnythingStarts() {
+        Run r = runLocal(
+                "local",
+                "--steps",
+                "1",
+                "rollout.workflow=rlvr",
+                "rollout.tokenizer_path=builtin",
+                "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
+                "rollout.workflow_kwargs.reward_fn=com.example.NoSuchReward");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("'rollout.workflow_kwargs.reward_fn'", "com.example.NoSuchReward", "not found");
+        assertThat(r.out()).doesNotContain("model servers:");
+    }
+
+    @Test
+    void aNodeWithAConfiguredWorkflowAndNoDatasetIsRefusedBeforeReachingAServer() {
+        Run r = runLocal(
+                "node", "rollout.workflow=rlvr", "rollout.tokenizer_path=builtin", "rollout.servers=127.0.0.1:9");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("'rollout.dataset.train'");
     }
 }

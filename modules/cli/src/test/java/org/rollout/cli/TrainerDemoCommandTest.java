@@ -38,6 +38,7 @@ import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
+import org.rollout.modelserver.TinyLmWeights;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
@@ -187,6 +188,41 @@ class TrainerDemoCommandTest {
                 .isEqualTo("the engine is at version 5 but the initial weights are version 0: pass --initial-weights"
                         + " with the weight file of version 5 (e.g. " + dir.resolve("v5.rlm") + ")"
                         + System.lineSeparator());
+    }
+
+    @Test
+    void refusesModelServersThatServeOtherWeightsNamingWhatDiffers(@TempDir Path dir) throws Exception {
+        // The chain the README once showed: a server started with --seed 1 (λ 0.85), a trainer from the demo's v0.
+        ModelServer seeded =
+                ModelServer.start(ModelServerConfig.defaults().withPort(0).withSeed(1));
+        toClose.add(seeded::close);
+        Path v0 = DemoTraining.initialWeights(DemoConfig.defaults(), dir.resolve("v0"));
+        ModelServer matching =
+                ModelServer.start(ModelServerConfig.defaults().withPort(0).withWeightsPath(v0));
+        toClose.add(matching::close);
+        TrainerGateway g = gateway(new EngineAtVersion(0));
+        String servers = "127.0.0.1:" + matching.port() + ",127.0.0.1:" + seeded.port();
+
+        Run r = run(
+                "trainer-demo",
+                "--contact",
+                g.uri().toString(),
+                "--token",
+                TOKEN,
+                "--weights-dir",
+                dir.toString(),
+                "--servers",
+                servers);
+
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err())
+                .startsWith("model server 127.0.0.1:" + seeded.port() + " does not serve the trainer's initial weights"
+                        + " (the demo's v0 regenerated from --seed 1): λ (decay) 0.85")
+                .contains("1.0 expected; parameters differ (weights_digest ")
+                .contains("bin/rollout demo-weights DIR, then bin/rollout model-server --weights DIR/v0.rlm")
+                .doesNotContain("127.0.0.1:" + matching.port());
+        assertThat(ServedWeights.mismatch("127.0.0.1:" + matching.port(), TinyLmWeights.read(v0)))
+                .isNull();
     }
 
     @Test

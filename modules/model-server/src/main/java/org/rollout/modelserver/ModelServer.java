@@ -478,6 +478,7 @@ public final class ModelServer implements AutoCloseable {
         o.put("architecture", "TinyLm");
         o.put("vocab_size", w.vocabSize());
         o.put("decay", w.decay());
+        o.put("weights_digest", w.parameterDigest());
         return ok(o);
     }
 

@@ -68,6 +68,8 @@ public final class TinyLmWeights {
     final float[] bias;
     final float[] bigram;
     final float[] context;
+    // parameterDigest(), computed once on first use (a benign race: every thread computes the same).
+    private volatile String digest;
 
     private TinyLmWeights(int version, float decay, float[] bias, float[] bigram, float[] context) {
         this.version = version;
@@ -208,6 +210,34 @@ public final class TinyLmWeights {
     /** A copy of C, row-major. */
     public float[] contextArray() {
         return context.clone();
+    }
+
+    /**
+     * A SHA-256 digest (hex, 16 bytes) of the parameters and λ, without the version: two weight
+     * sets with the same digest generate alike. {@code /get_model_info} reports it as {@code
+     * weights_digest}, so that a trainer can check that a server serves the weights it starts from.
+     */
+    public String parameterDigest() {
+        String d = digest;
+        if (d == null) {
+            java.security.MessageDigest sha;
+            try {
+                sha = java.security.MessageDigest.getInstance("SHA-256");
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new IllegalStateException("the JDK has no SHA-256", e);
+            }
+            ByteBuffer buf = ByteBuffer.allocate(4 + 4 * (bias.length + bigram.length + context.length))
+                    .order(ByteOrder.LITTLE_ENDIAN);
+            buf.putFloat(decay);
+            for (float[] part : new float[][] {bias, bigram, context}) {
+                for (float v : part) {
+                    buf.putFloat(v);
+                }
+            }
+            d = java.util.HexFormat.of().formatHex(sha.digest(buf.array()), 0, 16);
+            digest = d;
+        }
+        return d;
     }
 
     /** The size of a weight file in bytes: 28 + 4V + 8V². */

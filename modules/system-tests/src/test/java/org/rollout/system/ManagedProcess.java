@@ -194,6 +194,11 @@ final class ManagedProcess {
         return process.exitValue();
     }
 
+    /** SIGINT, as Ctrl-C in a terminal sends it, without waiting. */
+    void interrupt() throws IOException, InterruptedException {
+        signal("INT");
+    }
+
     /** SIGSTOP: the process freezes (its sockets stay open, nothing answers). */
     void suspend() throws IOException, InterruptedException {
         signal("STOP");

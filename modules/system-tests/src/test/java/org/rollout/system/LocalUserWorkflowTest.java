@@ -1,0 +1,294 @@
+package org.rollout.system;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * {@code rollout local} as a user runs it, each run a real {@code java -jar rollout-cli.jar}
+ * process: the user workflow template's jar (examples/user-workflow, built by the reactor) on
+ * {@code --classpath}, mistakes in user code refused before anything starts, and Ctrl-C.
+ */
+@Timeout(420)
+class LocalUserWorkflowTest {
+    private static final Duration RUN_TIMEOUT = Duration.ofSeconds(180);
+    private static final Duration REFUSAL_TIMEOUT = Duration.ofSeconds(60);
+    private static final Pattern QUESTION = Pattern.compile("What is (\\d) ([-+*]) (\\d)\\?");
+    private static final Pattern NUMBER = Pattern.compile("-?\\d+(\\.\\d+)?");
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @RegisterExtension
+    final SystemTestRun run = new SystemTestRun();
+
+    private final Path repoRoot = Path.of(System.getProperty("rollout.repo.root", "../.."))
+            .toAbsolutePath()
+            .normalize();
+    private final Path cliJar = Path.of(System.getProperty("rollout.cli.jar", "../cli/target/rollout-cli.jar"))
+            .toAbsolutePath()
+            .normalize();
+    private final Path userJar = Path.of(System.getProperty(
+                    "rollout.user.workflow.jar", "../../examples/user-workflow/target/user-workflow.jar"))
+            .toAbsolutePath()
+            .normalize();
+    private final Path conf = repoRoot.resolve("examples/user-workflow/rollout.conf");
+
+    @Test
+    void theTemplatesRewardRunsFromItsJar() throws Exception {
+        assertThat(userJar).as("the template's jar (built by the reactor)").isRegularFile();
+        Path fileroot = run.dir().resolve("runs");
+        ManagedProcess local = start(
+                "local-template",
+                "local",
+                "--config",
+                conf.toString(),
+                "--classpath",
+                userJar.toString(),
+                "--steps",
+                "3",
+                "--no-status",
+                "rollout.fileroot=" + fileroot);
+        int status = local.awaitExit(RUN_TIMEOUT);
+        String out = String.join("\n", local.lines());
+        assertThat(status).as("exit status; output:\n" + out).isZero();
+        assertThat(out)
+                .contains(
+                        "local run of the rlvr workflow with reward_fn com.example.rollout.ExactAnswerReward, 3 steps")
+                .contains("dataset: [examples/user-workflow/data/train.jsonl]")
+                .contains("Done in")
+                .doesNotContain("letters")
+                .doesNotContain("no workflow configured");
+
+        // Every dumped reward is the template's: 1 exactly when the completion's last number is the answer.
+        Path runDir = onlyRunDir(fileroot.resolve("user-workflow"));
+        int rows = 0;
+        int correct = 0;
+        for (JsonNode row : dumpRows(runDir.resolve("rollout"))) {
+            Matcher q = QUESTION.matcher(row.get("prompt").asText());
+            assertThat(q.find()).as("a template question in " + row).isTrue();
+            int a = Integer.parseInt(q.group(1));
+            int b = Integer.parseInt(q.group(3));
+            int answer = switch (q.group(2)) {
+                case "+" -> a + b;
+                case "-" -> a - b;
+                default -> a * b;
+            };
+            String last = null;
+            Matcher m = NUMBER.matcher(row.get("completion").asText());
+            while (m.find()) {
+                last = m.group();
+            }
+            double expected = Integer.toString(answer).equals(last) ? 1.0 : 0.0;
+            assertThat(row.get("reward").asDouble()).as("reward of " + row).isEqualTo(expected);
+            rows++;
+            correct += (int) expected;
+        }
+        // 3 steps of 26 questions × 8 samples of a random model; about 2 % of samples end in the right digit.
+        assertThat(rows).isGreaterThanOrEqualTo(3 * 26 * 8);
+        assertThat(correct).as("samples rewarded 1 of " + rows).isPositive();
+        assertThat(out).containsPattern("mean reward: first 3 steps 0\\.0*[1-9]");
+    }
+
+    @Test
+    void mistakesInUserCodeAreRefusedBeforeAnythingStarts() throws Exception {
+        refused(
+                "a jar that does not exist",
+                List.of("--classpath", run.dir().resolve("nope.jar").toString()),
+                "'--classpath'",
+                "nope.jar",
+                "does not exist");
+        refused(
+                "the reward class without its jar",
+                List.of(),
+                "'rollout.workflow_kwargs.reward_fn'",
+                "com.example.rollout.ExactAnswerReward",
+                "not found");
+        refused(
+                "a reward class that is not a RewardFunction",
+                List.of("rollout.workflow_kwargs.reward_fn=java.lang.StringBuilder"),
+                "'rollout.workflow_kwargs.reward_fn'",
+                "java.lang.StringBuilder");
+        refused(
+                "a workflow class that is missing",
+                List.of("--classpath", userJar.toString(), "rollout.workflow=com.example.rollout.NoSuchWorkflow"),
+                "'rollout.workflow'",
+                "com.example.rollout.NoSuchWorkflow");
+        refused(
+                "a workflow class of the wrong type",
+                List.of("--classpath", userJar.toString(), "rollout.workflow=com.example.rollout.ExactAnswerReward"),
+                "'rollout.workflow'",
+                "implements neither RolloutWorkflow nor AgentWorkflow");
+        refused(
+                "a kwarg the workflow does not take",
+                List.of("--classpath", userJar.toString(), "rollout.workflow_kwargs.max_turns=3"),
+                "'rollout.workflow_kwargs.max_turns'");
+        refused(
+                "a configured workflow without a dataset",
+                List.of("--classpath", userJar.toString(), "rollout.dataset.train=[]"),
+                "'rollout.dataset.train'");
+        refused(
+                "an evaluation interval without an evaluation set",
+                List.of("--classpath", userJar.toString(), "rollout.dataset.eval=[]"),
+                "'rollout.dataset.eval'",
+                "rollout.eval_every = 5");
+        refused(
+                "a model without a tokenizer",
+                List.of("--classpath", userJar.toString(), "rollout.tokenizer_path=\"\""),
+                "'rollout.tokenizer_path'",
+                "builtin");
+    }
+
+    @Test
+    void aNodeLoadsTheUsersClassesFromItsClassPathBeforeReachingAServer() throws Exception {
+        // No server answers at port 1: a node whose classes resolve gets past its configuration and
+        // fails on the servers (exit 1); without --classpath it is refused first, naming the key (exit 2).
+        List<String> args = List.of(
+                "node",
+                "--config",
+                conf.toString(),
+                "--port",
+                Integer.toString(freePort()),
+                "--gateway-port",
+                "0",
+                "rollout.servers=127.0.0.1:1",
+                "rollout.setup_timeout=1",
+                "rollout.fileroot=" + run.dir().resolve("runs"));
+        ManagedProcess without = start("node-without-classpath", args.toArray(String[]::new));
+        assertThat(without.awaitExit(REFUSAL_TIMEOUT)).isEqualTo(2);
+        assertThat(String.join("\n", without.lines()))
+                .contains("configuration error", "'rollout.workflow_kwargs.reward_fn'", "ExactAnswerReward");
+
+        List<String> withJar = new ArrayList<>(args);
+        withJar.addAll(List.of("--classpath", userJar.toString()));
+        ManagedProcess with = start("node-with-classpath", withJar.toArray(String[]::new));
+        int status = with.awaitExit(REFUSAL_TIMEOUT);
+        String out = String.join("\n", with.lines());
+        assertThat(status).as("exit status; output:\n" + out).isEqualTo(1);
+        assertThat(out).contains("the node failed").doesNotContain("configuration error");
+    }
+
+    private static int freePort() throws IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @Test
+    void ctrlCEndsTheRunWithASummaryAndNoTemporaryWeightFile() throws Exception {
+        Path fileroot = run.dir().resolve("runs");
+        // env resets SIGINT to its default: a JVM started with SIGINT ignored (a background job of a
+        // non-interactive shell may run the build) keeps ignoring it, as a shell's child would.
+        ManagedProcess local = start(
+                "local-ctrl-c",
+                List.of("/usr/bin/env", "--default-signal=INT"),
+                "local",
+                "--demo",
+                "--steps",
+                "200",
+                "--no-status",
+                "rollout.fileroot=" + fileroot);
+        local.awaitLine(Pattern.compile("^step +3/200"), RUN_TIMEOUT);
+        local.interrupt();
+        int status = local.awaitExit(Duration.ofSeconds(60));
+        String out = String.join("\n", local.lines());
+        assertThat(status).as("exit status after SIGINT; output:\n" + out).isEqualTo(130);
+        assertThat(out).containsPattern("\nInterrupted after \\d+ of 200 steps: stopping the engine\\.\n");
+        assertThat(out).contains("Done in").doesNotContain("the run failed").doesNotContain("Exception");
+
+        Path runDir = onlyRunDir(fileroot.resolve("demo"));
+        try (Stream<Path> files = Files.list(runDir.resolve("weights"))) {
+            assertThat(files.map(p -> p.getFileName().toString()).filter(n -> !n.matches("v\\d+\\.rlm")))
+                    .as("files in weights/ other than v{n}.rlm")
+                    .isEmpty();
+        }
+        // The statistics count every finished training group; each one has its dump file.
+        long statsGroups = 0;
+        for (String line : Files.readAllLines(runDir.resolve("stats.jsonl"))) {
+            JsonNode n = JSON.readTree(line);
+            if (n.path("scope").asText().equals("rollout")) {
+                statsGroups += n.path("groups").asLong();
+            }
+        }
+        long dumpFiles;
+        try (Stream<Path> files = Files.walk(runDir.resolve("rollout"))) {
+            dumpFiles = files.filter(p -> p.toString().endsWith(".jsonl")).count();
+        }
+        assertThat(statsGroups).as("groups in stats.jsonl vs dump files").isEqualTo(dumpFiles);
+    }
+
+    private void refused(String what, List<String> extra, String... expected) throws Exception {
+        List<String> args = new ArrayList<>(List.of(
+                "local",
+                "--config",
+                conf.toString(),
+                "--steps",
+                "2",
+                "rollout.fileroot=" + run.dir().resolve("runs")));
+        args.addAll(extra);
+        ManagedProcess p = start("refused-" + what.replaceAll("\\W+", "-"), args.toArray(String[]::new));
+        int status = p.awaitExit(REFUSAL_TIMEOUT);
+        String out = String.join("\n", p.lines());
+        assertThat(status).as(what + ": exit status; output:\n" + out).isEqualTo(2);
+        assertThat(out).as(what).contains("configuration error").contains(expected);
+        assertThat(out).as(what + ": nothing started").doesNotContain("model servers:");
+    }
+
+    private ManagedProcess start(String name, String... args) throws IOException {
+        return start(name, List.of(), args);
+    }
+
+    private ManagedProcess start(String name, List<String> launcher, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(launcher);
+        cmd.addAll(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--enable-native-access=ALL-UNNAMED"));
+        if (Runtime.version().feature() >= 23) {
+            cmd.add("--sun-misc-unsafe-memory-access=allow");
+        }
+        cmd.addAll(List.of("-jar", cliJar.toString()));
+        cmd.addAll(List.of(args));
+        // From the repository's root, as the template's README runs it: its paths are relative to it.
+        ManagedProcess p =
+                ManagedProcess.start(name, cmd, Map.of(), repoRoot, run.dir().resolve(name + ".log"));
+        run.register(p);
+        return p;
+    }
+
+    private static Path onlyRunDir(Path experiment) throws IOException {
+        try (Stream<Path> dirs = Files.list(experiment)) {
+            List<Path> all = dirs.filter(Files::isDirectory).toList();
+            assertThat(all).as("run directories under " + experiment).hasSize(1);
+            return all.get(0);
+        }
+    }
+
+    private static List<JsonNode> dumpRows(Path dir) throws IOException {
+        List<JsonNode> rows = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(dir)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).toList()) {
+                for (String line : Files.readAllLines(f)) {
+                    rows.add(JSON.readTree(line));
+                }
+            }
+        }
+        return rows;
+    }
+}
