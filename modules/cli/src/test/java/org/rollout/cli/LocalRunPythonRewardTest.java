@@ -121,7 +121,7 @@ class LocalRunPythonRewardTest {
                                 new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8))
                         .execute())
                 .isInstanceOf(InvalidConfigException.class)
-                .hasMessageContaining("'reward_fn'")
+                .hasMessageContaining("'rollout.workflow_kwargs.reward_fn'")
                 .hasMessageContaining(
                         "import broken_py failed: ModuleNotFoundError: No module named 'no_such_dependency'");
     }
