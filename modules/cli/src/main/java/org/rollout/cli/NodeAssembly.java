@@ -10,9 +10,12 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import org.rollout.agent.AgentOptions;
 import org.rollout.agent.AgentWorkflows;
+import org.rollout.agent.OnlineAgentWorkflow;
 import org.rollout.agent.OpenAIProxy;
+import org.rollout.agent.ProcessAgentWorkflow;
 import org.rollout.agent.ProxyConfig;
 import org.rollout.api.AcceptFilter;
+import org.rollout.api.AgentWorkflow;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.RolloutWorkflow;
@@ -23,6 +26,7 @@ import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.NodeServices;
 import org.rollout.cluster.PromptSource;
 import org.rollout.cluster.RemoteEngines;
+import org.rollout.config.AgentLaunch;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutSettings;
 import org.rollout.core.AcceptFilters;
@@ -54,6 +58,7 @@ import org.rollout.inference.RemoteInferenceEngine;
  * rollout.workflow_kwargs.<kwarg>}, {@code rollout.accept}).
  */
 final class NodeAssembly {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(NodeAssembly.class);
     static final int DEMO_EVAL_EVERY = LocalRun.DEMO_EVAL_EVERY;
     static final String LETTER_AGENT = LocalRun.LETTER_AGENT;
 
@@ -64,6 +69,7 @@ final class NodeAssembly {
     private Tokenizer tokenizer;
     private Workflows built;
     private AcceptFilter accept;
+    private AgentKind agentKind = AgentKind.NONE;
 
     /**
      * @param demo the letters demo was asked for: its prompts, evaluation items and tokenizer
@@ -74,8 +80,54 @@ final class NodeAssembly {
     NodeAssembly(RolloutSettings settings, boolean demo, boolean agent, List<AutoCloseable> toClose) {
         this.settings = settings;
         this.demo = demo || agent;
-        this.agent = agent || settings.workflow().equals("agent");
+        this.agent = agent;
         this.toClose = toClose;
+    }
+
+    /** What runs behind the node's agent proxy, when anything does. */
+    private enum AgentKind {
+        /** No agent: a RolloutWorkflow runs without the proxy. */
+        NONE,
+        /** The demo's letters agent ({@code --workflow agent}, or {@code rollout.workflow = agent} in the demo). */
+        DEMO,
+        /** The program of {@code rollout.agent.command}, one process per episode. */
+        COMMAND,
+        /** {@code rollout.agent.mode = online}: episodes that external clients claim. */
+        ONLINE,
+        /** {@code rollout.workflow} names an AgentWorkflow class. */
+        CLASS
+    }
+
+    private AgentKind agentKind() {
+        if (agent) {
+            return AgentKind.DEMO;
+        }
+        String name = settings.workflow();
+        if (name.equals("agent")) {
+            if (settings.agentLaunch().hasCommand()) {
+                return AgentKind.COMMAND;
+            }
+            if (settings.agent().mode().equals(WorkflowResolver.MODE_ONLINE)) {
+                return AgentKind.ONLINE;
+            }
+            if (demo) {
+                return AgentKind.DEMO;
+            }
+            throw new InvalidConfigException(
+                    "rollout.agent.command",
+                    List.of(),
+                    "an agent program, e.g. [\"python3\", \"agent.py\"], while rollout.workflow = \"agent\"; or"
+                            + " rollout.agent.mode = \"online\" for external clients (docs/agents.md)");
+        }
+        if (BuiltinWorkflows.isBuiltin(name)) {
+            return AgentKind.NONE;
+        }
+        try {
+            Class<?> c = Class.forName(name, false, Thread.currentThread().getContextClassLoader());
+            return AgentWorkflow.class.isAssignableFrom(c) ? AgentKind.CLASS : AgentKind.NONE;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return AgentKind.NONE; // refused, naming the key, when the workflow is built
+        }
     }
 
     /** True when {@code settings} name the demo workflow ({@code rollout.workflow = demo}). */
@@ -136,8 +188,12 @@ final class NodeAssembly {
     NodeAssembly prepare() {
         check(settings, demo);
         tokenizer = Tokenizers.load(settings.rollout().tokenizerPath());
-        if (!agent) {
+        agentKind = agentKind();
+        if (agentKind == AgentKind.NONE) {
             built = configuredWorkflows(tokenizer);
+        } else if (agentKind == AgentKind.COMMAND) {
+            AgentLaunch launch = settings.agentLaunch();
+            AgentCommands.requireExecutable(launch.command(), launch.workingDir());
         }
         accept = acceptFilter(settings.acceptSpec());
         return this;
@@ -192,24 +248,48 @@ final class NodeAssembly {
     record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
 
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
-        if (agent) {
-            // rollout.agent.api: which API (chat, responses, messages) the demo agent talks to the proxy;
-            // rollout.agent.tool_call_format: how the model writes tool calls (auto: from its chat template).
-            AgentOptions options = AgentOptions.from(settings.agent());
-            OpenAIProxy proxy = OpenAIProxy.start(
-                    ProxyConfig.defaults()
-                            .withAdminApiKey(options.adminApiKey())
-                            .withToolCallFormat(options.toolCallFormat()),
-                    engine,
-                    tokenizer,
-                    settings.gconfig());
-            toClose.add(proxy::close);
-            WorkflowResolver resolver = AgentWorkflows.resolver(proxy, options);
-            RolloutWorkflow agent =
-                    resolver.resolve(LETTER_AGENT, Map.of("api", options.api())).workflow();
-            return new Workflows(agent, agent);
+        if (agentKind == AgentKind.NONE) {
+            return configuredWorkflows(tokenizer);
         }
-        return configuredWorkflows(tokenizer);
+        // Every agent runs behind the node's proxy: rollout.agent.* says how episodes export, which
+        // API the demo agent uses, how the model writes tool calls, and where the proxy listens.
+        AgentOptions options = AgentOptions.from(settings.agent());
+        AgentLaunch launch = settings.agentLaunch();
+        OpenAIProxy proxy = OpenAIProxy.start(
+                ProxyConfig.defaults()
+                        .withHost(launch.proxyHost())
+                        .withPort(launch.proxyPort())
+                        .withAdminApiKey(options.adminApiKey())
+                        .withToolCallFormat(options.toolCallFormat()),
+                engine,
+                tokenizer,
+                settings.gconfig());
+        toClose.add(proxy::close);
+        log.info(
+                "agent proxy at {} ({} agent)",
+                proxy.baseUrl(),
+                agentKind.name().toLowerCase(java.util.Locale.ROOT));
+        RolloutWorkflow w = switch (agentKind) {
+            case DEMO ->
+                AgentWorkflows.resolver(proxy, options)
+                        .resolve(LETTER_AGENT, Map.of("api", options.api()))
+                        .workflow();
+            case COMMAND ->
+                new ProcessAgentWorkflow(
+                        proxy, options, launch.command(), launch.workingDir(), launch.processTimeout());
+            case ONLINE -> new OnlineAgentWorkflow(proxy, options);
+            case CLASS -> {
+                try {
+                    yield AgentWorkflows.resolver(proxy, options)
+                            .resolve(settings.workflow(), settings.workflowKwargs())
+                            .workflow();
+                } catch (InvalidConfigException e) {
+                    throw keyed(e);
+                }
+            }
+            case NONE -> throw new IllegalStateException("no agent");
+        };
+        return new Workflows(w, w);
     }
 
     /** {@code rollout.workflow} for training and for evaluation (with eval_gconfig), every error keyed. */

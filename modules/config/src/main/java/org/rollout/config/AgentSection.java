@@ -16,8 +16,8 @@ import org.rollout.api.InvalidConfigException;
  * turns it into its {@code AgentOptions} ({@code AgentOptions.from(section)}); the meaning of each
  * key is documented there.
  *
- * <p>{@link #read(Config)} reads the keys reference.conf has under {@code rollout.agent} ({@code api},
- * {@code tool_call_format}); {@link #fromMap} takes every key of AReaL's section. Errors name the
+ * <p>{@link #read(Config)} and {@link #fromMap} take every key of AReaL's section; the keys of what a
+ * launcher starts (the agent program, the proxy's address) are {@link AgentLaunch}'s. Errors name the
  * full key ({@code rollout.agent.…}).
  *
  * @param mode {@code inline}, {@code subproc} or {@code online}
@@ -55,9 +55,6 @@ public record AgentSection(
             "tool_call_format",
             "subproc_max_workers",
             "drop_retry_orphans");
-
-    /** The keys of reference.conf's {@code rollout.agent}, which {@link #read(Config)} reads. */
-    private static final List<String> READ_KEYS = List.of("api", "tool_call_format");
 
     private static final AgentSection DEFAULTS = new AgentSection(
             "inline", "individual", 1.0, DEFAULT_ADMIN_API_KEY, DEFAULT_ONLINE_TIMEOUT, "chat", "auto");
@@ -112,17 +109,17 @@ public record AgentSection(
     }
 
     /**
-     * The section of a resolved configuration: the keys reference.conf has under {@code
-     * rollout.agent} ({@code api}, {@code tool_call_format}) over the defaults. Read when a launcher
-     * needs it (an agent workflow), not at load.
+     * The section of a resolved configuration: the keys of {@link #KEYS} under {@code
+     * rollout.agent} over the defaults (the others, {@link AgentLaunch}'s, are read there). Checked
+     * at load by {@link RolloutConfig}; read again when a launcher runs an agent.
      *
      * @throws InvalidConfigException naming the full key of a value not allowed
      */
     public static AgentSection read(Config config) {
         Map<String, Object> values = new LinkedHashMap<>();
-        for (String key : READ_KEYS) {
+        for (String key : KEYS) {
             if (config.hasPath("rollout.agent." + key)) {
-                values.put(key, config.getString("rollout.agent." + key));
+                values.put(key, config.getValue("rollout.agent." + key).unwrapped());
             }
         }
         return fromMap(values);

@@ -37,8 +37,9 @@ import org.slf4j.LoggerFactory;
  * (the cluster's payload keys), {@code GenerationSection} ({@code gconfig}, {@code eval_gconfig})
  * and {@code ActorSection} ({@code actor}). This class composes them and checks what spans
  * sections (beam search with the backend, reward normalisation with {@code actor.reward_norm}, the
- * usable minimum with {@code n_samples}). {@link AgentSection} reads {@code rollout.agent} when a
- * launcher asks for it ({@link RolloutSettings#agent()}).
+ * usable minimum with {@code n_samples}). {@link AgentSection} and {@link AgentLaunch} read {@code
+ * rollout.agent}: checked here, read again by a launcher that runs an agent ({@link
+ * RolloutSettings#agent()}, {@link RolloutSettings#agentLaunch()}).
  *
  * <p><b>Overrides.</b> {@code key=value}, split at the first {@code =}; the key is a HOCON path
  * ({@code rollout.consumer_batch_size}). The value is read as a HOCON value ({@code 8}, {@code
@@ -182,6 +183,7 @@ public final class RolloutConfig {
         InferenceConfig inference = InferenceSection.template(r, servers);
         LargePayloadLimits.check(r);
         PythonSection.check(r);
+        checkAgent(r, merged);
         GenerationSection generation = new GenerationSection(r, warnings);
         GenerationConfig gconfig = generation.gconfig();
         GenerationConfig evalGconfig = generation.evalGconfig(inference);
@@ -209,5 +211,19 @@ public final class RolloutConfig {
                 inference,
                 warnings,
                 merged);
+    }
+
+    /** {@code rollout.agent}: both of its readers, so that a bad value stops the load, naming its key. */
+    private static void checkAgent(ConfigReader r, Config merged) {
+        try {
+            AgentSection.read(merged);
+        } catch (InvalidConfigException e) {
+            r.error(e);
+        }
+        try {
+            AgentLaunch.read(merged);
+        } catch (InvalidConfigException e) {
+            r.error(e);
+        }
     }
 }

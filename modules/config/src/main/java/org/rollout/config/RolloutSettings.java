@@ -301,13 +301,15 @@ public final class RolloutSettings {
     }
 
     /**
-     * The {@code rollout.agent} section, read and validated now (for an agent workflow; a launcher
-     * that runs none never reads it).
-     *
-     * @throws InvalidConfigException naming the {@code rollout.agent.*} key of a value not allowed
+     * The {@code rollout.agent} section: how agent episodes run and export (validated at load).
      */
     public AgentSection agent() {
         return AgentSection.read(config);
+    }
+
+    /** What a launcher starts for a configured agent: its program and the proxy's address (validated at load). */
+    public AgentLaunch agentLaunch() {
+        return AgentLaunch.read(config);
     }
 
     /**

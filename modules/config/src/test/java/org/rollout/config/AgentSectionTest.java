@@ -36,12 +36,56 @@ class AgentSectionTest {
     }
 
     @Test
-    void aBadApiLoadsAndIsRefusedWhenTheSectionIsRead() {
-        RolloutSettings s = load("rollout.agent.api=completions");
-        assertThatThrownBy(s::agent)
+    void aBadApiIsRefusedAtLoad() {
+        assertThatThrownBy(() -> load("rollout.agent.api=completions"))
                 .isInstanceOf(InvalidConfigException.class)
-                .hasMessage(
+                .hasMessageContaining(
                         "invalid value for 'rollout.agent.api': \"completions\" (allowed: chat, responses or messages)");
+    }
+
+    @Test
+    void everyKeyOfTheSectionIsReadFromTheConfiguration(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        RolloutSettings s = load(
+                "rollout.agent.mode=online",
+                "rollout.agent.export_style=concat",
+                "rollout.agent.turn_discount=0.5",
+                "rollout.agent.admin_api_key=k",
+                "rollout.agent.online_timeout=30",
+                "rollout.agent.command=\"python3 agent.py --fast\"",
+                "rollout.agent.working_dir=\"" + dir + "\"",
+                "rollout.agent.process_timeout=12.5",
+                "rollout.agent.proxy_host=0.0.0.0",
+                "rollout.agent.proxy_port=8081",
+                "rollout.agent.subproc_max_workers=4");
+        AgentSection a = s.agent();
+        org.assertj.core.api.Assertions.assertThat(a.mode()).isEqualTo("online");
+        org.assertj.core.api.Assertions.assertThat(a.exportStyle()).isEqualTo("concat");
+        org.assertj.core.api.Assertions.assertThat(a.turnDiscount()).isEqualTo(0.5);
+        org.assertj.core.api.Assertions.assertThat(a.adminApiKey()).isEqualTo("k");
+        org.assertj.core.api.Assertions.assertThat(a.onlineTimeout()).isEqualTo(java.time.Duration.ofSeconds(30));
+        AgentLaunch l = s.agentLaunch();
+        org.assertj.core.api.Assertions.assertThat(l.command()).containsExactly("python3", "agent.py", "--fast");
+        org.assertj.core.api.Assertions.assertThat(l.workingDir()).isEqualTo(dir);
+        org.assertj.core.api.Assertions.assertThat(l.processTimeout()).isEqualTo(java.time.Duration.ofMillis(12_500));
+        org.assertj.core.api.Assertions.assertThat(l.proxyHost()).isEqualTo("0.0.0.0");
+        org.assertj.core.api.Assertions.assertThat(l.proxyPort()).isEqualTo(8081);
+        org.assertj.core.api.Assertions.assertThat(load().agentLaunch().hasCommand())
+                .isFalse();
+    }
+
+    @Test
+    void badLaunchValuesAreRefusedAtLoadNamingTheKey() {
+        for (String[] c : new String[][] {
+            {"rollout.agent.command=[1, 2]", "'rollout.agent.command'"},
+            {"rollout.agent.command=[\" \"]", "'rollout.agent.command'"},
+            {"rollout.agent.working_dir=/no/such/dir", "'rollout.agent.working_dir'"},
+            {"rollout.agent.process_timeout=0", "'rollout.agent.process_timeout'"},
+            {"rollout.agent.proxy_port=70000", "'rollout.agent.proxy_port'"},
+            {"rollout.agent.mode=pool", "'rollout.agent.mode'"},
+            {"rollout.agent.turn_discount=2", "'rollout.agent.turn_discount'"}
+        }) {
+            assertThatThrownBy(() -> load(c[0])).as(c[0]).hasMessageContaining(c[1]);
+        }
     }
 
     @Test

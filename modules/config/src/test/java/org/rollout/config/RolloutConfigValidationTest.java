@@ -102,10 +102,10 @@ class RolloutConfigValidationTest {
     }
 
     @Test
-    void anArealAgentKeyThisEngineDoesNotHaveIsRefusedNamingIt() {
-        assertThatThrownBy(() -> load("rollout.agent.mode=inline"))
+    void anAgentKeyThisEngineDoesNotHaveIsRefusedNamingIt() {
+        assertThatThrownBy(() -> load("rollout.agent.pool_size=2"))
                 .isInstanceOf(InvalidConfigException.class)
-                .hasMessageContaining("rollout.agent.mode");
+                .hasMessageContaining("rollout.agent.pool_size");
     }
 
     @Test

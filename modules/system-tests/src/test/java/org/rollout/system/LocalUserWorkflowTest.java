@@ -103,6 +103,90 @@ class LocalUserWorkflowTest {
     }
 
     @Test
+    void theSameJobRunsWithItsRewardInPython() throws Exception {
+        Path fileroot = run.dir().resolve("runs-python");
+        ManagedProcess local = start(
+                "local-python-reward",
+                "local",
+                "--config",
+                repoRoot.resolve("examples/user-workflow/rollout-python.conf").toString(),
+                "--steps",
+                "2",
+                "--no-status",
+                "rollout.python.executable=/usr/bin/python3",
+                "rollout.fileroot=" + fileroot);
+        int status = local.awaitExit(RUN_TIMEOUT);
+        String out = String.join("\n", local.lines());
+        assertThat(status).as("exit status; output:\n" + out).isZero();
+        assertThat(out)
+                .contains("local run of the rlvr workflow with reward_fn python:math_exact:reward, 2 steps")
+                .contains("Done in")
+                .doesNotContain("letters");
+        int rows = 0;
+        for (JsonNode row : dumpRows(onlyRunDir(fileroot.resolve("user-workflow")).resolve("rollout"))) {
+            Matcher q = QUESTION.matcher(row.get("prompt").asText());
+            assertThat(q.find()).as("a template question in " + row).isTrue();
+            double reward = row.get("reward").asDouble();
+            assertThat(reward).as("reward of " + row).isIn(0.0, 1.0);
+            // What the Java reward scores 1 (the last number is the answer), the Python one does too.
+            String last = null;
+            Matcher m = NUMBER.matcher(row.get("completion").asText());
+            while (m.find()) {
+                last = m.group();
+            }
+            if (answer(q).equals(last)) {
+                assertThat(reward).as("reward of " + row).isEqualTo(1.0);
+            }
+            rows++;
+        }
+        assertThat(rows).isGreaterThanOrEqualTo(2 * 26 * 8);
+    }
+
+    @Test
+    void aPythonAgentScriptRunsFromConfiguration() throws Exception {
+        Path fileroot = run.dir().resolve("runs-agent");
+        ManagedProcess local = start(
+                "local-http-agent",
+                "local",
+                "--config",
+                repoRoot.resolve("examples/agents/rollout.conf").toString(),
+                "--steps",
+                "2",
+                "--no-status",
+                "rollout.agent.command=[\"/usr/bin/python3\", \"examples/agents/http_agent.py\"]",
+                "rollout.fileroot=" + fileroot);
+        int status = local.awaitExit(RUN_TIMEOUT);
+        String out = String.join("\n", local.lines());
+        assertThat(status).as("exit status; output:\n" + out).isZero();
+        assertThat(out)
+                .contains("local run of the agent workflow")
+                .contains("Done in")
+                .doesNotContain("letters")
+                .doesNotContain("rejected {");
+        int rows = 0;
+        for (JsonNode row : dumpRows(onlyRunDir(fileroot.resolve("http-agent")).resolve("rollout"))) {
+            assertThat(QUESTION.matcher(row.get("prompt").asText()).find())
+                    .as("the agent's question, rendered by the chat template, in " + row)
+                    .isTrue();
+            assertThat(row.get("reward").asDouble()).as("the agent's reward in " + row).isIn(0.0, 1.0);
+            rows++;
+        }
+        // 2 steps of 8 questions, 4 episodes each, one completion per episode.
+        assertThat(rows).isGreaterThanOrEqualTo(2 * 8 * 4);
+    }
+
+    private static String answer(Matcher q) {
+        int a = Integer.parseInt(q.group(1));
+        int b = Integer.parseInt(q.group(3));
+        return Integer.toString(
+                switch (q.group(2)) {
+                    case "+" -> a + b;
+                    case "-" -> a - b;
+                    default -> a * b;
+                });
+    }
+
+    @Test
     void mistakesInUserCodeAreRefusedBeforeAnythingStarts() throws Exception {
         refused(
                 "a jar that does not exist",
@@ -135,6 +219,16 @@ class LocalUserWorkflowTest {
                 "a kwarg the workflow does not take",
                 List.of("--classpath", userJar.toString(), "rollout.workflow_kwargs.max_turns=3"),
                 "'rollout.workflow_kwargs.max_turns'");
+        refused(
+                "an agent workflow without an agent program",
+                List.of("rollout.workflow=agent"),
+                "'rollout.agent.command'",
+                "rollout.agent.mode = \"online\"");
+        refused(
+                "an agent program that is not executable",
+                List.of("rollout.workflow=agent", "rollout.agent.command=[\"examples/agents/no-such-agent.py\"]"),
+                "'rollout.agent.command'",
+                "examples/agents/no-such-agent.py is not an executable file");
         refused(
                 "a configured workflow without a dataset",
                 List.of("--classpath", userJar.toString(), "rollout.dataset.train=[]"),
