@@ -21,11 +21,12 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 
 /**
  * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and spawns each
- * dispatched task's group actor ({@link GroupRun}), whose children are one slot actor per sample.
+ * dispatched task's group actor ({@link GroupRun}), which leases one slot actor per sample from the
+ * runner's pool of slot actors ({@link Slot}).
  * Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
- * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} stops one (its slots are
+ * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} ends one (its slots are
  * aborted); {@link GetInfo} reports capacity and load. During a weight update the weight version
  * sends {@link PrepareWeightUpdate} (the node's engine closes its gate: no new segment is sent)
  * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
@@ -44,8 +45,9 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
  * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
- * <p>When the runner stops (its node shuts down), its group actors stop with it: their slots are
- * interrupted and their caches released; the coordinator re-dispatches their tasks elsewhere.
+ * <p>When the runner stops (its node shuts down), its group and slot actors stop with it: the slots
+ * interrupt their episodes and the groups release their caches; the coordinator re-dispatches their
+ * tasks elsewhere.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
@@ -94,8 +96,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
     public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
-    /** The group {@code name} ended with {@code finished} (one per group, from its actor). */
-    record Ended(String name, Collector.GroupFinished finished) implements Command, NodeLocal {}
+    /**
+     * The group {@code name} ended with {@code finished} (one per group, from its actor); the actor
+     * is idle again and may own another group when {@code reusable}.
+     */
+    record Ended(String name, Collector.GroupFinished finished, boolean reusable) implements Command, NodeLocal {}
 
     /** The coordinator is done with these tasks: drop their outcomes. */
     public record Forget(List<Long> taskIds) implements Command, CborSerializable {
@@ -142,13 +147,21 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final java.util.concurrent.atomic.LongAdder started;
 
     /**
-     * What the runner holds, kept across its restarts: its groups in flight (their actors are not
-     * stopped by a restart), the outbox, where outcomes go, and the weight update it is paused for.
+     * What the runner holds, kept across its restarts: its groups in flight and its slot actors
+     * (neither is stopped by a restart), the outbox, where outcomes go, and the weight update it is
+     * paused for.
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
         final java.util.Set<String> cancelled = new java.util.HashSet<>();
         final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        /** The node's slot actors (children of the runner, kept across its restarts). */
+        final Slot.Pool slots = new Slot.Pool();
+        /** The node's idle group actors (children of the runner), the last to go idle first. */
+        final java.util.ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new java.util.ArrayDeque<>();
+
+        int groupActors;
+
         ActorRef<Collector.Command> collector;
         long pausedFor = -1;
     }
@@ -253,8 +266,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         }
     }
 
-    /** A group in flight: its task and its actor. */
-    private record Running(RunGroup task, ActorRef<GroupRun.Command> group) {}
+    /** A group in flight: its task, its actor and its run. */
+    private record Running(RunGroup task, ActorRef<GroupRun.Command> group, GroupRun.Run run) {}
 
     @Override
     public Receive<Command> createReceive() {
@@ -309,16 +322,23 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                             svc.engine().version());
             svc.engine().setVersion(run.dispatchVersion());
         }
-        // Supervision of a group: stop. A group holds nothing the node needs after it: stopped by
-        // a failure, it reports itself failed (GroupRun's PostStop) and its task ends once.
-        Behavior<GroupRun.Command> behavior = Behaviors.supervise(faults.around(
-                        "group", GroupRun.create(name, run, svc, getContext().getSelf())))
-                .onFailure(SupervisorStrategy.stop());
-        // A group of the same name may still be stopping (it ended, its slots are being stopped).
-        ActorRef<GroupRun.Command> group = getContext().getChild(name).isPresent()
-                ? getContext().spawnAnonymous(behavior)
-                : getContext().spawn(behavior, name);
-        groups.put(name, new Running(run, group));
+        ActorRef<GroupRun.Command> group = kept.idleGroups.pollFirst();
+        if (group == null) {
+            // Supervision of a group actor: stop. It holds nothing the node needs after its group:
+            // stopped by a failure, it reports its group failed (GroupRun's PostStop), so the task
+            // ends once, and it is not reused.
+            group = getContext()
+                    .spawn(
+                            Behaviors.supervise(faults.around(
+                                            "group",
+                                            GroupRun.create(svc, getContext().getSelf())))
+                                    .onFailure(SupervisorStrategy.stop()),
+                            "group-" + kept.groupActors++);
+        }
+        GroupRun.Run g = GroupRun.prepare(name, run, svc, group, kept.slots, getContext());
+        group.tell(new GroupRun.Start(g));
+        g.startEpisodes();
+        groups.put(name, new Running(run, group, g));
         started.increment();
         return this;
     }
@@ -328,8 +348,12 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      * it, and delivered to the collector.
      */
     private Behavior<Command> onEnded(Ended e) {
-        if (groups.remove(e.name()) == null) {
+        Running ended = groups.remove(e.name());
+        if (ended == null) {
             return this;
+        }
+        if (e.reusable()) {
+            kept.idleGroups.addFirst(ended.group());
         }
         Collector.GroupFinished g = e.finished();
         if (!cancelled.remove(e.name())) {
@@ -371,7 +395,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (group != null) {
             // Its outcome (this rejection, or one already on its way) is delivered but not kept.
             cancelled.add(name);
-            group.group().tell(new GroupRun.Abandon(cancel.reason(), cancel.detail()));
+            group.group().tell(new GroupRun.Abandon(group.run(), cancel.reason(), cancel.detail()));
         }
         return this;
     }

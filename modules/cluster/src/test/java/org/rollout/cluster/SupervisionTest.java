@@ -72,7 +72,7 @@ class SupervisionTest {
 
     @Test
     void aGroupWhoseActorThrowsIsRejectedAsFailedOnceAndTheRunGoesOn() throws Exception {
-        ThrowOnce fault = new ThrowOnce("group", GroupRun.SlotReturned.class, 10);
+        ThrowOnce fault = new ThrowOnce("group", GroupRun.Concluded.class, 10);
         TestRollout t = new TestRollout();
         try (LocalRollout rollout = LocalRollout.start(t.spec(), t.pekko, fault)) {
             deliverBatches(rollout, t, 6, fault);
