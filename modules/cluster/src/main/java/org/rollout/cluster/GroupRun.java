@@ -259,21 +259,50 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
 
         /**
          * The group ends (on its actor): later results are dropped, the timer is cancelled, every
-         * slot whose episode still runs is told to cancel it, and the group cache is released.
+         * slot whose episode still runs is told to cancel it ({@link Slot.Cancel}), and the group
+         * cache is released.
          */
         private void close() {
+            close(true);
+        }
+
+        private void close(boolean viaSlots) {
             ended = true;
             if (timeout != null) {
                 timeout.cancel();
             }
             for (Episode e : episodes) {
-                if (e.running()) {
+                if (viaSlots && e.running()) {
                     e.slot().tell(new Slot.Cancel(e));
+                } else if (!viaSlots) {
+                    e.interrupt();
                 }
             }
             for (Exception e : groupCache.release()) {
                 log.warn("task {}: {}", task.taskId(), e.getMessage());
             }
+        }
+
+        /**
+         * The group's actor stopped before the group ended (its runner stopped, or the actor threw):
+         * closes the group, interrupting its running episodes itself (a slot's mailbox may be gone
+         * with a stopping runner), and returns its outcome, {@code failed}. Built without the engine
+         * (what threw may be the engine): the dispatch version stands in for the completion version
+         * of a group that completed nothing.
+         */
+        Collector.GroupFinished stopped() {
+            close(false);
+            log.debug("task {}: group stopped before reporting", task.taskId());
+            return new Collector.GroupFinished(
+                    task.taskId(),
+                    task.attempt(),
+                    task.isEval(),
+                    task.dispatchVersion(),
+                    task.dispatchVersion(),
+                    new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
+                    Map.of(),
+                    workflowStats.totals(),
+                    0);
         }
 
         /** How many slots' episodes are still running. */
@@ -474,30 +503,14 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
      * Stopped while owning a group: the runner stopped (node shutdown: the group ends without an
      * outcome, the coordinator re-dispatches its task; the slot actors stop too and interrupt their
      * episodes), or this actor threw (supervision: stop) and the group is reported {@code failed};
-     * a runner that is stopping drops the report. Either way this actor is not reused.
+     * a runner that is stopping drops the report. Either way this actor is not reused. (An actor
+     * that stops while idle owns nothing; its runner watches it and stops handing it groups.)
      */
     private Behavior<Command> onPostStop() {
         Run run = current;
         if (run != null) {
             current = null;
-            run.close();
-            log.debug("task {}: group stopped before reporting", run.task.taskId());
-            GroupRunner.RunGroup task = run.task;
-            // Built without the engine (what threw may be the engine): the dispatch version stands
-            // in for the completion version of a group that completed nothing.
-            runner.tell(new GroupRunner.Ended(
-                    run.name,
-                    new Collector.GroupFinished(
-                            task.taskId(),
-                            task.attempt(),
-                            task.isEval(),
-                            task.dispatchVersion(),
-                            task.dispatchVersion(),
-                            new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
-                            Map.of(),
-                            run.workflowStats.totals(),
-                            0),
-                    false));
+            runner.tell(new GroupRunner.Ended(run.name, run.stopped(), false));
         }
         return this;
     }

@@ -20,9 +20,10 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 
 /**
- * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and spawns each
- * dispatched task's group actor ({@link GroupRun}), which leases one slot actor per sample from the
- * runner's pool of slot actors ({@link Slot}).
+ * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and hands each
+ * dispatched task to a group actor ({@link GroupRun}) from its pool of idle group actors, with one
+ * slot actor per sample leased from its pool of slot actors ({@link Slot}); both kinds are its
+ * children, spawned when their pool is empty and reused from then on.
  * Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
@@ -130,6 +131,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private record NewVersion(int version) implements Command, NodeLocal {}
 
+    /** The group actor {@code group} stopped (watched once, when it was spawned). */
+    private record GroupActorStopped(ActorRef<GroupRun.Command> group) implements Command, NodeLocal {}
+
     private record PauseExpired(long updateId) implements Command, NodeLocal {}
 
     private final NodeServices svc;
@@ -147,9 +151,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final java.util.concurrent.atomic.LongAdder started;
 
     /**
-     * What the runner holds, kept across its restarts: its groups in flight and its slot actors
-     * (neither is stopped by a restart), the outbox, where outcomes go, and the weight update it is
-     * paused for.
+     * What the runner holds, kept across its restarts: its groups in flight and its pools of group
+     * and slot actors (none is stopped by a restart), the outbox, where outcomes go, and the weight
+     * update it is paused for.
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
@@ -287,7 +291,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(Ended.class, this::onEnded)
+                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
+                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
@@ -334,6 +339,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                                             GroupRun.create(svc, getContext().getSelf())))
                                     .onFailure(SupervisorStrategy.stop()),
                             "group-" + kept.groupActors++);
+            // One watch per group actor's life, not per group: a group actor that stops while idle
+            // (it throws on a late report) must not be handed groups, and one that stops owning a
+            // group it was handed but had not yet heard of must not lose it.
+            getContext().watchWith(group, new GroupActorStopped(group));
         }
         GroupRun.Run g = GroupRun.prepare(name, run, svc, group, kept.slots, getContext());
         group.tell(new GroupRun.Start(g));
@@ -344,23 +353,41 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     /**
-     * A group ended with {@code e.finished()}: kept in the outbox unless the coordinator cancelled
-     * it, and delivered to the collector.
+     * The group {@code name} ended with {@code g}: kept in the outbox unless the coordinator
+     * cancelled it, and delivered to the collector; its actor owns the next group handed out when
+     * {@code reusable}.
      */
-    private Behavior<Command> onEnded(Ended e) {
-        Running ended = groups.remove(e.name());
+    private Behavior<Command> ended(String name, Collector.GroupFinished g, boolean reusable) {
+        Running ended = groups.remove(name);
         if (ended == null) {
             return this;
         }
-        if (e.reusable()) {
+        if (reusable) {
             kept.idleGroups.addFirst(ended.group());
         }
-        Collector.GroupFinished g = e.finished();
-        if (!cancelled.remove(e.name())) {
+        if (!cancelled.remove(name)) {
             outbox.put(g.taskId(), g);
         }
         if (kept.collector != null) {
             Collector.deliver(kept.collector, g, payloads);
+        }
+        return this;
+    }
+
+    /**
+     * A group actor stopped: it is not handed groups any more, and a group it owned that did not
+     * report (it had not yet taken it when it stopped) ends as {@code failed} here.
+     */
+    private Behavior<Command> onGroupActorStopped(GroupActorStopped s) {
+        kept.idleGroups.remove(s.group());
+        List<Running> orphans = new java.util.ArrayList<>();
+        for (Running r : groups.values()) {
+            if (r.group().equals(s.group())) {
+                orphans.add(r);
+            }
+        }
+        for (Running r : orphans) {
+            ended(r.run().name, r.run().stopped(), false);
         }
         return this;
     }

@@ -14,9 +14,10 @@ import org.rollout.api.EpisodeResult;
 
 /**
  * A slot actor: the owner of one sample's episode thread at a time. Slot actors are children of
- * their node's {@link GroupRunner} and pooled there ({@link Pool}): a group leases G idle slots when
- * it starts, each lease runs one episode on a virtual thread of its own, and the slot returns itself
- * to the pool as soon as that episode has returned (or thrown), before its group has heard of it.
+ * their node's {@link GroupRunner} and pooled there ({@link Pool}): the runner leases G idle slots
+ * for each group it starts, each lease runs one episode on a virtual thread of its own, and the slot
+ * returns itself to the pool as soon as that episode has returned (or thrown), before its group
+ * has heard of it.
  * A slot actor is spawned once, when the pool has no idle slot, and lives as long as its runner.
  *
  * <p>Cancelling a slot is a message, {@link Cancel}, carrying the lease it is about: the slot
@@ -97,16 +98,6 @@ final class Slot extends ExtensibleBehavior<Slot.Command> {
             c = new Cell(this);
             c.ref = runner.spawn(new Slot(c), "slot-" + spawned++);
             return c;
-        }
-
-        /** How many slot actors this pool spawned. */
-        int size() {
-            return spawned;
-        }
-
-        /** How many are idle now. */
-        int idle() {
-            return idle.size();
         }
     }
 
