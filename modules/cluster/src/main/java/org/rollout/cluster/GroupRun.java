@@ -84,7 +84,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Cost per group: G slot leases (a queue poll and offer each), G virtual threads and three
  * messages (Start, Concluded, Ended) besides the timer; no actor is spawned or stopped, and nothing
- * per slot is piped, watched or sent through an executor (benchmarks/RESULTS.md, section 1b).
+ * per slot is piped, watched or sent through an executor. Group and slot actors run on their
+ * runner's dispatcher ({@link GroupRunner#DISPATCHER}, one thread), so Start and Ended are queue
+ * operations on a thread that is running anyway (benchmarks/RESULTS.md, section 1b).
  */
 final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
@@ -260,7 +262,7 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         /**
          * The group ends (on its actor): later results are dropped, the timer is cancelled, every
          * slot whose episode still runs is told to cancel it ({@link Slot.Cancel}), and the group
-         * cache is released.
+         * cache is released (on a virtual thread of its own when it holds values).
          */
         private void close() {
             close(true);
@@ -278,6 +280,17 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
                     e.interrupt();
                 }
             }
+            if (groupCache.size() == 0) {
+                releaseCache();
+            } else {
+                // Closing the values is the workflow's code and may block (a sandbox, a
+                // connection): not on the runner's dispatcher thread, which every group of the
+                // node shares.
+                Thread.ofVirtual().name("release-" + task.taskId()).start(this::releaseCache);
+            }
+        }
+
+        private void releaseCache() {
             for (Exception e : groupCache.release()) {
                 log.warn("task {}: {}", task.taskId(), e.getMessage());
             }

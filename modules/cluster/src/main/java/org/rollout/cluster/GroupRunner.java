@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -56,6 +57,13 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * have left servers paused for good after an update that never finished).
  */
 public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
+
+    /**
+     * The dispatcher to spawn a runner on: one thread for the runner and its group and slot
+     * actors (reference.conf, {@code pekko.actor.rollout-runner-dispatcher}).
+     */
+    public static final DispatcherSelector DISPATCHER =
+            DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
 
     /** Where the coordinator and the weight version find runners. */
     public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
@@ -338,7 +346,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                                             "group",
                                             GroupRun.create(svc, getContext().getSelf())))
                                     .onFailure(SupervisorStrategy.stop()),
-                            "group-" + kept.groupActors++);
+                            "group-" + kept.groupActors++,
+                            DispatcherSelector.sameAsParent());
             // One watch per group actor's life, not per group: a group actor that stops while idle
             // (it throws on a late report) must not be handed groups, and one that stops owning a
             // group it was handed but had not yet heard of must not lose it.

@@ -5,6 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.ExtensibleBehavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Signal;
@@ -96,7 +97,7 @@ final class Slot extends ExtensibleBehavior<Slot.Command> {
                 return c;
             }
             c = new Cell(this);
-            c.ref = runner.spawn(new Slot(c), "slot-" + spawned++);
+            c.ref = runner.spawn(new Slot(c), "slot-" + spawned++, DispatcherSelector.sameAsParent());
             return c;
         }
     }
