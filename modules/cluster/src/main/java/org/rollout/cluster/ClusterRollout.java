@@ -138,7 +138,8 @@ public final class ClusterRollout implements AutoCloseable {
                                 topic,
                                 spec.weightUpdateTimeout(),
                                 groupsStarted),
-                        "runner");
+                        "runner",
+                        GroupRunner.DISPATCHER);
             }
             log.info("node {} started with roles {}", nodeName, roles);
             started.complete(new LocalRollout.Refs(coordinator, collector, weightVersion));

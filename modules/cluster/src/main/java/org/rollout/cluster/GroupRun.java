@@ -2,17 +2,17 @@ package org.rollout.cluster;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.ExtensibleBehavior;
 import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.Signal;
-import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
-import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.GroupCache;
 import org.rollout.api.TensorDict;
@@ -29,261 +29,439 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The actor of one prompt group in flight, a child of its node's {@link GroupRunner}. Its children
- * are one slot actor per sample ({@link Slot}); each slot actor owns the virtual thread that runs
- * its episode and reports the result to the group as a message. When every slot is in, the group
- * merges, filters and dumps on a virtual thread of its own (the merge and the dump may be slow: they
- * never run on a dispatcher thread) and reports the outcome to the runner, which delivers it to the
- * {@link Collector}.
+ * A group actor: the owner of one prompt group in flight at a time, a child of its node's {@link
+ * GroupRunner}, which keeps its idle group actors in a pool and hands each dispatched task to one
+ * of them. A group's slots are slot actors leased from the runner's pool of slot actors ({@link
+ * Slot}), one per sample; each runs its episode on a virtual thread of its own. The slots record
+ * their results in the group's shared state ({@link Run}); the slot whose episode returns last
+ * merges, filters and dumps the group on its own thread (the merge and the dump may be slow: they
+ * never run on a dispatcher thread) and reports the outcome to the group actor in one message,
+ * {@link Concluded}; a slot that throws reports {@link SlotFailed} at once. The group actor reports
+ * the outcome to the runner ({@link GroupRunner.Ended}), which delivers it to the {@link Collector}
+ * and returns the group actor to its pool.
  *
  * <pre>
- *   RunGroup ─► GroupRunner ─spawns─► GroupRun ─spawns G─► slot actor ─owns─► virtual thread: runEpisode
- *                   ▲                   │  ▲                                         │
- *                   │                   │  └──────────── SlotReturned | SlotFailed ──┘
- *                   │                   └─ all in: merge thread (format check → GroupMerger → should_accept → dump) ─► Decided
- *                   └──────── Ended (one per group) ────┘
- *                   │
- *                   ▼
+ *   RunGroup ─► GroupRunner ─ Start ─► group actor (pooled): episode_timeout timer, signals, the one outcome
+ *                 │  ▲                   ▲
+ *                 │  │                   └── Concluded (one per group) | SlotFailed ──┐
+ *                 │  └──── Ended (one per group) ──┘                                  │ the last to return:
+ *                 └─ leases G slot actors (pooled) ─► virtual thread per slot: runEpisode ┘ format check → GroupMerger
+ *                 │                                                                  → should_accept → dump
+ *                 ▼
  *               outbox → Collector (accepted or rejected with a reason)
  * </pre>
  *
- * <p>Signals: the runner tells the group {@link Abandon} (the coordinator cancelled it) and, under
- * {@code staleness_policy = cancel}, {@link VersionChanged}; the group owns its {@code
- * episode_timeout} timer. A group ends exactly once: it reports one {@link GroupRunner.Ended} and
- * stops, which stops its slot actors; a slot actor stopped while its episode runs interrupts its
- * thread, and the engine then aborts the generation on the server.
+ * <p>The runner prepares a group ({@link #prepare}: leases its slots, builds their episodes), tells
+ * the idle group actor {@link Start}, then starts the episodes' threads, so that the episodes do not
+ * wait for the group actor's turn and nothing a slot reports can reach the actor before the run
+ * does. Every message about a group carries its {@link Run}; a group actor ignores one about a run
+ * it no longer owns (a report that comes after the group ended).
  *
- * <p>Failure: when a slot throws, the group fails at once: its siblings are stopped (their
+ * <p>Signals: the runner tells the group {@link Abandon} (the coordinator cancelled it) and, under
+ * {@code staleness_policy = cancel}, {@link VersionChanged}; the group actor owns the run's {@code
+ * episode_timeout} timer. A group ends exactly once: its actor reports one {@link
+ * GroupRunner.Ended}, sends each slot whose episode still runs a {@link Slot.Cancel} (the slot
+ * interrupts the episode's thread, and the engine then aborts the generation on the server), and
+ * goes back to idle.
+ *
+ * <p>Failure: when a slot throws, the group fails at once: its siblings are cancelled (their
  * generations aborted) and it is rejected as {@code failed} (or {@code contract} for a {@link
  * WorkflowContractException}). AReaL lets the siblings run on (§5.2); we do not waste the capacity.
  * A group not finished within {@code episode_timeout} is rejected as {@code timeout} the same way,
  * and under {@code staleness_policy = cancel} a training group whose dispatch version falls more
  * than η behind the current version as {@code stale}. A workflow that ignores interruption keeps its
- * thread until it returns, but its result goes nowhere. The group's own supervision is stop (applied
- * by the runner where it spawns it): a group whose actor throws reports itself {@code failed} as it
- * stops ({@link PostStop}), so its task still ends once and the node carries on.
+ * thread (and its slot) until it returns, but its result goes nowhere. A group actor's supervision
+ * is stop (applied by the runner where it spawns it): one that throws reports its group {@code
+ * failed} as it stops ({@link PostStop}), cancels the group's slots and is not reused, so its task
+ * still ends once and the node carries on.
+ *
+ * <p>Exactly once: a slot's result reaches the group only if its lease was not cancelled first
+ * ({@link Slot.Lease}); results that come after the group ended are dropped, and only the slot that
+ * records the last result concludes (the others see the count not yet at zero, or the group
+ * failed or ended).
  *
  * <p>The group cache shared by the slots is released when the group ends, whatever the outcome, and
- * when the group is stopped without one (its runner stopped: the coordinator re-dispatches the task).
+ * when its actor is stopped without one (the runner stopped: the coordinator re-dispatches the task).
  *
- * <p>Cost: a group is G + 1 actors spawned and stopped and G + 2 messages besides its G + 1 virtual
- * threads; nothing per slot is piped, watched or sent through an executor. Against an engine that
- * answers at once that is what limits the pipeline (spawning and stopping the actors; see
- * benchmarks/RESULTS.md, section 1b); against model servers it does not show.
+ * <p>Cost per group: G slot leases (a queue poll and offer each), G virtual threads and three
+ * messages (Start, Concluded, Ended) besides the timer; no actor is spawned or stopped, and nothing
+ * per slot is piped, watched or sent through an executor. Group and slot actors run on their
+ * runner's dispatcher ({@link GroupRunner#DISPATCHER}, one thread), so Start and Ended are queue
+ * operations on a thread that is running anyway (benchmarks/RESULTS.md, section 1b).
  */
 final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
 
     sealed interface Command {}
 
-    /** Slot {@code slot}'s episode returned {@code result} (null when it returned none); from the slot's thread. */
-    record SlotReturned(int slot, EpisodeResult result) implements Command, NodeLocal {}
+    /** Own {@code run} from now until it ends; from the runner, before the run's episodes start. */
+    record Start(Run run) implements Command, NodeLocal {}
 
-    /** Slot {@code slot}'s episode threw; from the slot's thread. */
-    record SlotFailed(int slot, Throwable error) implements Command, NodeLocal {}
+    /** Slot {@code slot}'s episode threw; from the slot's thread, the first of the group's slots to throw. */
+    record SlotFailed(Run run, int slot, Throwable error) implements Command, NodeLocal {}
 
-    /** The merge thread's outcome (or what it threw: {@code error}). */
-    record Decided(Collector.GroupFinished finished, Throwable error) implements Command, NodeLocal {}
+    /** Every slot returned: the group's outcome (or what concluding it threw: {@code error}); from the last slot's thread. */
+    record Concluded(Run run, Collector.GroupFinished finished, Throwable error) implements Command, NodeLocal {}
 
-    /** End the group now as rejected for {@code reason} (from the runner: the coordinator cancelled it). */
-    record Abandon(RejectReason reason, String detail) implements Command, NodeLocal {}
+    /** End {@code run} now as rejected for {@code reason} (from the runner: the coordinator cancelled it). */
+    record Abandon(Run run, RejectReason reason, String detail) implements Command, NodeLocal {}
 
     /** The weight version moved on (from the runner, under {@code staleness_policy = cancel}). */
     record VersionChanged(int version) implements Command, NodeLocal {}
 
-    private enum EpisodeTimeout implements Command {
-        INSTANCE
-    }
+    /** {@code run}'s episode_timeout expired. */
+    private record EpisodeTimeout(Run run) implements Command, NodeLocal {}
 
-    final GroupRunner.RunGroup task;
-    final String name;
     private final NodeServices svc;
-    private final GroupOptions options;
     private final ActorRef<GroupRunner.Command> runner;
-    private final GroupCache groupCache = GroupCache.create();
-    private final ScalarStats workflowStats = new ScalarStats();
-    private final EpisodeResult[] results;
-    private int remaining;
-    /** Set when the group ended; the slot and merge threads read it to drop what comes too late. */
-    private volatile boolean ended;
+    private final ActorRef<Command> self;
+    /** The group this actor owns now; null while idle. */
+    private Run current;
 
-    /** The behaviour of task {@code task}'s group, reporting to {@code runner} as {@code name}. */
-    static Behavior<Command> create(
-            String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
-        return Behaviors.setup(
-                ctx -> Behaviors.withTimers(timers -> new GroupRun(ctx, timers, name, task, svc, runner)));
+    /** The behaviour of a group actor on a node with {@code svc}, reporting to {@code runner}. */
+    static Behavior<Command> create(NodeServices svc, ActorRef<GroupRunner.Command> runner) {
+        return Behaviors.setup(ctx -> new GroupRun(ctx, svc, runner));
     }
 
-    private GroupRun(
-            ActorContext<Command> ctx,
-            TimerScheduler<Command> timers,
-            String name,
-            GroupRunner.RunGroup task,
-            NodeServices svc,
-            ActorRef<GroupRunner.Command> runner) {
+    private GroupRun(ActorContext<Command> ctx, NodeServices svc, ActorRef<GroupRunner.Command> runner) {
         super(ctx);
-        this.name = name;
-        this.task = task;
         this.svc = svc;
         this.runner = runner;
-        this.options = task.isEval() ? svc.evalGroup() : svc.trainGroup();
-        int g = options.groupSize();
-        this.results = new EpisodeResult[g];
-        this.remaining = g;
-        timers.startSingleTimer(EpisodeTimeout.INSTANCE, svc.episodeTimeout());
-        var workflow = task.isEval() ? svc.evalWorkflow() : svc.trainWorkflow();
-        var engine = svc.engine();
-        var data = task.data();
-        ActorRef<Command> self = ctx.getSelf();
-        for (int slot = 0; slot < g; slot++) {
-            WorkflowContext wctx = WorkflowContext.builder()
-                    .isEval(task.isEval())
-                    .taskId(task.taskId())
-                    .sampleIdx(slot)
-                    .groupSize(g)
-                    .attempt(task.attempt())
-                    .groupCache(groupCache)
-                    .httpClient(svc.httpClient())
-                    .stats(workflowStats)
-                    .build();
-            SlotThread t = new SlotThread(
-                    this, self, slot, () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)));
-            // Anonymous: a slot's name would cost a string and a check per spawn.
-            ctx.spawnAnonymous(Behaviors.<Void>setup(c -> {
-                t.thread.start();
-                return new Slot(t);
-            }));
-        }
+        this.self = ctx.getSelf();
     }
 
     /**
-     * A slot actor: it owns its episode's thread, started when the actor starts; it receives no
-     * message, and when it stops (its group ended) while the episode runs it interrupts the thread.
+     * Task {@code task}'s group, to be owned by the group actor {@code group}: its slots leased from
+     * {@code slots}, its episodes built but not started ({@link Run#startEpisodes}); on the
+     * runner's thread.
      */
-    private static final class Slot extends ExtensibleBehavior<Void> {
-        private final SlotThread thread;
-
-        Slot(SlotThread thread) {
-            this.thread = thread;
-        }
-
-        @Override
-        public Behavior<Void> receive(TypedActorContext<Void> ctx, Void msg) {
-            return this;
-        }
-
-        @Override
-        public Behavior<Void> receiveSignal(TypedActorContext<Void> ctx, Signal signal) {
-            if (signal instanceof PostStop) {
-                thread.stop();
-            }
-            return this;
-        }
+    static Run prepare(
+            String name,
+            GroupRunner.RunGroup task,
+            NodeServices svc,
+            ActorRef<Command> group,
+            Slot.Pool slots,
+            ActorContext<?> runner) {
+        return new Run(name, task, svc, group, slots, runner);
     }
 
-    /** A slot's episode thread; its result goes to the group unless the group has ended. */
-    private static final class SlotThread implements Runnable {
-        final Thread thread;
-        private final GroupRun run;
+    /**
+     * One prompt group: its task, its slots' episodes and what they share. Built on the runner's
+     * thread; then read and written by its group actor and its slots' threads as each field says.
+     */
+    static final class Run {
+        final GroupRunner.RunGroup task;
+        final String name;
+        private final NodeServices svc;
+        private final GroupOptions options;
         private final ActorRef<Command> group;
-        private final int slot;
-        private final java.util.concurrent.Callable<EpisodeResult> episode;
-        private volatile boolean returned;
+        private final GroupCache groupCache = GroupCache.create();
+        private final ScalarStats workflowStats = new ScalarStats();
+        private final Episode[] episodes;
+        /** Written by the slot threads; read by the one that concludes (after the count's decrement). */
+        private final EpisodeResult[] results;
 
-        SlotThread(
-                GroupRun run, ActorRef<Command> group, int slot, java.util.concurrent.Callable<EpisodeResult> episode) {
-            this.run = run;
+        private final AtomicInteger remaining;
+        private final AtomicBoolean failed = new AtomicBoolean();
+        /** The group actor's. */
+        private Cancellable timeout;
+        /** Set when the group ended; the slot threads read it to drop what comes too late. */
+        private volatile boolean ended;
+
+        private Run(
+                String name,
+                GroupRunner.RunGroup task,
+                NodeServices svc,
+                ActorRef<Command> group,
+                Slot.Pool slots,
+                ActorContext<?> runner) {
+            this.name = name;
+            this.task = task;
+            this.svc = svc;
             this.group = group;
-            this.slot = slot;
-            this.episode = episode;
-            this.thread = Thread.ofVirtual()
-                    .name("slot-" + run.task.taskId() + "-" + slot)
-                    .unstarted(this);
+            this.options = task.isEval() ? svc.evalGroup() : svc.trainGroup();
+            int g = options.groupSize();
+            this.results = new EpisodeResult[g];
+            this.remaining = new AtomicInteger(g);
+            this.episodes = new Episode[g];
+            var workflow = task.isEval() ? svc.evalWorkflow() : svc.trainWorkflow();
+            var engine = svc.engine();
+            var data = task.data();
+            for (int slot = 0; slot < g; slot++) {
+                WorkflowContext wctx = WorkflowContext.builder()
+                        .isEval(task.isEval())
+                        .taskId(task.taskId())
+                        .sampleIdx(slot)
+                        .groupSize(g)
+                        .attempt(task.attempt())
+                        .groupCache(groupCache)
+                        .httpClient(svc.httpClient())
+                        .stats(workflowStats)
+                        .build();
+                episodes[slot] = new Episode(
+                        slots.lease(runner),
+                        slot,
+                        () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)));
+            }
         }
 
-        @Override
-        public void run() {
-            Command report;
+        /** Starts the slots' episodes; on the runner's thread, once the group actor was told {@link Start}. */
+        void startEpisodes() {
+            for (Episode e : episodes) {
+                e.start();
+            }
+        }
+
+        /** Slot {@code slot}'s lease in this group: its episode, and what happens on its thread when it ends. */
+        private final class Episode extends Slot.Lease {
+            private final int slot;
+            private final Callable<EpisodeResult> episode;
+
+            Episode(Slot.Cell cell, int slot, Callable<EpisodeResult> episode) {
+                super(cell, "slot-" + task.taskId() + "-" + slot);
+                this.slot = slot;
+                this.episode = episode;
+            }
+
+            @Override
+            EpisodeResult episode() throws Exception {
+                return episode.call();
+            }
+
+            /** On the slot's thread: records the result; the last slot concludes the group. */
+            @Override
+            void returned(EpisodeResult result, Throwable error) {
+                if (error != null) {
+                    if (!ended && failed.compareAndSet(false, true)) {
+                        group.tell(new SlotFailed(Run.this, slot, error));
+                    }
+                    return;
+                }
+                if (ended || failed.get()) {
+                    return;
+                }
+                results[slot] = result == null ? EpisodeResult.rejected(GroupMerger.RETURNED_NONE) : result;
+                if (remaining.decrementAndGet() > 0 || ended) {
+                    return;
+                }
+                // The last slot (the decrement publishes every slot's result to it). Its lease is
+                // returned, so nothing interrupts it now; an interrupt seen here came from the
+                // workflow itself: cleared, so that the dump's I/O is not cut short.
+                Thread.interrupted();
+                Command concluded;
+                try {
+                    concluded = new Concluded(Run.this, decide(List.of(results)), null);
+                } catch (Throwable t) {
+                    concluded = new Concluded(Run.this, null, t);
+                }
+                if (!ended) {
+                    group.tell(concluded);
+                }
+            }
+        }
+
+        /**
+         * The group ends (on its actor): later results are dropped, the timer is cancelled, every
+         * slot whose episode still runs is told to cancel it ({@link Slot.Cancel}), and the group
+         * cache is released (on a virtual thread of its own when it holds values).
+         */
+        private void close() {
+            close(true);
+        }
+
+        private void close(boolean viaSlots) {
+            ended = true;
+            if (timeout != null) {
+                timeout.cancel();
+            }
+            for (Episode e : episodes) {
+                if (viaSlots && e.running()) {
+                    e.slot().tell(new Slot.Cancel(e));
+                } else if (!viaSlots) {
+                    e.interrupt();
+                }
+            }
+            if (groupCache.size() == 0) {
+                releaseCache();
+            } else {
+                // Closing the values is the workflow's code and may block (a sandbox, a
+                // connection): not on the runner's dispatcher thread, which every group of the
+                // node shares.
+                Thread.ofVirtual().name("release-" + task.taskId()).start(this::releaseCache);
+            }
+        }
+
+        private void releaseCache() {
+            for (Exception e : groupCache.release()) {
+                log.warn("task {}: {}", task.taskId(), e.getMessage());
+            }
+        }
+
+        /**
+         * The group's actor stopped before the group ended (its runner stopped, or the actor threw):
+         * closes the group, interrupting its running episodes itself (a slot's mailbox may be gone
+         * with a stopping runner), and returns its outcome, {@code failed}. Built without the engine
+         * (what threw may be the engine): the dispatch version stands in for the completion version
+         * of a group that completed nothing.
+         */
+        Collector.GroupFinished stopped() {
+            close(false);
+            log.debug("task {}: group stopped before reporting", task.taskId());
+            return new Collector.GroupFinished(
+                    task.taskId(),
+                    task.attempt(),
+                    task.isEval(),
+                    task.dispatchVersion(),
+                    task.dispatchVersion(),
+                    new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
+                    Map.of(),
+                    workflowStats.totals(),
+                    0);
+        }
+
+        /** How many slots' episodes are still running. */
+        private int running() {
+            int n = 0;
+            for (Episode e : episodes) {
+                n += e.running() ? 1 : 0;
+            }
+            return n;
+        }
+
+        /** Tokens generated by the slots that returned. */
+        private long returnedTokens() {
+            long tokens = 0;
+            for (EpisodeResult r : results) {
+                tokens += Trajectories.generatedTokens(r);
+            }
+            return tokens;
+        }
+
+        /** On the last slot's thread: format check, merge, should_accept, dump. */
+        private Collector.GroupFinished decide(List<EpisodeResult> slotResults) {
+            long tokens = slotResults.stream()
+                    .mapToLong(Trajectories::generatedTokens)
+                    .sum();
             try {
-                report = new SlotReturned(slot, episode.call());
-            } catch (Throwable t) {
-                report = new SlotFailed(slot, t);
-            }
-            returned = true;
-            if (!run.ended) {
-                group.tell(report);
+                if (svc.formatChecker() != null) {
+                    for (int slot = 0; slot < slotResults.size(); slot++) {
+                        for (String warning : svc.formatChecker().check(task.taskId(), slot, slotResults.get(slot))) {
+                            log.warn("trajectory format: {}", warning);
+                        }
+                    }
+                }
+                GroupOutcome outcome = GroupMerger.merge(task.taskId(), slotResults, options);
+                Map<String, Double> metrics = outcome.metrics().asMap();
+                if (outcome instanceof GroupOutcome.Dropped dropped) {
+                    return finished(
+                            new Collector.Rejected(RejectReason.RETURNED_NONE, dropped.reason()), metrics, tokens);
+                }
+                GroupOutcome.Merged merged = (GroupOutcome.Merged) outcome;
+                TensorDict rows = merged.rows();
+                Collector.Outcome decision = accept(rows, merged);
+                dump(rows);
+                return finished(decision, metrics, tokens);
+            } catch (WorkflowContractException e) {
+                log.error("task {}: workflow contract broken: {}", task.taskId(), e.getMessage());
+                return finished(new Collector.Rejected(RejectReason.CONTRACT, e.getMessage()), Map.of(), tokens);
             }
         }
 
-        /** The slot actor stopped: an episode still running is interrupted (its generation aborted). */
-        void stop() {
-            if (!returned) {
-                thread.interrupt();
+        private Collector.Outcome accept(TensorDict rows, GroupOutcome.Merged merged) {
+            if (!task.isEval()) {
+                try {
+                    if (!svc.accept().accept(rows)) {
+                        return new Collector.Rejected(RejectReason.REJECTED, "should_accept returned false");
+                    }
+                } catch (Exception e) {
+                    return new Collector.Rejected(RejectReason.ACCEPT_ERROR, "should_accept threw " + describe(e));
+                }
             }
+            int[] range = Trajectories.generatedVersionRange(rows, task.dispatchVersion());
+            // A server may report a newer version than this node's engine has heard of yet (the
+            // broadcast is on its way): the group completed no earlier than its newest token.
+            int completion = Math.max(svc.engine().version(), range[1]);
+            return new Collector.Accepted(new TrainingGroup(
+                    task.taskId(),
+                    task.attempt(),
+                    rows,
+                    merged.slotIndices(),
+                    merged.slotRowCounts(),
+                    task.dispatchVersion(),
+                    range[0],
+                    range[1],
+                    completion));
+        }
+
+        private void dump(TensorDict rows) {
+            TrajectoryDumper dumper = svc.dumper();
+            if (dumper == null) {
+                return;
+            }
+            if (dumper.dump(task.taskId(), task.isEval(), rows, svc.engine().version())
+                    instanceof DumpResult.Skipped skipped) {
+                log.warn("task {}: trajectory not dumped: {}", task.taskId(), skipped.reason());
+            }
+        }
+
+        private Collector.GroupFinished finished(Collector.Outcome outcome, Map<String, Double> metrics, long tokens) {
+            return new Collector.GroupFinished(
+                    task.taskId(),
+                    task.attempt(),
+                    task.isEval(),
+                    task.dispatchVersion(),
+                    svc.engine().version(),
+                    outcome,
+                    metrics,
+                    workflowStats.totals(),
+                    tokens);
         }
     }
 
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(SlotReturned.class, this::onSlotReturned)
+                .onMessage(Start.class, this::onStart)
+                .onMessage(Concluded.class, this::onConcluded)
                 .onMessage(SlotFailed.class, this::onSlotFailed)
-                .onMessage(Decided.class, this::onDecided)
-                .onMessage(Abandon.class, a -> abandon(a.reason(), a.detail()))
+                .onMessage(Abandon.class, a -> a.run() == current ? abandon(a.reason(), a.detail()) : this)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
-                .onMessageEquals(
-                        EpisodeTimeout.INSTANCE,
-                        () -> abandon(
-                                RejectReason.TIMEOUT, "not finished within episode_timeout=" + svc.episodeTimeout()))
+                .onMessage(
+                        EpisodeTimeout.class,
+                        t -> t.run() == current
+                                ? abandon(
+                                        RejectReason.TIMEOUT,
+                                        "not finished within episode_timeout=" + svc.episodeTimeout())
+                                : this)
                 .onSignal(PostStop.class, s -> onPostStop())
                 .build();
     }
 
-    private Behavior<Command> onSlotReturned(SlotReturned r) {
-        if (ended) {
+    private Behavior<Command> onStart(Start s) {
+        if (current != null) {
+            // The runner hands a group only to an idle actor: this is a bug, and the run is lost
+            // unless it is ended here.
+            log.error("task {}: group actor busy with task {}", s.run().task.taskId(), current.task.taskId());
+            Run run = s.run();
+            run.close();
+            runner.tell(new GroupRunner.Ended(
+                    run.name,
+                    run.finished(new Collector.Rejected(RejectReason.FAILED, "group actor busy"), Map.of(), 0),
+                    false));
             return this;
         }
-        results[r.slot()] = r.result() == null ? EpisodeResult.rejected(GroupMerger.RETURNED_NONE) : r.result();
-        if (--remaining > 0) {
-            return this;
-        }
-        List<EpisodeResult> all = List.of(results);
-        ActorRef<Command> self = getContext().getSelf();
-        Thread.ofVirtual().name("merge-" + task.taskId()).start(() -> {
-            Command decided;
-            try {
-                decided = new Decided(decide(all), null);
-            } catch (Throwable t) {
-                decided = new Decided(null, t);
-            }
-            if (!ended) {
-                self.tell(decided);
-            }
-        });
+        current = s.run();
+        current.timeout = getContext().scheduleOnce(svc.episodeTimeout(), self, new EpisodeTimeout(current));
         return this;
     }
 
-    /** A slot threw: the group is rejected and its siblings stopped. */
-    private Behavior<Command> onSlotFailed(SlotFailed f) {
-        if (ended) {
-            return this;
-        }
-        Throwable e = f.error();
-        RejectReason reason = e instanceof WorkflowContractException ? RejectReason.CONTRACT : RejectReason.FAILED;
-        String detail = "task " + task.taskId() + " slot " + f.slot() + " threw " + describe(e);
-        if (!(e instanceof InterruptedException)) {
-            log.warn("{}; cancelling its {} sibling slot(s)", detail, running(), e);
-        }
-        return abandon(reason, detail);
-    }
-
-    private Behavior<Command> onDecided(Decided d) {
-        if (ended) {
+    private Behavior<Command> onConcluded(Concluded d) {
+        if (d.run() != current) {
             return this;
         }
         if (d.error() != null) {
-            log.error("task {}: concluding the group failed", task.taskId(), d.error());
-            return end(finished(
+            log.error("task {}: concluding the group failed", current.task.taskId(), d.error());
+            return end(current.finished(
                     new Collector.Rejected(RejectReason.FAILED, "concluding the group failed: " + describe(d.error())),
                     Map.of(),
                     0));
@@ -291,8 +469,26 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         return end(d.finished());
     }
 
+    /** A slot threw: the group is rejected and its siblings cancelled. */
+    private Behavior<Command> onSlotFailed(SlotFailed f) {
+        if (f.run() != current) {
+            return this;
+        }
+        Throwable e = f.error();
+        RejectReason reason = e instanceof WorkflowContractException ? RejectReason.CONTRACT : RejectReason.FAILED;
+        String detail = "task " + current.task.taskId() + " slot " + f.slot() + " threw " + describe(e);
+        if (!(e instanceof InterruptedException)) {
+            log.warn("{}; cancelling its {} sibling slot(s)", detail, current.running(), e);
+        }
+        return abandon(reason, detail);
+    }
+
     /** The weight version moved on: under the cancel policy a group left too far behind is rejected as stale. */
     private Behavior<Command> onVersionChanged(VersionChanged v) {
+        if (current == null) {
+            return this;
+        }
+        GroupRunner.RunGroup task = current.task;
         long behind = (long) v.version() - task.dispatchVersion();
         if (svc.stalenessPolicy() == StalenessPolicy.CANCEL && !task.isEval() && behind > svc.maxHeadOffpolicyness()) {
             return abandon(
@@ -303,145 +499,34 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         return this;
     }
 
-    /** Ends the group as rejected; stopping it stops the slots still running (their generations aborted). */
+    /** Ends the group as rejected; its slots still running are cancelled (their generations aborted). */
     private Behavior<Command> abandon(RejectReason reason, String detail) {
-        if (ended) {
-            return this;
-        }
-        long tokens = 0;
-        for (EpisodeResult r : results) {
-            tokens += Trajectories.generatedTokens(r);
-        }
-        return end(finished(new Collector.Rejected(reason, detail), Map.of(), tokens));
+        return end(current.finished(new Collector.Rejected(reason, detail), Map.of(), current.returnedTokens()));
     }
 
-    /** Reports the group's one outcome to the runner and stops (which stops the slot actors). */
+    /** Reports the group's one outcome to the runner, cancels the slots still running, and goes idle. */
     private Behavior<Command> end(Collector.GroupFinished outcome) {
-        ended = true;
-        release();
-        runner.tell(new GroupRunner.Ended(name, outcome));
-        return Behaviors.stopped();
-    }
-
-    /**
-     * Stopped without having ended: the runner stopped (node shutdown: the group ends without an
-     * outcome, the coordinator re-dispatches its task), or this actor threw (supervision: stop) and
-     * the group is reported {@code failed}; a runner that is stopping drops the report.
-     */
-    private Behavior<Command> onPostStop() {
-        if (!ended) {
-            ended = true;
-            release();
-            log.debug("task {}: group stopped before reporting", task.taskId());
-            // Built without the engine (what threw may be the engine): the dispatch version stands
-            // in for the completion version of a group that completed nothing.
-            runner.tell(new GroupRunner.Ended(
-                    name,
-                    new Collector.GroupFinished(
-                            task.taskId(),
-                            task.attempt(),
-                            task.isEval(),
-                            task.dispatchVersion(),
-                            task.dispatchVersion(),
-                            new Collector.Rejected(RejectReason.FAILED, "the group's actor stopped before it ended"),
-                            Map.of(),
-                            workflowStats.totals(),
-                            0)));
-        }
+        Run run = current;
+        current = null;
+        run.close();
+        runner.tell(new GroupRunner.Ended(run.name, outcome, true));
         return this;
     }
 
-    private void release() {
-        for (Exception e : groupCache.release()) {
-            log.warn("task {}: {}", task.taskId(), e.getMessage());
+    /**
+     * Stopped while owning a group: the runner stopped (node shutdown: the group ends without an
+     * outcome, the coordinator re-dispatches its task; the slot actors stop too and interrupt their
+     * episodes), or this actor threw (supervision: stop) and the group is reported {@code failed};
+     * a runner that is stopping drops the report. Either way this actor is not reused. (An actor
+     * that stops while idle owns nothing; its runner watches it and stops handing it groups.)
+     */
+    private Behavior<Command> onPostStop() {
+        Run run = current;
+        if (run != null) {
+            current = null;
+            runner.tell(new GroupRunner.Ended(run.name, run.stopped(), false));
         }
-    }
-
-    /** How many slots have not reported. */
-    private int running() {
-        int n = 0;
-        for (EpisodeResult r : results) {
-            n += r == null ? 1 : 0;
-        }
-        return n - 1;
-    }
-
-    /** On the group's merge thread: format check, merge, should_accept, dump. */
-    private Collector.GroupFinished decide(List<EpisodeResult> slotResults) {
-        long tokens =
-                slotResults.stream().mapToLong(Trajectories::generatedTokens).sum();
-        try {
-            if (svc.formatChecker() != null) {
-                for (int slot = 0; slot < slotResults.size(); slot++) {
-                    for (String warning : svc.formatChecker().check(task.taskId(), slot, slotResults.get(slot))) {
-                        log.warn("trajectory format: {}", warning);
-                    }
-                }
-            }
-            GroupOutcome outcome = GroupMerger.merge(task.taskId(), slotResults, options);
-            Map<String, Double> metrics = outcome.metrics().asMap();
-            if (outcome instanceof GroupOutcome.Dropped dropped) {
-                return finished(new Collector.Rejected(RejectReason.RETURNED_NONE, dropped.reason()), metrics, tokens);
-            }
-            GroupOutcome.Merged merged = (GroupOutcome.Merged) outcome;
-            TensorDict rows = merged.rows();
-            Collector.Outcome decision = accept(rows, merged);
-            dump(rows);
-            return finished(decision, metrics, tokens);
-        } catch (WorkflowContractException e) {
-            log.error("task {}: workflow contract broken: {}", task.taskId(), e.getMessage());
-            return finished(new Collector.Rejected(RejectReason.CONTRACT, e.getMessage()), Map.of(), tokens);
-        }
-    }
-
-    private Collector.Outcome accept(TensorDict rows, GroupOutcome.Merged merged) {
-        if (!task.isEval()) {
-            try {
-                if (!svc.accept().accept(rows)) {
-                    return new Collector.Rejected(RejectReason.REJECTED, "should_accept returned false");
-                }
-            } catch (Exception e) {
-                return new Collector.Rejected(RejectReason.ACCEPT_ERROR, "should_accept threw " + describe(e));
-            }
-        }
-        int[] range = Trajectories.generatedVersionRange(rows, task.dispatchVersion());
-        // A server may report a newer version than this node's engine has heard of yet (the
-        // broadcast is on its way): the group completed no earlier than its newest token.
-        int completion = Math.max(svc.engine().version(), range[1]);
-        return new Collector.Accepted(new TrainingGroup(
-                task.taskId(),
-                task.attempt(),
-                rows,
-                merged.slotIndices(),
-                merged.slotRowCounts(),
-                task.dispatchVersion(),
-                range[0],
-                range[1],
-                completion));
-    }
-
-    private void dump(TensorDict rows) {
-        TrajectoryDumper dumper = svc.dumper();
-        if (dumper == null) {
-            return;
-        }
-        if (dumper.dump(task.taskId(), task.isEval(), rows, svc.engine().version())
-                instanceof DumpResult.Skipped skipped) {
-            log.warn("task {}: trajectory not dumped: {}", task.taskId(), skipped.reason());
-        }
-    }
-
-    private Collector.GroupFinished finished(Collector.Outcome outcome, Map<String, Double> metrics, long tokens) {
-        return new Collector.GroupFinished(
-                task.taskId(),
-                task.attempt(),
-                task.isEval(),
-                task.dispatchVersion(),
-                svc.engine().version(),
-                outcome,
-                metrics,
-                workflowStats.totals(),
-                tokens);
+        return this;
     }
 
     /** The exception's class and message, the message cut at 500 characters (a log line, a rejection detail). */

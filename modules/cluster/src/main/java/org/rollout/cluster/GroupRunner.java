@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -21,12 +22,14 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.rollout.config.StalenessPolicy;
 
 /**
- * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and spawns each
- * dispatched task's group actor ({@link GroupRun}), whose children are one slot actor per sample.
+ * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and hands each
+ * dispatched task to a group actor ({@link GroupRun}) from its pool of idle group actors, with one
+ * slot actor per sample leased from its pool of slot actors ({@link Slot}); both kinds are its
+ * children, spawned when their pool is empty and reused from then on.
  * Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
- * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} stops one (its slots are
+ * <p>Protocol: {@link RunGroup} starts a group; {@link CancelGroup} ends one (its slots are
  * aborted); {@link GetInfo} reports capacity and load. During a weight update the weight version
  * sends {@link PrepareWeightUpdate} (the node's engine closes its gate: no new segment is sent)
  * and then either broadcasts the new version — the engine takes it and opens the gate — or sends
@@ -45,8 +48,9 @@ import org.rollout.config.StalenessPolicy;
  * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
  * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
- * <p>When the runner stops (its node shuts down), its group actors stop with it: their slots are
- * interrupted and their caches released; the coordinator re-dispatches their tasks elsewhere.
+ * <p>When the runner stops (its node shuts down), its group and slot actors stop with it: the slots
+ * interrupt their episodes and the groups release their caches; the coordinator re-dispatches their
+ * tasks elsewhere.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
  * the outcome (the weight version's node died mid-update) resumes on its own with its current
@@ -54,6 +58,13 @@ import org.rollout.config.StalenessPolicy;
  * have left servers paused for good after an update that never finished).
  */
 public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
+
+    /**
+     * The dispatcher to spawn a runner on: one thread for the runner and its group and slot
+     * actors (reference.conf, {@code pekko.actor.rollout-runner-dispatcher}).
+     */
+    public static final DispatcherSelector DISPATCHER =
+            DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
 
     /** Where the coordinator and the weight version find runners. */
     public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
@@ -95,8 +106,11 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Weight update {@code updateId} failed everywhere: open the gate with the old version. */
     public record AbandonWeightUpdate(long updateId) implements Command, CborSerializable {}
 
-    /** The group {@code name} ended with {@code finished} (one per group, from its actor). */
-    record Ended(String name, Collector.GroupFinished finished) implements Command, NodeLocal {}
+    /**
+     * The group {@code name} ended with {@code finished} (one per group, from its actor); the actor
+     * is idle again and may own another group when {@code reusable}.
+     */
+    record Ended(String name, Collector.GroupFinished finished, boolean reusable) implements Command, NodeLocal {}
 
     /** The coordinator is done with these tasks: drop their outcomes. */
     public record Forget(List<Long> taskIds) implements Command, CborSerializable {
@@ -126,6 +140,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private record NewVersion(int version) implements Command, NodeLocal {}
 
+    /** The group actor {@code group} stopped (watched once, when it was spawned). */
+    private record GroupActorStopped(ActorRef<GroupRun.Command> group) implements Command, NodeLocal {}
+
     private record PauseExpired(long updateId) implements Command, NodeLocal {}
 
     private final NodeServices svc;
@@ -143,13 +160,21 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final java.util.concurrent.atomic.LongAdder started;
 
     /**
-     * What the runner holds, kept across its restarts: its groups in flight (their actors are not
-     * stopped by a restart), the outbox, where outcomes go, and the weight update it is paused for.
+     * What the runner holds, kept across its restarts: its groups in flight and its pools of group
+     * and slot actors (none is stopped by a restart), the outbox, where outcomes go, and the weight
+     * update it is paused for.
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
         final java.util.Set<String> cancelled = new java.util.HashSet<>();
         final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        /** The node's slot actors (children of the runner, kept across its restarts). */
+        final Slot.Pool slots = new Slot.Pool();
+        /** The node's idle group actors (children of the runner), the last to go idle first. */
+        final java.util.ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new java.util.ArrayDeque<>();
+
+        int groupActors;
+
         ActorRef<Collector.Command> collector;
         long pausedFor = -1;
     }
@@ -254,8 +279,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         }
     }
 
-    /** A group in flight: its task and its actor. */
-    private record Running(RunGroup task, ActorRef<GroupRun.Command> group) {}
+    /** A group in flight: its task, its actor and its run. */
+    private record Running(RunGroup task, ActorRef<GroupRun.Command> group, GroupRun.Run run) {}
 
     @Override
     public Receive<Command> createReceive() {
@@ -275,7 +300,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(Ended.class, this::onEnded)
+                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
+                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
@@ -310,34 +336,68 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                             svc.engine().version());
             svc.engine().setVersion(run.dispatchVersion());
         }
-        // Supervision of a group: stop. A group holds nothing the node needs after it: stopped by
-        // a failure, it reports itself failed (GroupRun's PostStop) and its task ends once.
-        Behavior<GroupRun.Command> behavior = Behaviors.supervise(faults.around(
-                        "group", GroupRun.create(name, run, svc, getContext().getSelf())))
-                .onFailure(SupervisorStrategy.stop());
-        // A group of the same name may still be stopping (it ended, its slots are being stopped).
-        ActorRef<GroupRun.Command> group = getContext().getChild(name).isPresent()
-                ? getContext().spawnAnonymous(behavior)
-                : getContext().spawn(behavior, name);
-        groups.put(name, new Running(run, group));
+        ActorRef<GroupRun.Command> group = kept.idleGroups.pollFirst();
+        if (group == null) {
+            // Supervision of a group actor: stop. It holds nothing the node needs after its group:
+            // stopped by a failure, it reports its group failed (GroupRun's PostStop), so the task
+            // ends once, and it is not reused.
+            group = getContext()
+                    .spawn(
+                            Behaviors.supervise(faults.around(
+                                            "group",
+                                            GroupRun.create(svc, getContext().getSelf())))
+                                    .onFailure(SupervisorStrategy.stop()),
+                            "group-" + kept.groupActors++,
+                            DispatcherSelector.sameAsParent());
+            // One watch per group actor's life, not per group: a group actor that stops while idle
+            // (it throws on a late report) must not be handed groups, and one that stops owning a
+            // group it was handed but had not yet heard of must not lose it.
+            getContext().watchWith(group, new GroupActorStopped(group));
+        }
+        GroupRun.Run g = GroupRun.prepare(name, run, svc, group, kept.slots, getContext());
+        group.tell(new GroupRun.Start(g));
+        g.startEpisodes();
+        groups.put(name, new Running(run, group, g));
         started.increment();
         return this;
     }
 
     /**
-     * A group ended with {@code e.finished()}: kept in the outbox unless the coordinator cancelled
-     * it, and delivered to the collector.
+     * The group {@code name} ended with {@code g}: kept in the outbox unless the coordinator
+     * cancelled it, and delivered to the collector; its actor owns the next group handed out when
+     * {@code reusable}.
      */
-    private Behavior<Command> onEnded(Ended e) {
-        if (groups.remove(e.name()) == null) {
+    private Behavior<Command> ended(String name, Collector.GroupFinished g, boolean reusable) {
+        Running ended = groups.remove(name);
+        if (ended == null) {
             return this;
         }
-        Collector.GroupFinished g = e.finished();
-        if (!cancelled.remove(e.name())) {
+        if (reusable) {
+            kept.idleGroups.addFirst(ended.group());
+        }
+        if (!cancelled.remove(name)) {
             outbox.put(g.taskId(), g);
         }
         if (kept.collector != null) {
             Collector.deliver(kept.collector, g, payloads);
+        }
+        return this;
+    }
+
+    /**
+     * A group actor stopped: it is not handed groups any more, and a group it owned that did not
+     * report (it had not yet taken it when it stopped) ends as {@code failed} here.
+     */
+    private Behavior<Command> onGroupActorStopped(GroupActorStopped s) {
+        kept.idleGroups.remove(s.group());
+        List<Running> orphans = new java.util.ArrayList<>();
+        for (Running r : groups.values()) {
+            if (r.group().equals(s.group())) {
+                orphans.add(r);
+            }
+        }
+        for (Running r : orphans) {
+            ended(r.run().name, r.run().stopped(), false);
         }
         return this;
     }
@@ -372,7 +432,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (group != null) {
             // Its outcome (this rejection, or one already on its way) is delivered but not kept.
             cancelled.add(name);
-            group.group().tell(new GroupRun.Abandon(cancel.reason(), cancel.detail()));
+            group.group().tell(new GroupRun.Abandon(group.run(), cancel.reason(), cancel.detail()));
         }
         return this;
     }

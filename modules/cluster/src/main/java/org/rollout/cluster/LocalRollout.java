@@ -161,7 +161,8 @@ public final class LocalRollout implements AutoCloseable {
                             spec.weightUpdateTimeout(),
                             new java.util.concurrent.atomic.LongAdder(),
                             faults),
-                    "runner");
+                    "runner",
+                    GroupRunner.DISPATCHER);
             started.complete(new Refs(coordinator, collector, weightVersion));
             return Behaviors.empty();
         });

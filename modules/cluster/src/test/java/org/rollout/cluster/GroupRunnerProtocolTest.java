@@ -5,9 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.apache.pekko.actor.ActorIdentity;
+import org.apache.pekko.actor.Identify;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -130,5 +133,53 @@ class GroupRunnerProtocolTest {
         assertThat(((Collector.Rejected) g.outcome()).reason()).isEqualTo(RejectReason.TIMEOUT);
         TestRollout.await("every slot interrupted", WAIT, () -> t.engine.interrupted.get() == 4);
         assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(7, 0, true, false));
+    }
+
+    @Test
+    void groupAndSlotActorsAreReusedAndALateCancelNeverReachesTheNextGroupOnThem() {
+        Node n = node();
+        n.runner().tell(run(n, 8, BLOCKING));
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        n.runner().tell(new GroupRunner.CancelGroup(8, 0, RejectReason.CANCELLED, "another attempt won"));
+        assertThat(n.collector()
+                        .expectMessageClass(Collector.GroupFinished.class, WAIT)
+                        .outcome())
+                .isInstanceOf(Collector.Rejected.class);
+        TestRollout.await(
+                "every slot interrupted", WAIT, () -> n.t().engine.interrupted.get() == 4);
+        // One group at a time: each runs on the same group actor and the same four slot actors as
+        // the cancelled one, and is neither interrupted nor delivered twice.
+        for (long task = 9; task < 29; task++) {
+            n.runner().tell(run(n, task, "p" + task));
+            Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+            assertThat(g.taskId()).isEqualTo(task);
+            assertThat(g.outcome()).isInstanceOf(Collector.Accepted.class);
+        }
+        n.collector().expectNoMessage(Duration.ofMillis(200));
+        assertThat(n.t().engine.interrupted.get()).isEqualTo(4);
+        assertThat(children(n, "group-*")).isEqualTo(1);
+        assertThat(children(n, "slot-*")).isEqualTo(4);
+    }
+
+    /** How many children of {@code n}'s runner match {@code pattern} (an actor selection). */
+    private int children(Node n, String pattern) {
+        TestProbe<Object> probe = kit.createTestProbe();
+        kit.system()
+                .classicSystem()
+                .actorSelection(n.runner().path().child(pattern))
+                .tell(new Identify(pattern), Adapter.toClassic(probe.getRef()));
+        // A selection answers once per match; no reply within a quiet second means all came.
+        int found = 0;
+        while (true) {
+            Object reply;
+            try {
+                reply = probe.receiveMessage(Duration.ofSeconds(1));
+            } catch (AssertionError quiet) {
+                return found;
+            }
+            if (reply instanceof ActorIdentity id && id.getActorRef().isPresent()) {
+                found++;
+            }
+        }
     }
 }

@@ -223,9 +223,10 @@ class MessageSerializationTest {
     void slotOutcomesAreNodeLocal() {
         assertThat(List.of(
                         GroupRunner.Ended.class,
-                        GroupRun.SlotReturned.class,
+                        GroupRun.Start.class,
                         GroupRun.SlotFailed.class,
-                        GroupRun.Decided.class,
+                        GroupRun.Concluded.class,
+                        Slot.Cancel.class,
                         GroupRun.Abandon.class,
                         GroupRun.VersionChanged.class))
                 .allMatch(NodeLocal.class::isAssignableFrom);

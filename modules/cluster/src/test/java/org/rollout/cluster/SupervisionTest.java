@@ -72,7 +72,19 @@ class SupervisionTest {
 
     @Test
     void aGroupWhoseActorThrowsIsRejectedAsFailedOnceAndTheRunGoesOn() throws Exception {
-        ThrowOnce fault = new ThrowOnce("group", GroupRun.SlotReturned.class, 10);
+        ThrowOnce fault = new ThrowOnce("group", GroupRun.Concluded.class, 10);
+        TestRollout t = new TestRollout();
+        try (LocalRollout rollout = LocalRollout.start(t.spec(), t.pekko, fault)) {
+            deliverBatches(rollout, t, 6, fault);
+            await("the failed group counted", DEADLINE, () -> rejected(rollout, "failed") == 1);
+        }
+    }
+
+    @Test
+    void aGroupActorThatThrowsBeforeTakingItsGroupStillEndsItAsFailedOnceAndIsNotReused() throws Exception {
+        // The throw comes as the pooled group actor receives the group (Start): it stops owning
+        // nothing, and its runner, which watches it, ends the group it was handed.
+        ThrowOnce fault = new ThrowOnce("group", GroupRun.Start.class, 10);
         TestRollout t = new TestRollout();
         try (LocalRollout rollout = LocalRollout.start(t.spec(), t.pekko, fault)) {
             deliverBatches(rollout, t, 6, fault);
