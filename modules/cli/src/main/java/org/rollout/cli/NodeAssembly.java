@@ -43,7 +43,8 @@ import org.rollout.inference.RemoteInferenceEngine;
 
 /**
  * What one engine node is made of, from validated settings and its inference engine: the
- * workflows (built-in, class-named, or the demo agent behind the OpenAI-compatible proxy), the
+ * workflows (built-in or class-named; or, behind the node's OpenAI-compatible proxy, the agent of
+ * {@code rollout.agent.command}, online episodes, an AgentWorkflow class, or the demo agent), the
  * node's services, the prompt source and evaluation items. {@code rollout local} and {@code
  * rollout node} both build their engine with it, so a node of a cluster runs exactly what a local
  * run does. What it starts (the agent proxy, the executor) is added to {@code toClose}.

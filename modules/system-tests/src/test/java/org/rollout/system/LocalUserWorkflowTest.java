@@ -123,7 +123,8 @@ class LocalUserWorkflowTest {
                 .contains("Done in")
                 .doesNotContain("letters");
         int rows = 0;
-        for (JsonNode row : dumpRows(onlyRunDir(fileroot.resolve("user-workflow")).resolve("rollout"))) {
+        for (JsonNode row :
+                dumpRows(onlyRunDir(fileroot.resolve("user-workflow")).resolve("rollout"))) {
             Matcher q = QUESTION.matcher(row.get("prompt").asText());
             assertThat(q.find()).as("a template question in " + row).isTrue();
             double reward = row.get("reward").asDouble();
@@ -168,7 +169,9 @@ class LocalUserWorkflowTest {
             assertThat(QUESTION.matcher(row.get("prompt").asText()).find())
                     .as("the agent's question, rendered by the chat template, in " + row)
                     .isTrue();
-            assertThat(row.get("reward").asDouble()).as("the agent's reward in " + row).isIn(0.0, 1.0);
+            assertThat(row.get("reward").asDouble())
+                    .as("the agent's reward in " + row)
+                    .isIn(0.0, 1.0);
             rows++;
         }
         // 2 steps of 8 questions, 4 episodes each, one completion per episode.
