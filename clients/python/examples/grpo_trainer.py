@@ -11,13 +11,15 @@ them as the next version::
 
 ``bin/rollout local --trainer python`` starts the engine and runs this. The token comes from
 ``$ROLLOUT_GATEWAY_TOKEN``. Exit status: 0 after ``--steps`` steps, 2 for bad arguments or an
-engine that does not serve the initial weights' version, 1 when the run failed.
+engine that does not serve the initial weights' version, 1 when the run failed, 130 after Ctrl-C or
+SIGTERM (a weight file being written is removed, never left half-written).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -117,11 +119,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def _stop(signum, frame):
+    # SIGTERM (rollout local stopping its trainer) ends the run like Ctrl-C: unwinding, so a weight
+    # file being written is removed rather than left as a temporary file.
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _stop)
     try:
         sys.exit(main())
     except RolloutError as e:
         print(f"trainer: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
+        print("trainer: stopped", flush=True)
         sys.exit(130)

@@ -177,6 +177,9 @@ final class LocalRun {
             RolloutSettings.Rollout r = settings.rollout();
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats.jsonl"));
             printHeader(runDir, addresses);
+            assembly.onlineProxyUrl()
+                    .ifPresent(url -> out.println("  online sessions: clients claim them with POST " + url
+                            + "/online/claim (Bearer rollout.agent.admin_api_key)"));
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
             GrpoTrainer trainer = new GrpoTrainer(
@@ -194,13 +197,14 @@ final class LocalRun {
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());
                 try {
-                    reports.addAll(PythonTrainerProcess.run(
+                    PythonTrainerProcess.run(
                             gateway.uri(),
                             v0,
                             weightsDir,
                             steps,
                             settings.gconfig().temperature(),
-                            out));
+                            out,
+                            reports);
                 } catch (Exception e) {
                     if (!stopping) {
                         throw e;

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -51,13 +50,23 @@ final class PythonTrainerProcess {
     }
 
     /**
-     * Runs the trainer for {@code steps} steps against {@code gateway} and returns its steps.
+     * Runs the trainer for {@code steps} steps against {@code gateway}, adding each of its steps to
+     * {@code reports} as it is printed. An interrupt (Ctrl-C) stops the trainer: SIGTERM, which it
+     * handles like Ctrl-C, then after {@link #STOP_DEADLINE} a kill; the steps done stay in
+     * {@code reports}.
      *
      * @throws IOException when the script is missing or the trainer exits with a status other than 0
      *     (the message says which)
+     * @throws InterruptedException when interrupted, once the trainer has stopped
      */
-    static List<StepReport> run(
-            URI gateway, Path initialWeights, Path weightsDir, int steps, double temperature, PrintStream out)
+    static void run(
+            URI gateway,
+            Path initialWeights,
+            Path weightsDir,
+            int steps,
+            double temperature,
+            PrintStream out,
+            List<StepReport> reports)
             throws IOException, InterruptedException {
         Path script = script();
         if (!Files.isRegularFile(script)) {
@@ -80,7 +89,23 @@ final class PythonTrainerProcess {
         pb.environment().put("PYTHONPATH", script.getParent().getParent().toString());
         pb.environment().put("PYTHONUNBUFFERED", "1");
         Process p = pb.start();
-        List<StepReport> reports = new ArrayList<>();
+        // The output is read on its own thread: a read does not answer an interrupt, waitFor does.
+        Thread echo = Thread.ofVirtual().name("python-trainer-output").start(() -> echo(p, weightsDir, out, reports));
+        try {
+            int status = p.waitFor();
+            echo.join(STOP_DEADLINE.toMillis());
+            if (status != 0) {
+                throw new IOException("the Python trainer (" + String.join(" ", command) + ") exited with " + status);
+            }
+        } finally {
+            if (p.isAlive()) {
+                stop(p);
+            }
+            echo.join(STOP_DEADLINE.toMillis());
+        }
+    }
+
+    private static void echo(Process p, Path weightsDir, PrintStream out, List<StepReport> reports) {
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
@@ -90,19 +115,20 @@ final class PythonTrainerProcess {
                     reports.add(report);
                 }
             }
-            int status = p.waitFor();
-            if (status != 0) {
-                throw new IOException("the Python trainer (" + String.join(" ", command) + ") exited with " + status);
-            }
-            return reports;
-        } finally {
-            if (p.isAlive()) {
-                p.destroy();
-                if (!p.waitFor(STOP_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
-                    p.destroyForcibly();
-                }
-            }
+        } catch (IOException e) {
+            // The trainer's output closed under it (it was killed): nothing more to echo.
         }
+    }
+
+    /** SIGTERM to the trainer and what it started, then SIGKILL after {@link #STOP_DEADLINE}. */
+    private static void stop(Process p) throws InterruptedException {
+        List<ProcessHandle> children = p.descendants().toList();
+        p.destroy();
+        if (!p.waitFor(STOP_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)) {
+            p.destroyForcibly();
+            p.waitFor(STOP_DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
+        }
+        children.forEach(ProcessHandle::destroyForcibly);
     }
 
     /** A step line of the trainer as a report, or null for any other line. */

@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -34,12 +33,7 @@ class LocalUserWorkflowTest {
     @RegisterExtension
     final SystemTestRun run = new SystemTestRun();
 
-    private final Path repoRoot = Path.of(System.getProperty("rollout.repo.root", "../.."))
-            .toAbsolutePath()
-            .normalize();
-    private final Path cliJar = Path.of(System.getProperty("rollout.cli.jar", "../cli/target/rollout-cli.jar"))
-            .toAbsolutePath()
-            .normalize();
+    private final Path repoRoot = CliProcess.REPO_ROOT;
     private final Path userJar = Path.of(System.getProperty(
                     "rollout.user.workflow.jar", "../../examples/user-workflow/target/user-workflow.jar"))
             .toAbsolutePath()
@@ -73,10 +67,10 @@ class LocalUserWorkflowTest {
                 .doesNotContain("no workflow configured");
 
         // Every dumped reward is the template's: 1 exactly when the completion's last number is the answer.
-        Path runDir = onlyRunDir(fileroot.resolve("user-workflow"));
+        Path runDir = CliProcess.onlyRunDir(fileroot.resolve("user-workflow"));
         int rows = 0;
         int correct = 0;
-        for (JsonNode row : dumpRows(runDir.resolve("rollout"))) {
+        for (JsonNode row : CliProcess.dumpRows(runDir.resolve("rollout"))) {
             Matcher q = QUESTION.matcher(row.get("prompt").asText());
             assertThat(q.find()).as("a template question in " + row).isTrue();
             int a = Integer.parseInt(q.group(1));
@@ -123,8 +117,8 @@ class LocalUserWorkflowTest {
                 .contains("Done in")
                 .doesNotContain("letters");
         int rows = 0;
-        for (JsonNode row :
-                dumpRows(onlyRunDir(fileroot.resolve("user-workflow")).resolve("rollout"))) {
+        for (JsonNode row : CliProcess.dumpRows(
+                CliProcess.onlyRunDir(fileroot.resolve("user-workflow")).resolve("rollout"))) {
             Matcher q = QUESTION.matcher(row.get("prompt").asText());
             assertThat(q.find()).as("a template question in " + row).isTrue();
             double reward = row.get("reward").asDouble();
@@ -165,7 +159,8 @@ class LocalUserWorkflowTest {
                 .doesNotContain("letters")
                 .doesNotContain("rejected {");
         int rows = 0;
-        for (JsonNode row : dumpRows(onlyRunDir(fileroot.resolve("http-agent")).resolve("rollout"))) {
+        for (JsonNode row : CliProcess.dumpRows(
+                CliProcess.onlyRunDir(fileroot.resolve("http-agent")).resolve("rollout"))) {
             assertThat(QUESTION.matcher(row.get("prompt").asText()).find())
                     .as("the agent's question, rendered by the chat template, in " + row)
                     .isTrue();
@@ -257,7 +252,7 @@ class LocalUserWorkflowTest {
                 "--config",
                 conf.toString(),
                 "--port",
-                Integer.toString(freePort()),
+                Integer.toString(CliProcess.freePort()),
                 "--gateway-port",
                 "0",
                 "rollout.servers=127.0.0.1:1",
@@ -277,27 +272,38 @@ class LocalUserWorkflowTest {
         assertThat(out).contains("the node failed").doesNotContain("configuration error");
     }
 
-    private static int freePort() throws IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
-            return s.getLocalPort();
-        }
+    @Test
+    void ctrlCEndsTheRunWithASummaryAndNoTemporaryWeightFile() throws Exception {
+        ctrlC("local-ctrl-c");
     }
 
     @Test
-    void ctrlCEndsTheRunWithASummaryAndNoTemporaryWeightFile() throws Exception {
-        Path fileroot = run.dir().resolve("runs");
+    void ctrlCStopsThePythonTrainerToo() throws Exception {
+        ProcessHandle trainer = ctrlC("local-ctrl-c-python", "--trainer", "python");
+        assertThat(trainer.isAlive())
+                .as("the Python trainer after the run exited")
+                .isFalse();
+    }
+
+    /**
+     * A demo run of 200 steps interrupted after step 3: exit 130, the summary, no temporary weight
+     * file, and statistics that count the dumped groups.
+     *
+     * @return the one process the run had started (the Python trainer), or the run itself
+     */
+    private ProcessHandle ctrlC(String name, String... extra) throws Exception {
+        Path fileroot = run.dir().resolve("runs-" + name);
+        List<String> args = new ArrayList<>(
+                List.of("local", "--demo", "--steps", "200", "--no-status", "rollout.fileroot=" + fileroot));
+        args.addAll(List.of(extra));
         // env resets SIGINT to its default: a JVM started with SIGINT ignored (a background job of a
         // non-interactive shell may run the build) keeps ignoring it, as a shell's child would.
-        ManagedProcess local = start(
-                "local-ctrl-c",
-                List.of("/usr/bin/env", "--default-signal=INT"),
-                "local",
-                "--demo",
-                "--steps",
-                "200",
-                "--no-status",
-                "rollout.fileroot=" + fileroot);
+        ManagedProcess local =
+                start(name, List.of("/usr/bin/env", "--default-signal=INT"), args.toArray(String[]::new));
         local.awaitLine(Pattern.compile("^step +3/200"), RUN_TIMEOUT);
+        ProcessHandle started = ProcessHandle.of(local.pid())
+                .flatMap(h -> h.children().findFirst())
+                .orElseGet(() -> ProcessHandle.of(local.pid()).orElseThrow());
         local.interrupt();
         int status = local.awaitExit(Duration.ofSeconds(60));
         String out = String.join("\n", local.lines());
@@ -305,7 +311,7 @@ class LocalUserWorkflowTest {
         assertThat(out).containsPattern("\nInterrupted after \\d+ of 200 steps: stopping the engine\\.\n");
         assertThat(out).contains("Done in").doesNotContain("the run failed").doesNotContain("Exception");
 
-        Path runDir = onlyRunDir(fileroot.resolve("demo"));
+        Path runDir = CliProcess.onlyRunDir(fileroot.resolve("demo"));
         try (Stream<Path> files = Files.list(runDir.resolve("weights"))) {
             assertThat(files.map(p -> p.getFileName().toString()).filter(n -> !n.matches("v\\d+\\.rlm")))
                     .as("files in weights/ other than v{n}.rlm")
@@ -324,6 +330,7 @@ class LocalUserWorkflowTest {
             dumpFiles = files.filter(p -> p.toString().endsWith(".jsonl")).count();
         }
         assertThat(statsGroups).as("groups in stats.jsonl vs dump files").isEqualTo(dumpFiles);
+        return started;
     }
 
     private void refused(String what, List<String> extra, String... expected) throws Exception {
@@ -344,48 +351,10 @@ class LocalUserWorkflowTest {
     }
 
     private ManagedProcess start(String name, String... args) throws IOException {
-        return start(name, List.of(), args);
+        return CliProcess.start(run, name, args);
     }
 
     private ManagedProcess start(String name, List<String> launcher, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(launcher);
-        cmd.addAll(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-                "--add-opens=java.base/java.nio=ALL-UNNAMED",
-                "--enable-native-access=ALL-UNNAMED"));
-        if (Runtime.version().feature() >= 23) {
-            cmd.add("--sun-misc-unsafe-memory-access=allow");
-        }
-        cmd.addAll(List.of("-jar", cliJar.toString()));
-        cmd.addAll(List.of(args));
-        // From the repository's root, as the template's README runs it: its paths are relative to it.
-        ManagedProcess p =
-                ManagedProcess.start(name, cmd, Map.of(), repoRoot, run.dir().resolve(name + ".log"));
-        run.register(p);
-        return p;
-    }
-
-    private static Path onlyRunDir(Path experiment) throws IOException {
-        try (Stream<Path> dirs = Files.list(experiment)) {
-            List<Path> all = dirs.filter(Files::isDirectory).toList();
-            assertThat(all).as("run directories under " + experiment).hasSize(1);
-            return all.get(0);
-        }
-    }
-
-    private static List<JsonNode> dumpRows(Path dir) throws IOException {
-        List<JsonNode> rows = new ArrayList<>();
-        try (Stream<Path> files = Files.walk(dir)) {
-            for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).toList()) {
-                for (String line : Files.readAllLines(f)) {
-                    rows.add(JSON.readTree(line));
-                }
-            }
-        }
-        return rows;
+        return CliProcess.start(run, name, launcher, args);
     }
 }
