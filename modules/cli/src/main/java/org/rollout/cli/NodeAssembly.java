@@ -71,6 +71,7 @@ final class NodeAssembly {
     private Workflows built;
     private AcceptFilter accept;
     private AgentKind agentKind = AgentKind.NONE;
+    private String onlineProxyUrl;
 
     /**
      * @param demo the letters demo was asked for: its prompts, evaluation items and tokenizer
@@ -246,6 +247,11 @@ final class NodeAssembly {
                 statsFile);
     }
 
+    /** The agent proxy's URL when this node runs online sessions (after {@link #spec}), for the banner. */
+    java.util.Optional<String> onlineProxyUrl() {
+        return java.util.Optional.ofNullable(onlineProxyUrl);
+    }
+
     record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
 
     Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
@@ -266,6 +272,9 @@ final class NodeAssembly {
                 tokenizer,
                 settings.gconfig());
         toClose.add(proxy::close);
+        if (agentKind == AgentKind.ONLINE) {
+            onlineProxyUrl = proxy.baseUrl();
+        }
         log.info(
                 "agent proxy at {} ({} agent)",
                 proxy.baseUrl(),

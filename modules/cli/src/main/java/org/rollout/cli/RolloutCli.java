@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
  * <pre>
  *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
  *   rollout node --roles coordinator,rollout,gateway --seed-nodes 127.0.0.1:25520 --port 25520 [--profile f.conf …] [key=value …]
+ *   rollout proxy --servers 127.0.0.1:30000 [--sessions N] [--episodes M] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
  *   rollout bench orchestration|async|interrupt|weights|scaleout|all [--flag value …]
@@ -27,6 +28,7 @@ import picocli.CommandLine.Command;
         subcommands = {
             LocalCommand.class,
             NodeCommand.class,
+            ProxyCommand.class,
             DemoWeightsCommand.class,
             TrainerDemoCommand.class,
             CommandLine.HelpCommand.class
