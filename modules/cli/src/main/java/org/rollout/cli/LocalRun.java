@@ -231,7 +231,13 @@ final class LocalRun {
                             rollout.stats().history(),
                             runDir,
                             r.dumpToFile(),
-                            workflowName()));
+                            workflowName(),
+                            assembly.dumper()
+                                    .filter(d -> d.writeFailures() > 0)
+                                    .map(d -> d.writeFailures() + " write(s) failed, " + d.filesWritten()
+                                            + " succeeded; the groups were trained on all the same (last: "
+                                            + d.lastWriteFailure().orElse("?") + ")")
+                                    .orElse(null)));
             return !stopping;
         } finally {
             Thread.interrupted();

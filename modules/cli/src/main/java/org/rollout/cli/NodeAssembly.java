@@ -72,6 +72,7 @@ final class NodeAssembly {
     private AcceptFilter accept;
     private AgentKind agentKind = AgentKind.NONE;
     private String onlineProxyUrl;
+    private TrajectoryDumper dumper;
 
     /**
      * @param demo the letters demo was asked for: its prompts, evaluation items and tokenizer
@@ -214,6 +215,9 @@ final class NodeAssembly {
                 .build();
         Workflows wf = built != null ? built : workflows(engine, tokenizer);
         RolloutSettings.Rollout r = settings.rollout();
+        dumper = r.dumpToFile()
+                ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
+                : null;
         NodeServices svc = new NodeServices(
                 RemoteEngines.controllable(engine),
                 wf.train(),
@@ -221,9 +225,7 @@ final class NodeAssembly {
                 GroupOptions.training(settings),
                 GroupOptions.evaluation(settings),
                 accept,
-                r.dumpToFile()
-                        ? new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer)
-                        : null,
+                dumper,
                 r.checkTrajectoryFormat() ? new TrajectoryFormatChecker() : null,
                 settings.stalenessPolicy(),
                 r.maxHeadOffpolicyness(),
@@ -245,6 +247,11 @@ final class NodeAssembly {
                 r.prepareTimeout(),
                 r.weightUpdateTimeout(),
                 statsFile);
+    }
+
+    /** This node's dumper (after {@link #spec}), when dumps are on. */
+    java.util.Optional<TrajectoryDumper> dumper() {
+        return java.util.Optional.ofNullable(dumper);
     }
 
     /** The agent proxy's URL when this node runs online sessions (after {@link #spec}), for the banner. */

@@ -28,7 +28,8 @@ final class Summary {
             List<StatsBook.Line> history,
             Path runDir,
             boolean dumped,
-            String workflow) {}
+            String workflow,
+            String dumpFailures) {}
 
     static void print(PrintStream out, Run run) {
         for (String line : lines(run)) {
@@ -81,6 +82,9 @@ final class Summary {
         if (run.dumped()) {
             lines.add("    rollout/{version}/{task_id}.jsonl   trajectory dumps ("
                     + countJsonl(run.runDir().resolve("rollout")) + " files); eval-rollout/ for evaluation");
+            if (run.dumpFailures() != null) {
+                lines.add("    DUMPS FAILED: " + run.dumpFailures());
+            }
         }
         lines.add("    stats.jsonl                        statistics per version and scope");
         lines.add("    weights/v{n}.rlm                   the trained weights of every version");

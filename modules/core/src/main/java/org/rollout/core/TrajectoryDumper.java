@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rollout.api.DType;
 import org.rollout.api.InvalidConfigException;
@@ -57,8 +58,12 @@ import org.slf4j.LoggerFactory;
  * creates an empty file instead), and {@code "dump failed: ..."} for anything else (tensor shapes,
  * token ids the tokenizer rejects, I/O).
  *
- * <p><b>Threading.</b> Immutable and thread-safe (the tokenizer must be, as {@link Tokenizer}
- * requires). Many groups dump at once and a re-dispatched task may append to a file another
+ * <p><b>A full or failing disk.</b> A write that fails (no space left, an I/O error) is logged as
+ * an error, counted ({@link #writeFailures()}), and cut back to the file's previous length (a
+ * file it had created is removed), so a dump file never ends in a partial line; the group itself is unaffected (semantics §6.4 step 6).
+ *
+ * <p><b>Threading.</b> Thread-safe (the tokenizer must be, as {@link Tokenizer} requires); its
+ * only state is the counts of writes. Many groups dump at once and a re-dispatched task may append to a file another
  * attempt is writing, so all lines of one call are encoded first and written with a single
  * append under a JVM-wide lock for that path (striped, shared by every dumper in the JVM) and a
  * {@link FileChannel#lock() file lock} against other processes; lines of two calls never
@@ -85,6 +90,9 @@ public final class TrajectoryDumper {
     private final String experimentName;
     private final String trialName;
     private final Tokenizer tokenizer;
+    private final AtomicLong filesWritten = new AtomicLong();
+    private final AtomicLong writeFailures = new AtomicLong();
+    private volatile String lastWriteFailure;
 
     /**
      * A dumper writing under {@code fileroot}. Unset (null or blank) values are allowed: every
@@ -174,7 +182,21 @@ public final class TrajectoryDumper {
                 lines.append(r.toJson()).append('\n');
             }
             Path file = dir.get().resolve(Integer.toString(version)).resolve(taskId + ".jsonl");
-            append(file, lines.toString().getBytes(StandardCharsets.UTF_8));
+            try {
+                append(file, lines.toString().getBytes(StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                long failures = writeFailures.incrementAndGet();
+                lastWriteFailure = file + ": " + e;
+                LOG.error(
+                        "task {}: cannot write its dump {} ({}); {} dump write(s) failed so far; the group is"
+                                + " delivered all the same",
+                        taskId,
+                        file,
+                        e.toString(),
+                        failures);
+                return new DumpResult.Skipped("dump failed: " + e);
+            }
+            filesWritten.incrementAndGet();
             return new DumpResult.Written(file, records.size());
         } catch (IllegalArgumentException e) {
             // Our own checks of the data (shapes, ids, lengths) and the tokenizer's: the message says it.
@@ -320,6 +342,25 @@ public final class TrajectoryDumper {
     }
 
     /** One write of {@code bytes} at the end of {@code file}, never interleaved with another. */
+    /** Dump writes that succeeded (one per {@link DumpResult.Written}). */
+    public long filesWritten() {
+        return filesWritten.get();
+    }
+
+    /** Dump writes that failed for I/O (a full disk, an unwritable directory). */
+    public long writeFailures() {
+        return writeFailures.get();
+    }
+
+    /** The file and error of the last failed write, if any. */
+    public Optional<String> lastWriteFailure() {
+        return Optional.ofNullable(lastWriteFailure);
+    }
+
+    /**
+     * Appends {@code bytes}, or on failure cuts the file back to its length before (no partial
+     * line), removing it when it was empty.
+     */
     private static void append(Path file, byte[] bytes) throws IOException {
         Files.createDirectories(file.getParent());
         Path key = file.toAbsolutePath().normalize();
@@ -328,11 +369,23 @@ public final class TrajectoryDumper {
         try (FileChannel channel = FileChannel.open(
                 file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
             FileLock fileLock = channel.lock();
+            long before = channel.size();
             try {
                 ByteBuffer buffer = ByteBuffer.wrap(bytes);
                 while (buffer.hasRemaining()) {
                     channel.write(buffer);
                 }
+            } catch (IOException e) {
+                try {
+                    if (before == 0) {
+                        Files.deleteIfExists(file); // created by this call: leave no empty file
+                    } else {
+                        channel.truncate(before);
+                    }
+                } catch (IOException cut) {
+                    e.addSuppressed(cut);
+                }
+                throw e;
             } finally {
                 fileLock.release();
             }

@@ -66,6 +66,28 @@ class TrajectoryDumperTest {
         return lines.get(0);
     }
 
+    // ---- failing writes ----
+
+    @Test
+    void aWriteThatFailsIsCountedNamedAndLeavesNoFile() throws IOException {
+        TrajectoryDumper d = dumper();
+        assertThat(d.dump(1, false, singleTurn(), 0)).isInstanceOf(DumpResult.Written.class);
+        // The version directory the next write needs is a file: every write under it fails.
+        Files.writeString(root.resolve("exp/trial/rollout/5"), "not a directory");
+        TensorDict laterVersion = singleTurn().toBuilder()
+                .put(TensorDict.VERSIONS, Int32Tensor.matrix(new int[] {-1, -1, 5, 5, 5}))
+                .build();
+        DumpResult failed = d.dump(2, false, laterVersion, 0);
+        assertThat(failed).isInstanceOf(DumpResult.Skipped.class);
+        assertThat(((DumpResult.Skipped) failed).reason()).startsWith("dump failed: java.nio.file.");
+        assertThat(d.filesWritten()).isEqualTo(1);
+        assertThat(d.writeFailures()).isEqualTo(1);
+        assertThat(d.lastWriteFailure()).hasValueSatisfying(v -> assertThat(v).contains("rollout/5/2.jsonl"));
+        // The other version's file is untouched.
+        assertThat(d.dump(3, false, singleTurn(), 0)).isInstanceOf(DumpResult.Written.class);
+        assertThat(d.writeFailures()).isEqualTo(1);
+    }
+
     // ---- format ----
 
     @Test
