@@ -141,7 +141,8 @@ public final class LocalRolloutClient implements RolloutClient {
                 publishTimeout,
                 "publish weights");
         if (!reply.ok()) {
-            throw new WeightPublishException(reply.error());
+            throw new WeightPublishException(
+                    reply.failure() != null ? reply.failure() : WeightPublishException.Kind.UNSPECIFIED, reply.error());
         }
         knownVersion.accumulateAndGet(reply.version(), Math::max);
         return reply.report();

@@ -18,6 +18,7 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.WeightPublishException;
 
 /**
  * The single source of the weight version. A trainer's publish moves it forward through the
@@ -55,8 +56,13 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     public record Publish(int version, String path, ActorRef<PublishReply> replyTo)
             implements Command, CborSerializable {}
 
-    /** The outcome of a publish: {@code error} is null on success. */
-    public record PublishReply(int version, String error, PublishResult report) implements CborSerializable {
+    /**
+     * The outcome of a publish: {@code error} and {@code failure} are null on success; {@code
+     * failure} says whether the version was fenced ({@code REFUSED}), no server loaded the weights
+     * ({@code NOT_LOADED}, version unchanged), or neither is known ({@code UNSPECIFIED}).
+     */
+    public record PublishReply(int version, String error, PublishResult report, WeightPublishException.Kind failure)
+            implements CborSerializable {
         public boolean ok() {
             return error == null;
         }
@@ -181,11 +187,12 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                 r.tell(new GroupRunner.AbandonWeightUpdate(updateId));
             }
             coordinator.tell(new RolloutCoordinator.ResumeAdmission(updateId, version));
-            current.replyTo().tell(new PublishReply(current.version(), error, null));
+            current.replyTo()
+                    .tell(new PublishReply(current.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
             current = null;
         }
         for (Publish p : queue) {
-            p.replyTo().tell(new PublishReply(p.version(), error, null));
+            p.replyTo().tell(new PublishReply(p.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
         }
         queue.clear();
         return this;
@@ -227,7 +234,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             if (p.version() == version && p.path().equals(path) && !path.isEmpty()) {
                 p.replyTo()
                         .tell(new PublishReply(
-                                version, null, new PublishResult(version, Duration.ZERO, 0, java.util.Map.of())));
+                                version, null, new PublishResult(version, Duration.ZERO, 0, java.util.Map.of()), null));
                 continue;
             }
             if (p.version() <= version) {
@@ -236,7 +243,8 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                                 p.version(),
                                 "version " + p.version() + " is not newer than the current version " + version
                                         + "; a publish must increase the version",
-                                null));
+                                null,
+                                WeightPublishException.Kind.REFUSED));
                 continue;
             }
             current = p;
@@ -316,7 +324,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                 r.tell(new GroupRunner.AbandonWeightUpdate(u.updateId()));
             }
             coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
-            p.replyTo().tell(new PublishReply(p.version(), error, u.report()));
+            p.replyTo().tell(new PublishReply(p.version(), error, u.report(), WeightPublishException.Kind.NOT_LOADED));
         } else {
             // Written before anyone hears of it: a successor never starts below it.
             current = p;
@@ -357,7 +365,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         }
         topic.tell(Topic.publish(new VersionChanged(version)));
         coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));
-        p.replyTo().tell(new PublishReply(version, null, report));
+        p.replyTo().tell(new PublishReply(version, null, report, null));
         startNext();
         return this;
     }

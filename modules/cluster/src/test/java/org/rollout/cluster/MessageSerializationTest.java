@@ -122,8 +122,15 @@ class MessageSerializationTest {
                 new WeightVersion.VersionChanged(3),
                 new WeightVersion.Publish(4, "/weights/v4.rlm", ref()),
                 new WeightVersion.PublishReply(
-                        4, null, new PublishResult(4, Duration.ofMillis(20), 1, Map.of("127.0.0.1:30001", "refused"))),
-                new WeightVersion.PublishReply(4, "version 4 is not newer than the current version 4", null),
+                        4,
+                        null,
+                        new PublishResult(4, Duration.ofMillis(20), 1, Map.of("127.0.0.1:30001", "refused")),
+                        null),
+                new WeightVersion.PublishReply(
+                        4,
+                        "version 4 is not newer than the current version 4",
+                        null,
+                        org.rollout.trainer.WeightPublishException.Kind.REFUSED),
                 new WeightVersion.GetVersion(ref()),
                 new WeightVersion.RunnerPrepared(8, ref()),
                 // Collector
