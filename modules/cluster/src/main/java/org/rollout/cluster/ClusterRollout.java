@@ -81,6 +81,17 @@ public final class ClusterRollout implements AutoCloseable {
      *     pekko.cluster.roles}), seed nodes, transport
      * @param replicationTimeout how long a replicated write or read waits for a majority
      */
+    /**
+     * How long {@link MinorityGuard} remembers a member lost by downing: long enough to cover the
+     * gap between the two sides' decisions (three times the resolver's stable-after), at least a minute.
+     */
+    private static Duration minorityWindow(com.typesafe.config.Config config) {
+        String key = "pekko.cluster.split-brain-resolver.stable-after";
+        Duration stable = config.hasPath(key) ? config.getDuration(key) : Duration.ofSeconds(20);
+        Duration three = stable.multipliedBy(3);
+        return three.compareTo(Duration.ofMinutes(1)) > 0 ? three : Duration.ofMinutes(1);
+    }
+
     public static ClusterRollout start(
             LocalRollout.Spec spec, String nodeName, Config pekko, Duration replicationTimeout) {
         StatsBook stats = new StatsBook(spec.statsFile());
@@ -92,6 +103,7 @@ public final class ClusterRollout implements AutoCloseable {
             DurableState state = new ReplicatedState(sys, replicationTimeout);
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ctx.spawn(MinorityGuard.create(minorityWindow(sys.settings().config())), "minority-guard");
             ClusterSingleton singletons = ClusterSingleton.get(sys);
             ClusterSingletonSettings onCoordinators =
                     ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);

@@ -97,6 +97,8 @@ final class TestCluster implements AutoCloseable {
         private final List<String> serverFlags = new ArrayList<>();
         private final Map<Integer, List<String>> serverFlagsFor = new HashMap<>();
         private String nodeHeap = "256m";
+        private boolean namespaces;
+        private final List<String> nodeProfiles = new ArrayList<>();
 
         private Builder(SystemTestRun run) {
             this.run = run;
@@ -138,6 +140,22 @@ final class TestCluster implements AutoCloseable {
         /** Flags of model server {@code index} (0-based), after the common ones. */
         Builder withServerFlagsFor(int index, String... flags) {
             serverFlagsFor.computeIfAbsent(index, k -> new ArrayList<>()).addAll(List.of(flags));
+            return this;
+        }
+
+        /**
+         * Every node in a network namespace of its own on a bridge ({@link NetworkNamespaces}), so
+         * that {@link #partition} and friends can cut links; check {@link
+         * NetworkNamespaces#unavailable} first.
+         */
+        Builder withNetworkNamespaces() {
+            this.namespaces = true;
+            return this;
+        }
+
+        /** A test resource layered as a node profile after the system tests' own. */
+        Builder withNodeProfile(String resource) {
+            nodeProfiles.add(resource);
             return this;
         }
 
@@ -206,6 +224,7 @@ final class TestCluster implements AutoCloseable {
     private final List<String> transportJvmFlags = new ArrayList<>();
     private Path weights;
     private Path tlsDir;
+    private NetworkNamespaces netns;
     private boolean closed;
 
     private TestCluster(Builder spec) {
@@ -237,6 +256,10 @@ final class TestCluster implements AutoCloseable {
                 START_TIMEOUT);
         weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
         prepareTransport();
+        if (spec.namespaces) {
+            netns = NetworkNamespaces.create(spec.nodes, dir);
+            run.onCleanup(netns::close);
+        }
         for (int i = 0; i < spec.servers; i++) {
             List<String> flags = new ArrayList<>(spec.serverFlags);
             flags.addAll(spec.serverFlagsFor.getOrDefault(i, List.of()));
@@ -332,6 +355,9 @@ final class TestCluster implements AutoCloseable {
     private void startServer(ServerSlot s) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(
                 List.of("model-server", "--port", Integer.toString(s.port), "--weights", weights.toString()));
+        if (netns != null) {
+            args.addAll(List.of("--host", serverHost()));
+        }
         args.addAll(s.flags);
         String name = "server-" + s.index + (s.incarnation == 0 ? "" : "-restart" + s.incarnation);
         ManagedProcess p = run.register(ManagedProcess.start(
@@ -381,7 +407,8 @@ final class TestCluster implements AutoCloseable {
                 "--port",
                 Integer.toString(n.port),
                 "--seed-nodes",
-                String.join(",", seeds.stream().map(s -> "127.0.0.1:" + s.port).toList()),
+                String.join(
+                        ",", seeds.stream().map(s -> hostOf(s) + ":" + s.port).toList()),
                 "--roles",
                 String.join(",", roles),
                 "--gateway-port",
@@ -391,6 +418,10 @@ final class TestCluster implements AutoCloseable {
         for (String profile : transportProfiles) {
             args.add("--profile");
             args.add(profile);
+        }
+        for (String profile : spec.nodeProfiles) {
+            args.add("--profile");
+            args.add(resource(profile).toString());
         }
         if (spec.transport == Transport.AERON_UDP) {
             // A driver directory of its own that this harness can remove after a SIGKILL.
@@ -403,10 +434,15 @@ final class TestCluster implements AutoCloseable {
             args.add(profile.toString());
             run.onCleanup(() -> SystemTestRun.deleteRecursively(aeronDir));
         }
+        if (netns != null) {
+            args.addAll(List.of("--host", hostOf(n), "--gateway-host", hostOf(n)));
+        }
         args.addAll(defaults());
         args.addAll(spec.config);
-        ManagedProcess p = run.register(
-                ManagedProcess.start(n.name, cliCommand(jvm, args), env, dir, dir.resolve("logs/" + logName + ".log")));
+        List<String> command = new ArrayList<>(netns != null ? netns.exec(n.index) : List.of());
+        command.addAll(cliCommand(jvm, args));
+        ManagedProcess p =
+                run.register(ManagedProcess.start(n.name, command, env, dir, dir.resolve("logs/" + logName + ".log")));
         n.process = p;
         n.incarnations.add(p);
         n.archiveInProgress = archiveTmp;
@@ -419,7 +455,9 @@ final class TestCluster implements AutoCloseable {
                 "rollout.servers="
                         + String.join(
                                 ",",
-                                servers.stream().map(s -> "127.0.0.1:" + s.port).toList()),
+                                servers.stream()
+                                        .map(s -> serverHost() + ":" + s.port)
+                                        .toList()),
                 "rollout.experiment_name=system",
                 "rollout.trial_name=" + run.testName().replace('.', '-'),
                 "rollout.fileroot=" + dir.resolve("out"),
@@ -475,6 +513,16 @@ final class TestCluster implements AutoCloseable {
         }
     }
 
+    /** Where node {@code n} listens: 127.0.0.1, or its namespace's address. */
+    private String hostOf(NodeSlot n) {
+        return netns != null ? netns.nodeIp(n.index) : "127.0.0.1";
+    }
+
+    /** Where the model servers listen: 127.0.0.1, or the bridge's address when nodes are in namespaces. */
+    private String serverHost() {
+        return netns != null ? netns.bridgeIp() : "127.0.0.1";
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
@@ -508,7 +556,9 @@ final class TestCluster implements AutoCloseable {
 
     /** The gateways' URLs, node 1 first. */
     List<String> gatewayUrls() {
-        return nodes.stream().map(n -> "http://127.0.0.1:" + n.gatewayPort).toList();
+        return nodes.stream()
+                .map(n -> "http://" + hostOf(n) + ":" + n.gatewayPort)
+                .toList();
     }
 
     /** A trainer's client over every node's gateway (node 1 first), with retries long enough for a fail-over. */
@@ -519,7 +569,7 @@ final class TestCluster implements AutoCloseable {
     /** As {@link #trainerClient()}, with the contact points in the given node order (1-based). */
     RolloutClient trainerClient(int... nodeOrder) {
         List<String> urls = Arrays.stream(nodeOrder)
-                .mapToObj(i -> "http://127.0.0.1:" + node(i).gatewayPort)
+                .mapToObj(i -> "http://" + hostOf(node(i)) + ":" + node(i).gatewayPort)
                 .toList();
         return RolloutClient.connect(clientConfig(urls));
     }
@@ -727,7 +777,7 @@ final class TestCluster implements AutoCloseable {
     private HttpResponse<String> serverHttp(int index, String path, String postBody)
             throws IOException, InterruptedException {
         ServerSlot s = server(index);
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port + path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://" + serverHost() + ":" + s.port + path))
                 .timeout(Duration.ofSeconds(20));
         if (postBody != null) {
             b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(postBody));
@@ -743,6 +793,33 @@ final class TestCluster implements AutoCloseable {
     /** Whether model server {@code index}'s process is running (and not stopped). */
     boolean serverAlive(int index) {
         return server(index).process.isAlive();
+    }
+
+    /** Node {@code index} and each of {@code peers} no longer reach each other (a fault of kind {@code partition}). */
+    void partition(int index, int... peers) throws IOException, InterruptedException {
+        namespaces().cut(index, peers);
+        faults.inject("partition");
+        log("partition: node-" + index + " cut from " + Arrays.toString(peers));
+    }
+
+    /** Node {@code index} no longer hears {@code peer}, which still hears it (a fault of kind {@code one_way_cut}). */
+    void cutOneWay(int index, int peer) throws IOException, InterruptedException {
+        namespaces().cutInbound(index, peer);
+        faults.inject("one_way_cut");
+        log("one-way cut: node-" + index + " no longer hears node-" + peer);
+    }
+
+    /** Lifts every cut made in node {@code index}'s namespace. */
+    void heal(int index) throws IOException, InterruptedException {
+        namespaces().heal(index);
+        log("healed node-" + index);
+    }
+
+    private NetworkNamespaces namespaces() {
+        if (netns == null) {
+            throw new IllegalStateException("links can be cut only in a cluster built withNetworkNamespaces()");
+        }
+        return netns;
     }
 
     /**
