@@ -249,6 +249,22 @@ final class NodeAssembly {
                 statsFile);
     }
 
+    /** The agent proxy as {@code rollout.agent.*} configures it (host, port, admin key, tool-call format). */
+    static OpenAIProxy startProxy(RolloutSettings settings, RemoteInferenceEngine engine, Tokenizer tokenizer)
+            throws java.io.IOException {
+        AgentOptions options = AgentOptions.from(settings.agent());
+        AgentLaunch launch = settings.agentLaunch();
+        return OpenAIProxy.start(
+                ProxyConfig.defaults()
+                        .withHost(launch.proxyHost())
+                        .withPort(launch.proxyPort())
+                        .withAdminApiKey(options.adminApiKey())
+                        .withToolCallFormat(options.toolCallFormat()),
+                engine,
+                tokenizer,
+                settings.gconfig());
+    }
+
     /** This node's dumper (after {@link #spec}), when dumps are on. */
     java.util.Optional<TrajectoryDumper> dumper() {
         return java.util.Optional.ofNullable(dumper);
@@ -269,15 +285,7 @@ final class NodeAssembly {
         // API the demo agent uses, how the model writes tool calls, and where the proxy listens.
         AgentOptions options = AgentOptions.from(settings.agent());
         AgentLaunch launch = settings.agentLaunch();
-        OpenAIProxy proxy = OpenAIProxy.start(
-                ProxyConfig.defaults()
-                        .withHost(launch.proxyHost())
-                        .withPort(launch.proxyPort())
-                        .withAdminApiKey(options.adminApiKey())
-                        .withToolCallFormat(options.toolCallFormat()),
-                engine,
-                tokenizer,
-                settings.gconfig());
+        OpenAIProxy proxy = startProxy(settings, engine, tokenizer);
         toClose.add(proxy::close);
         if (agentKind == AgentKind.ONLINE) {
             onlineProxyUrl = proxy.baseUrl();

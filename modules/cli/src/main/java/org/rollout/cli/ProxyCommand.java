@@ -20,7 +20,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.rollout.agent.AgentOptions;
 import org.rollout.agent.OnlineAgentWorkflow;
 import org.rollout.agent.OpenAIProxy;
-import org.rollout.agent.ProxyConfig;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.api.TensorDict;
@@ -28,7 +27,6 @@ import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
 import org.rollout.cluster.JsonlPromptSource;
 import org.rollout.cluster.PromptSource;
-import org.rollout.config.AgentLaunch;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
@@ -173,16 +171,7 @@ final class ProxyCommand implements Callable<Integer> {
             out.flush();
         });
         AgentOptions options = AgentOptions.from(settings.agent());
-        AgentLaunch launch = settings.agentLaunch();
-        OpenAIProxy proxy = OpenAIProxy.start(
-                ProxyConfig.defaults()
-                        .withHost(launch.proxyHost())
-                        .withPort(launch.proxyPort())
-                        .withAdminApiKey(options.adminApiKey())
-                        .withToolCallFormat(options.toolCallFormat()),
-                engine,
-                tokenizer,
-                settings.gconfig());
+        OpenAIProxy proxy = NodeAssembly.startProxy(settings, engine, tokenizer);
         toClose.add(proxy::close);
         TrajectoryDumper dumper = new TrajectoryDumper(r.fileroot(), r.experimentName(), r.trialName(), tokenizer);
         Sessions tally = new Sessions(new OnlineAgentWorkflow(proxy, options), engine, data, dumper, out);

@@ -8,18 +8,14 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.rollout.api.TrainingBatch;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
-import org.rollout.trainer.RolloutStatus;
 import org.rollout.trainer.WeightPublishException;
 
 /**
@@ -31,14 +27,13 @@ import org.rollout.trainer.WeightPublishException;
 class CorruptWeightsTest {
 
     /** Before each publish of version v: v's file cut in half, then v's file with a flipped byte. */
-    private static final class BadFirst implements RolloutClient {
-        private final RolloutClient inner;
+    private static final class BadFirst extends ForwardingRolloutClient {
         private final Path scratch;
         final List<String> refusals = new ArrayList<>();
         final List<Integer> versionsAfterRefusal = new ArrayList<>();
 
         BadFirst(RolloutClient inner, Path scratch) {
-            this.inner = inner;
+            super(inner);
             this.scratch = scratch;
         }
 
@@ -67,31 +62,6 @@ class CorruptWeightsTest {
                 throw new java.io.UncheckedIOException(e);
             }
             return inner.publishWeights(version, weights);
-        }
-
-        @Override
-        public TrainingBatch nextBatch() throws InterruptedException {
-            return inner.nextBatch();
-        }
-
-        @Override
-        public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
-            return inner.nextBatch(timeout);
-        }
-
-        @Override
-        public void acknowledge(TrainingBatch batch) throws InterruptedException {
-            inner.acknowledge(batch);
-        }
-
-        @Override
-        public RolloutStatus status() throws InterruptedException {
-            return inner.status();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 

@@ -36,9 +36,18 @@ import org.rollout.trainer.RolloutStatus;
 class LocalRunEndToEndTest {
 
     /** Passes everything through, showing each delivered batch and each published version to the checker. */
-    private record Observed(
-            RolloutClient inner, InvariantChecker checker, List<TrainingBatch> batches, RolloutSettings settings)
-            implements RolloutClient {
+    private static final class Observed extends ForwardingRolloutClient {
+        private final InvariantChecker checker;
+        private final List<TrainingBatch> batches;
+        private final RolloutSettings settings;
+
+        Observed(RolloutClient inner, InvariantChecker checker, List<TrainingBatch> batches, RolloutSettings settings) {
+            super(inner);
+            this.checker = checker;
+            this.batches = batches;
+            this.settings = settings;
+        }
+
         @Override
         public TrainingBatch nextBatch() throws InterruptedException {
             return seen(inner.nextBatch());
@@ -71,26 +80,11 @@ class LocalRunEndToEndTest {
         }
 
         @Override
-        public void acknowledge(TrainingBatch batch) throws InterruptedException {
-            inner.acknowledge(batch);
-        }
-
-        @Override
         public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
             PublishResult r = inner.publishWeights(version, weights);
             checker.onVersion(r.version());
             observeBudget();
             return r;
-        }
-
-        @Override
-        public RolloutStatus status() throws InterruptedException {
-            return inner.status();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
