@@ -140,6 +140,18 @@ final class NetworkNamespaces implements AutoCloseable {
         sh(workDir, inNs(i, "iptables -A INPUT -s " + nodeIp(peer) + " -j DROP"));
     }
 
+    /**
+     * Every packet in or out of node {@code i} (to nodes, model servers and the trainer alike) is
+     * dropped with {@code probability}: real loss that TCP must retransmit through.
+     */
+    void lossy(int i, double probability) throws IOException, InterruptedException {
+        String p = String.format(java.util.Locale.ROOT, "%.3f", probability);
+        sh(
+                workDir,
+                inNs(i, "iptables -A INPUT -m statistic --mode random --probability " + p + " -j DROP")
+                        + inNs(i, "iptables -A OUTPUT -m statistic --mode random --probability " + p + " -j DROP"));
+    }
+
     /** Removes every rule of node {@code i}'s namespace. */
     void heal(int i) throws IOException, InterruptedException {
         sh(workDir, inNs(i, "iptables -F INPUT") + inNs(i, "iptables -F OUTPUT"));

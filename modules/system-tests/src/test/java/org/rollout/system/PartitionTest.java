@@ -16,8 +16,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * ({@link NetworkNamespaces}), cut from each other with iptables rules while a checked trainer
  * trains. In turn: a cut that heals before the Split Brain Resolver decides (nobody is downed), a
  * rollout node cut from the majority (it downs itself; its groups are generated again
- * elsewhere), a one-way cut, a flapping link, and the singletons' node cut from the majority (the
- * singletons move, the version stays). After each, the run must reach more acknowledged batches
+ * elsewhere), a one-way cut, a flapping link, a fifth of a node's packets lost for 20 s, and the
+ * singletons' node cut from the majority (the singletons move, the version stays). After each, the run must reach more acknowledged batches
  * within a stated time, and at the end every task is accounted for and no invariant is broken:
  * nothing delivered twice, nothing lost, the version never backwards. Skipped, saying why, where
  * the machine cannot make namespaces (root, iproute2 and iptables are needed).
@@ -91,7 +91,20 @@ class PartitionTest {
             recoveries.add(recovered("flapping link of node-3", t));
             restartWhatLeft(c, 3);
 
-            // 5. The singletons' node cut from the other two: the majority takes the singletons over.
+            // 5. A lossy node: a fifth of node-3's packets (to nodes, servers and the trainer) dropped for 20 s.
+            c.packetLoss(3, 0.2);
+            int before = t.batchesAcknowledged();
+            long lossStarted = System.nanoTime();
+            Waits.untilTrue("20 s of training over a lossy node", Duration.ofSeconds(30), () -> {
+                t.step(Duration.ofSeconds(1), true);
+                return System.nanoTime() - lossStarted > Duration.ofSeconds(20).toNanos();
+            });
+            int duringLoss = t.batchesAcknowledged() - before;
+            c.heal(3);
+            recoveries.add(recovered("20 % packet loss on node-3 for 20 s (" + duringLoss + " batches during)", t));
+            restartWhatLeft(c, 3);
+
+            // 6. The singletons' node cut from the other two: the majority takes the singletons over.
             int holder = c.singletonNode(Duration.ofSeconds(60));
             int[] others = holder == 1 ? new int[] {2, 3} : holder == 2 ? new int[] {1, 3} : new int[] {1, 2};
             c.partition(holder, others);

@@ -809,6 +809,13 @@ final class TestCluster implements AutoCloseable {
         log("one-way cut: node-" + index + " no longer hears node-" + peer);
     }
 
+    /** Drops every packet of node {@code index} with {@code probability} (a fault of kind {@code packet_loss}). */
+    void packetLoss(int index, double probability) throws IOException, InterruptedException {
+        namespaces().lossy(index, probability);
+        faults.inject("packet_loss");
+        log("packet loss " + probability + " on every link of node-" + index);
+    }
+
     /** Lifts every cut made in node {@code index}'s namespace. */
     void heal(int index) throws IOException, InterruptedException {
         namespaces().heal(index);
