@@ -166,6 +166,8 @@ final class NodeCommand implements Callable<Integer> {
             toClose.add(node);
             node.awaitUp(Duration.ofMinutes(2));
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
+            NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
+            toClose.add(observability);
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
                 GatewayConfig gc =
@@ -183,9 +185,14 @@ final class NodeCommand implements Callable<Integer> {
                     }
                     gc = gc.withTls(gatewayKeyStore, password);
                 }
-                TrainerGateway gateway = TrainerGateway.start(gc, node.client());
+                TrainerGateway gateway = TrainerGateway.start(gc, node.client(), observability.gatewayExtras());
                 toClose.add(gateway);
                 out.println("gateway listening on " + gateway.uri());
+                out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
+            } else if (settings.metrics().port() >= 0) {
+                java.net.URI metrics = observability.listen(
+                        settings.metrics().host(), settings.metrics().port());
+                out.println("metrics on " + metrics + "/metrics, dashboard on " + metrics + "/dashboard");
             }
             out.flush();
             java.util.concurrent.ScheduledExecutorService progress =
