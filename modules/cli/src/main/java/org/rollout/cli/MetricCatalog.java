@@ -126,13 +126,13 @@ final class MetricCatalog {
                     "server",
                     "one server's part of a weight update: pause, load, continue"),
             new Metric(
-                    "rollout_batch_handoff_bytes",
+                    "rollout_batch_handoff_size_bytes",
                     "summary",
                     "",
                     true,
                     "bytes of one batch streamed to a trainer by the gateway"),
             new Metric(
-                    "rollout_batch_handoff_seconds",
+                    "rollout_batch_handoff_duration_seconds",
                     "summary",
                     "",
                     true,

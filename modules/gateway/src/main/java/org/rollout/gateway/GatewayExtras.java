@@ -8,7 +8,8 @@ import java.util.function.Supplier;
 
 /**
  * What a node adds to its trainer gateway: the meter registry the gateway records batch hand-offs
- * in ({@code rollout_batch_handoff_bytes}, {@code rollout_batch_handoff_seconds}), the checks
+ * in ({@code rollout_batch_handoff_size_bytes}, {@code
+ * rollout_batch_handoff_duration_seconds}), the checks
  * behind {@code GET /health}, and more routes on the same server ({@code /metrics}, {@code
  * /dashboard}, served without a token as {@code /health} is: docs/observability.md).
  *

@@ -63,11 +63,11 @@ final class GatewayHandler implements HttpHandler {
         this.maxPollWait = config.maxPollWait();
         this.health = extras.health() == null ? () -> GatewayHealth.OK : extras.health();
         if (extras.registry() != null) {
-            handoffBytes = io.micrometer.core.instrument.DistributionSummary.builder("rollout_batch_handoff")
+            handoffBytes = io.micrometer.core.instrument.DistributionSummary.builder("rollout_batch_handoff_size")
                     .description("bytes of one batch streamed to a trainer")
                     .baseUnit("bytes")
                     .register(extras.registry());
-            handoffTime = io.micrometer.core.instrument.Timer.builder("rollout_batch_handoff")
+            handoffTime = io.micrometer.core.instrument.Timer.builder("rollout_batch_handoff_duration")
                     .description("time to stream one batch to a trainer, from the first byte to the last")
                     .register(extras.registry());
         } else {
