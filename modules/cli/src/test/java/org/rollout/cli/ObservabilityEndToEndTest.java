@@ -38,8 +38,7 @@ class ObservabilityEndToEndTest {
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     /** Runs {@code atBatch} on the trainer's thread when it has pulled batch {@code n}, while the engine runs. */
-    private record AtBatch(RolloutClient inner, AtomicInteger pulled, Map<Integer, Runnable> atBatch)
-            implements RolloutClient {
+    record AtBatch(RolloutClient inner, AtomicInteger pulled, Map<Integer, Runnable> atBatch) implements RolloutClient {
         @Override
         public TrainingBatch nextBatch() throws InterruptedException {
             return seen(inner.nextBatch());
