@@ -28,6 +28,7 @@ import picocli.CommandLine.Command;
             LocalCommand.class,
             NodeCommand.class,
             DemoWeightsCommand.class,
+            InspectCommand.class,
             TrainerDemoCommand.class,
             CommandLine.HelpCommand.class
         })
