@@ -29,6 +29,7 @@ import picocli.CommandLine.Command;
             NodeCommand.class,
             DemoWeightsCommand.class,
             InspectCommand.class,
+            ReplayCommand.class,
             TrainerDemoCommand.class,
             CommandLine.HelpCommand.class
         })
