@@ -72,7 +72,7 @@ final class MetricCatalog {
             m(
                     "rollout_groups_in_flight",
                     "gauge",
-                    "node (the runner's)",
+                    "runner_node",
                     "training groups dispatched to a node and not finished"),
             m("rollout_collector_buffered_groups", "gauge", "", "accepted groups waiting to be batched"),
             m("rollout_unacknowledged_batches", "gauge", "", "batches handed out and not acknowledged"),

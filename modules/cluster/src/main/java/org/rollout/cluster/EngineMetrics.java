@@ -154,7 +154,7 @@ public final class EngineMetrics {
 
     /**
      * Reads the status if it is stale and registers the gauge of each node seen for the first time
-     * ({@code rollout_groups_in_flight{node}}). Call before scraping: meters are not registered
+     * ({@code rollout_groups_in_flight{runner_node}}). Call before scraping: meters are not registered
      * while a scrape reads them.
      */
     public void beforeScrape() {
@@ -169,7 +169,7 @@ public final class EngineMetrics {
                             return cs == null ? Double.NaN : cs.inFlightByNode().getOrDefault(node, 0);
                         })
                         .description("training groups the coordinator has dispatched to a node and not heard back")
-                        .tag("node", node)
+                        .tag("runner_node", node)
                         .register(registry);
             }
         }
