@@ -68,6 +68,8 @@ final class LocalRun {
     private boolean reuseRunDir;
     /** Set by {@link #interrupt} (Ctrl-C, SIGTERM): the run ends early, in order, with a summary. */
     private volatile boolean stopping;
+    /** The base URL of /metrics, /dashboard and /health once the engine runs (rollout.metrics.port). */
+    private volatile java.net.URI metricsUri;
 
     private final CountDownLatch finished = new CountDownLatch(1);
 
@@ -117,6 +119,11 @@ final class LocalRun {
     LocalRun withClientDecorator(UnaryOperator<RolloutClient> decorator) {
         this.clientDecorator = decorator;
         return this;
+    }
+
+    /** Where /metrics, /dashboard and /health are served, once the engine runs; null before or without. */
+    java.net.URI metricsUri() {
+        return metricsUri;
     }
 
     /** The workflow's name as the banner and summary show it: the demo agent, or {@code rollout.workflow}. */
@@ -182,6 +189,13 @@ final class LocalRun {
                             + "/online/claim (Bearer rollout.agent.admin_api_key)"));
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
+            NodeObservability observability = new NodeObservability("local", engine, rollout.stats(), rollout.client());
+            toClose.add(observability);
+            RolloutSettings.Metrics metrics = settings.metrics();
+            if (metrics.port() >= 0) {
+                metricsUri = observability.listen(metrics.host(), metrics.port());
+                out.println("  metrics: " + metricsUri + "/metrics   dashboard: " + metricsUri + "/dashboard");
+            }
             GrpoTrainer trainer = new GrpoTrainer(
                     demo.initialWeights(),
                     new GrpoTrainer.Config(
@@ -192,7 +206,8 @@ final class LocalRun {
                             weightsDir));
             List<StepReport> reports = new CopyOnWriteArrayList<>();
             if (pythonTrainer) {
-                TrainerGateway gateway = TrainerGateway.start(GatewayConfig.defaults(), rollout.client());
+                TrainerGateway gateway =
+                        TrainerGateway.start(GatewayConfig.defaults(), rollout.client(), observability.gatewayExtras());
                 toClose.add(gateway);
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());

@@ -12,13 +12,16 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
+import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.trainer.RolloutStatus;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -43,6 +46,8 @@ import picocli.CommandLine.Parameters;
         mixinStandardHelpOptions = true,
         description = "Join a rollout cluster as one node (coordinator, rollout and/or gateway roles).")
 final class NodeCommand implements Callable<Integer> {
+    /** The periodic status as a structured log line (INFO; logback.xml, logback-json.xml). */
+    private static final org.slf4j.Logger STATUS_LOG = org.slf4j.LoggerFactory.getLogger("org.rollout.node.status");
 
     @Option(
             names = "--roles",
@@ -108,7 +113,8 @@ final class NodeCommand implements Callable<Integer> {
     @Option(
             names = "--progress-every",
             defaultValue = "10",
-            description = "Seconds between the 'groups started here' lines (default: ${DEFAULT-VALUE}).")
+            description = "Seconds between status lines when stdout is not a terminal (on a terminal the line is"
+                    + " redrawn in place every 0.5 s) (default: ${DEFAULT-VALUE}).")
     int progressEverySeconds;
 
     @Parameters(paramLabel = "key=value", description = "Configuration overrides, e.g. rollout.servers=[...].")
@@ -166,6 +172,8 @@ final class NodeCommand implements Callable<Integer> {
             toClose.add(node);
             node.awaitUp(Duration.ofMinutes(2));
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
+            NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
+            toClose.add(observability);
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
                 GatewayConfig gc =
@@ -183,9 +191,14 @@ final class NodeCommand implements Callable<Integer> {
                     }
                     gc = gc.withTls(gatewayKeyStore, password);
                 }
-                TrainerGateway gateway = TrainerGateway.start(gc, node.client());
+                TrainerGateway gateway = TrainerGateway.start(gc, node.client(), observability.gatewayExtras());
                 toClose.add(gateway);
                 out.println("gateway listening on " + gateway.uri());
+                out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
+            } else if (settings.metrics().port() >= 0) {
+                java.net.URI metrics = observability.listen(
+                        settings.metrics().host(), settings.metrics().port());
+                out.println("metrics on " + metrics + "/metrics, dashboard on " + metrics + "/dashboard");
             }
             out.flush();
             java.util.concurrent.ScheduledExecutorService progress =
@@ -195,11 +208,50 @@ final class NodeCommand implements Callable<Integer> {
                         return t;
                     });
             toClose.add(progress::shutdownNow);
-            progress.scheduleAtFixedRate(
-                    () -> out.println("node " + name + ": " + node.groupsStarted() + " groups started here"),
-                    Math.max(1, progressEverySeconds),
-                    Math.max(1, progressEverySeconds),
-                    java.util.concurrent.TimeUnit.SECONDS);
+            boolean terminal = System.console() != null;
+            StatusLine statusLine = new StatusLine(0, System.nanoTime());
+            Runnable tick = () -> {
+                String line;
+                try {
+                    RolloutStatus st = node.client().status(EngineMetrics.STATUS_TIMEOUT);
+                    RolloutCoordinator.Status c = node.client().coordinatorStatus(EngineMetrics.STATUS_TIMEOUT);
+                    line = statusLine.renderNode(name, node.groupsStarted(), st, c);
+                    if (!terminal) {
+                        // One structured line per period for log collectors (JSON with logback-json.xml).
+                        STATUS_LOG
+                                .atInfo()
+                                .setMessage("node status")
+                                .addKeyValue("node", name)
+                                .addKeyValue("groups_started_here", node.groupsStarted())
+                                .addKeyValue("version", st.version())
+                                .addKeyValue("accepted", st.accepted())
+                                .addKeyValue("rejected", st.rejected())
+                                .addKeyValue("running", st.running())
+                                .addKeyValue("capacity", st.capacity())
+                                .addKeyValue("tokens_generated", st.tokensGenerated())
+                                .addKeyValue(
+                                        "reward",
+                                        st.lastStats()
+                                                .getOrDefault("rollout", java.util.Map.of())
+                                                .get("reward"))
+                                .log();
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                } catch (RuntimeException e) {
+                    line = "node " + name + ": " + node.groupsStarted() + " groups started here | status unavailable: "
+                            + e.getMessage();
+                }
+                if (terminal) {
+                    out.print("\r" + line);
+                    out.flush();
+                } else {
+                    out.println(line);
+                }
+            };
+            long period = terminal ? 500 : Math.max(1, progressEverySeconds) * 1000L;
+            progress.scheduleAtFixedRate(tick, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
             // Runs until the actor system stops: SIGTERM (coordinated shutdown) or being downed.
             node.system().getWhenTerminated().toCompletableFuture().get();
             out.println("node stopped: " + name);

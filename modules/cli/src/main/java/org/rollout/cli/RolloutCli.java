@@ -30,6 +30,8 @@ import picocli.CommandLine.Command;
             NodeCommand.class,
             ProxyCommand.class,
             DemoWeightsCommand.class,
+            InspectCommand.class,
+            ReplayCommand.class,
             TrainerDemoCommand.class,
             CommandLine.HelpCommand.class
         })

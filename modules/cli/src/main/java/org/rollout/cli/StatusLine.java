@@ -45,6 +45,33 @@ final class StatusLine {
                 status.rejected());
     }
 
+    /**
+     * {@code rollout node}'s line: what it started itself, then the run as the coordinator sees it
+     * (the reward is the mean of the current version's training groups).
+     *
+     * <pre>
+     * node node-1: 120 groups started here | v12 | reward 0.431 | 31.4 groups/s | 2.0k tok/s | in flight 52 (oldest 0.8 s) | staleness 0.48 | rejected 0
+     * </pre>
+     */
+    String renderNode(String name, long startedHere, RolloutStatus status, RolloutCoordinator.Status coordinator) {
+        double seconds = Math.max(1e-3, (System.nanoTime() - startedNanos) / 1e9);
+        Map<String, Double> rollout = status.lastStats().getOrDefault("rollout", Map.of());
+        Double reward = rollout.get("reward");
+        return String.format(
+                Locale.ROOT,
+                "node %s: %d groups started here | v%d | reward %s | %.1f groups/s | %s tok/s | in flight %d (oldest %.1f s) | staleness %.2f | rejected %d",
+                name,
+                startedHere,
+                status.version(),
+                reward == null ? "  -  " : String.format(Locale.ROOT, "%.3f", reward),
+                (status.accepted() + status.rejected()) / seconds,
+                compact(status.tokensGenerated() / seconds),
+                coordinator.inFlight(),
+                coordinator.oldestInFlight().toMillis() / 1000.0,
+                rollout.getOrDefault("staleness_mean", 0.0),
+                status.rejected());
+    }
+
     static String compact(double v) {
         if (v >= 1e6) {
             return String.format(Locale.ROOT, "%.1fM", v / 1e6);

@@ -150,9 +150,18 @@ public final class LocalRolloutClient implements RolloutClient {
 
     @Override
     public RolloutStatus status() throws InterruptedException {
+        return status(CONTROL_TIMEOUT);
+    }
+
+    /**
+     * {@link #status()} answered within {@code timeout} (metrics, health checks).
+     *
+     * @throws IllegalStateException when the coordinator or the collector did not answer in time
+     */
+    public RolloutStatus status(Duration timeout) throws InterruptedException {
         RolloutCoordinator.Status c =
-                ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, CONTROL_TIMEOUT, "read status");
-        Collector.Status k = ask(refs.collector(), Collector.GetStatus::new, CONTROL_TIMEOUT, "read status");
+                ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, timeout, "read status");
+        Collector.Status k = ask(refs.collector(), Collector.GetStatus::new, timeout, "read status");
         return new RolloutStatus(
                 c.budget().version(),
                 c.budget().running(),
@@ -174,7 +183,12 @@ public final class LocalRolloutClient implements RolloutClient {
 
     /** The coordinator's full status (ledger, per-node load), for the status line. */
     public RolloutCoordinator.Status coordinatorStatus() throws InterruptedException {
-        return ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, CONTROL_TIMEOUT, "read status");
+        return coordinatorStatus(CONTROL_TIMEOUT);
+    }
+
+    /** {@link #coordinatorStatus()} answered within {@code timeout}; else IllegalStateException. */
+    public RolloutCoordinator.Status coordinatorStatus(Duration timeout) throws InterruptedException {
+        return ask(refs.coordinator(), RolloutCoordinator.GetStatus::new, timeout, "read status");
     }
 
     @Override

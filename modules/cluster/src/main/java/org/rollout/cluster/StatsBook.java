@@ -42,6 +42,7 @@ public final class StatsBook {
     private final Path file;
     private final TreeMap<Integer, Map<String, Page>> open = new TreeMap<>();
     private final List<Line> history = new ArrayList<>();
+    private volatile io.micrometer.core.instrument.DistributionSummary stalenessSummary;
 
     /** @param file where lines are appended, or null to keep them in memory only */
     public StatsBook(Path file) {
@@ -50,6 +51,41 @@ public final class StatsBook {
 
     /** One written line: a version, a scope and its values in order. */
     public record Line(int version, String scope, Map<String, Object> values) {}
+
+    /**
+     * Counts of one scope since start, over every version (what the metrics export as counters).
+     *
+     * @param groups finished groups
+     * @param accepted accepted groups
+     * @param tokens generated tokens in accepted and rejected groups
+     * @param rejectedByReason rejected groups by reason ({@link RejectReason#wireName()})
+     */
+    public record Totals(long groups, long accepted, long tokens, Map<String, Long> rejectedByReason) {}
+
+    private static final class MutableTotals {
+        long groups;
+        long accepted;
+        long tokens;
+        final Map<String, Long> reasons = new LinkedHashMap<>();
+    }
+
+    private final Map<String, MutableTotals> running = new LinkedHashMap<>();
+
+    /** The counts of {@code scope} since start (zeros before its first group). */
+    public synchronized Totals totals(String scope) {
+        MutableTotals t = running.get(scope);
+        return t == null
+                ? new Totals(0, 0, 0, Map.of())
+                : new Totals(t.groups, t.accepted, t.tokens, Map.copyOf(t.reasons));
+    }
+
+    /**
+     * Records each accepted training group's staleness (semantics §6.8; "What staleness measures"
+     * in docs/architecture.md) in {@code summary} too, for the staleness histogram of the metrics.
+     */
+    public void recordStalenessIn(io.micrometer.core.instrument.DistributionSummary summary) {
+        this.stalenessSummary = summary;
+    }
 
     private static final class Page {
         long groups;
@@ -65,19 +101,28 @@ public final class StatsBook {
     /** Records one finished group under {@code version} and {@code scope}. */
     public synchronized void record(int version, String scope, Collector.GroupFinished g) {
         Page p = open.computeIfAbsent(version, v -> new LinkedHashMap<>()).computeIfAbsent(scope, s -> new Page());
+        MutableTotals t = running.computeIfAbsent(scope, s -> new MutableTotals());
         p.groups++;
+        t.groups++;
         p.tokens += g.generatedTokens();
+        t.tokens += g.generatedTokens();
         switch (g.outcome()) {
             case Collector.Accepted a -> {
                 p.accepted++;
+                t.accepted++;
                 TrainingGroup tg = a.group();
                 long staleness = Math.max(0, (long) tg.completionVersion() - tg.headVersion());
                 p.stalenessSum += staleness;
                 p.stalenessMax = Math.max(p.stalenessMax, staleness);
+                var summary = stalenessSummary;
+                if (summary != null && scope.equals(WorkflowContext.ROLLOUT_SCOPE)) {
+                    summary.record(staleness);
+                }
             }
             case Collector.Rejected r -> {
                 p.rejected++;
                 p.reasons.merge(r.reason().wireName(), 1L, Long::sum);
+                t.reasons.merge(r.reason().wireName(), 1L, Long::sum);
             }
         }
         p.scalars.add(g.workflowStats());
@@ -93,6 +138,9 @@ public final class StatsBook {
                 .computeIfAbsent(WorkflowContext.ROLLOUT_SCOPE, s -> new Page());
         p.rejected++;
         p.reasons.merge(reason.wireName(), 1L, Long::sum);
+        running.computeIfAbsent(WorkflowContext.ROLLOUT_SCOPE, s -> new MutableTotals())
+                .reasons
+                .merge(reason.wireName(), 1L, Long::sum);
     }
 
     /**

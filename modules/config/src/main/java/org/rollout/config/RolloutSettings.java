@@ -330,6 +330,19 @@ public final class RolloutSettings {
                 config.hasPath(workers) ? Integer.valueOf(config.getInt(workers)) : null);
     }
 
+    /**
+     * {@code rollout.metrics.*}: where a node without a trainer gateway serves its metrics.
+     *
+     * @param host the address to bind
+     * @param port the port: 0 for any free one, -1 for no listener
+     */
+    public record Metrics(String host, int port) {}
+
+    /** {@code rollout.metrics.*}, validated when the settings were read. */
+    public Metrics metrics() {
+        return new Metrics(config.getString("rollout.metrics.host"), config.getInt("rollout.metrics.port"));
+    }
+
     /** Legal but questionable combinations found at load (also logged then), one sentence each. */
     public List<String> warnings() {
         return warnings;

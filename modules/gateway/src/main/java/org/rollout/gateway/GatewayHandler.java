@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * virtual thread; blocking is fine here.
  *
  * <pre>
- *   GET  /health                     no token; {"status":"ok"}
+ *   GET  /health                     no token; 200 {"status":"ok"} | 503 {"status":"degraded","problems":[..]}
  *   POST /v1/batches/next?wait=S     engine.nextBatch(min(S, max_poll_wait)) → 200 RBATCH stream | 204
  *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
  *        [{"task_ids": [..]}]
@@ -49,11 +49,31 @@ final class GatewayHandler implements HttpHandler {
     private final BearerToken token;
     private final Duration maxPollWait;
     private final HandedOutBatches handedOut = new HandedOutBatches();
+    private final java.util.function.Supplier<GatewayHealth> health;
+    private final io.micrometer.core.instrument.DistributionSummary handoffBytes;
+    private final io.micrometer.core.instrument.Timer handoffTime;
 
     GatewayHandler(RolloutClient engine, GatewayConfig config) {
+        this(engine, config, GatewayExtras.NONE);
+    }
+
+    GatewayHandler(RolloutClient engine, GatewayConfig config, GatewayExtras extras) {
         this.engine = engine;
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxPollWait = config.maxPollWait();
+        this.health = extras.health() == null ? () -> GatewayHealth.OK : extras.health();
+        if (extras.registry() != null) {
+            handoffBytes = io.micrometer.core.instrument.DistributionSummary.builder("rollout_batch_handoff_size")
+                    .description("bytes of one batch streamed to a trainer")
+                    .baseUnit("bytes")
+                    .register(extras.registry());
+            handoffTime = io.micrometer.core.instrument.Timer.builder("rollout_batch_handoff_duration")
+                    .description("time to stream one batch to a trainer, from the first byte to the last")
+                    .register(extras.registry());
+        } else {
+            handoffBytes = null;
+            handoffTime = null;
+        }
     }
 
     /** An answer other than success, with its status and stable code. */
@@ -82,7 +102,8 @@ final class GatewayHandler implements HttpHandler {
             byte[] body = readBody(ex);
             if (path.equals("/health")) {
                 expect(ex, "GET");
-                json(ex, 200, GatewayJson.health());
+                GatewayHealth h = health.get();
+                json(ex, h.ok() ? 200 : 503, h.ok() ? GatewayJson.health() : degraded(h));
                 return;
             }
             authorize(ex);
@@ -176,9 +197,14 @@ final class GatewayHandler implements HttpHandler {
         // Length 0: chunked. The tensors go to the socket as they are encoded; nothing holds the whole body.
         ex.sendResponseHeaders(200, 0);
         CountingStream out = new CountingStream(ex.getResponseBody());
+        long started = System.nanoTime();
         try {
             BatchWireFormat.write(batch, out);
             out.close();
+            if (handoffBytes != null) {
+                handoffBytes.record(out.count);
+                handoffTime.record(System.nanoTime() - started, java.util.concurrent.TimeUnit.NANOSECONDS);
+            }
         } catch (IOException e) {
             log.info(
                     "batch {} ({} groups): the trainer went away after {} bytes ({}); it is delivered again after"
@@ -293,6 +319,25 @@ final class GatewayHandler implements HttpHandler {
             case UNSPECIFIED -> engine.status().version() >= version;
         };
     }
+
+    /** {@code {"status":"degraded","problems":[{"check","message"}, …]}}. */
+    private static byte[] degraded(GatewayHealth h) {
+        var body = new java.util.LinkedHashMap<String, Object>();
+        body.put("status", "degraded");
+        body.put(
+                "problems",
+                h.problems().stream()
+                        .map(p -> java.util.Map.of("check", p.check(), "message", p.message()))
+                        .toList());
+        try {
+            return HEALTH_JSON.writeValueAsBytes(body);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("a map of strings always serializes", e);
+        }
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper HEALTH_JSON =
+            new com.fasterxml.jackson.databind.ObjectMapper();
 
     private static byte[] readBody(HttpExchange ex) throws IOException, Refusal {
         try (InputStream in = ex.getRequestBody()) {

@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * again after {@code batch_ack_timeout}.
  *
  * <p>Security: binds 127.0.0.1 unless configured otherwise; with a token, every endpoint but {@code
- * /health} requires {@code Authorization: Bearer <token>} (401 otherwise; compared in constant
+ * /health} and the routes a node adds ({@link GatewayExtras}: {@code /metrics}, {@code /dashboard})
+ * requires {@code Authorization: Bearer <token>} (401 otherwise; compared in constant
  * time). The gateway does not own the engine-side client: {@link #close()} leaves it open.
  *
  * <p>Thread safety: {@link #close()} may be called from any thread, more than once.
@@ -75,7 +76,17 @@ public final class TrainerGateway implements AutoCloseable {
      * @throws InvalidConfigException when the key store cannot be read or holds no usable key
      */
     public static TrainerGateway start(GatewayConfig config, RolloutClient engine) throws IOException {
+        return start(config, engine, GatewayExtras.NONE);
+    }
+
+    /**
+     * As {@link #start(GatewayConfig, RolloutClient)}, with a node's meters, health checks and
+     * further routes ({@link GatewayExtras}).
+     */
+    public static TrainerGateway start(GatewayConfig config, RolloutClient engine, GatewayExtras extras)
+            throws IOException {
         Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(extras, "extras");
         Objects.requireNonNull(engine, "engine");
         InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
         HttpServer server;
@@ -95,7 +106,8 @@ public final class TrainerGateway implements AutoCloseable {
         ExecutorService executor = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("trainer-gateway-", 0).factory());
         server.setExecutor(executor);
-        server.createContext("/", new GatewayHandler(engine, config));
+        server.createContext("/", new GatewayHandler(engine, config, extras));
+        extras.routes().forEach(server::createContext);
         server.start();
         TrainerGateway gateway = new TrainerGateway(server, executor, config);
         log.info("trainer gateway listening on {} ({})", gateway.uri(), config);

@@ -100,6 +100,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private volatile boolean closed;
     private final boolean discardOnAbort;
     private final LongAdder discardedTokens = new LongAdder();
+    private volatile InferenceMetrics metrics = InferenceMetrics.NONE;
 
     /** An engine with its own HTTP client, closed by {@link #close()}. */
     public RemoteInferenceEngine(InferenceConfig config) {
@@ -145,6 +146,16 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         this.healthChecker = new HealthChecker(
                 pool, protocol, http, config.healthCheckInterval(), config.healthCheckTimeout(), this::onHealthy);
         healthChecker.start();
+    }
+
+    /**
+     * Registers this engine's meters in {@code registry} (docs/observability.md): per server its
+     * requests in flight, whether it is in rotation, segments sent and failed, ejections and the
+     * latency of each segment; segments aborted and resumed; weight updates and each server's part
+     * of them. Call once, before generating.
+     */
+    public void bindMetrics(io.micrometer.core.instrument.MeterRegistry registry) {
+        metrics = new InferenceMetrics(Objects.requireNonNull(registry, "registry"), pool, this);
     }
 
     /**
@@ -264,6 +275,12 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             Segment segment = runSegment(rid, prompt, out, g, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
+            if (reason == StopReason.ABORT) {
+                metrics.aborted();
+                if (out.size < budget) {
+                    metrics.resumed();
+                }
+            }
             if (reason == StopReason.ABORT && discardOnAbort && out.size < budget) {
                 // interrupt_mode = discard: throw the interrupted work away and start over from the
                 // prompt with the whole budget (what engines without interruptible generation do).
@@ -323,7 +340,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 int pinned = version.get();
                 byte[] body = protocol.generateBody(rid, prompt, out.tokens, out.size, g, maxNewTokens);
                 try {
+                    long sent = System.nanoTime();
                     HttpResponse<byte[]> response = exchange(server, rid, body);
+                    metrics.segment(server, System.nanoTime() - sent);
                     int status = response.statusCode();
                     GeneratedSegment generated = HttpExchanges.isSuccess(status)
                             ? protocol.parseGenerate(response.body(), server, rid, maxNewTokens)
@@ -542,6 +561,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     }
                     throw e;
                 }
+                metrics.weightUpdate(report);
                 if (!report.anyLoaded()) {
                     for (WeightUpdateReport.ServerOutcome o : report.servers()) {
                         if (!o.continued()) {

@@ -67,6 +67,7 @@ public final class ServerPool {
     private final String[] lastError;
     private final long[] requests;
     private final long[] failures;
+    private final long[] ejections;
     private final LinkedHashMap<String, Integer> stickyServer;
     private int next;
     private boolean closed;
@@ -104,6 +105,7 @@ public final class ServerPool {
         lastError = new String[n];
         requests = new long[n];
         failures = new long[n];
+        ejections = new long[n];
         stickyServer = new LinkedHashMap<>(RID_CACHE_SIZE * 2, 0.75f, true) {
             @Override
             protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
@@ -243,6 +245,7 @@ public final class ServerPool {
             lastError[i] = error;
             if (eject && !ejected[i]) {
                 ejected[i] = true;
+                ejections[i]++;
                 log.warn("ejected inference server {}: {}", server, error);
             }
         } finally {
@@ -264,6 +267,7 @@ public final class ServerPool {
             }
             if (!ejected[i]) {
                 ejected[i] = true;
+                ejections[i]++;
                 log.warn("ejected inference server {}: {}", server, reason);
             }
         } finally {
@@ -394,7 +398,8 @@ public final class ServerPool {
                 resyncPending[i],
                 Optional.ofNullable(lastError[i]),
                 requests[i],
-                failures[i]);
+                failures[i],
+                ejections[i]);
     }
 
     /** Every server with its state and last error, for "no server" messages. Called under the lock. */

@@ -14,6 +14,7 @@ import org.rollout.config.ServerAddress;
  * @param lastError the last failure seen on it, if any (kept after re-admission, for diagnosis)
  * @param requests attempts sent to it (generate segments)
  * @param failures attempts that failed on it
+ * @param ejections times it left rotation after a failure or a failed health probe
  */
 public record ServerStats(
         ServerAddress address,
@@ -22,7 +23,8 @@ public record ServerStats(
         boolean resyncPending,
         Optional<String> lastError,
         long requests,
-        long failures) {
+        long failures,
+        long ejections) {
 
     /** True when new segments may be routed to it. */
     public boolean inRotation() {

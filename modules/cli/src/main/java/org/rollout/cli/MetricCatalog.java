@@ -1,0 +1,193 @@
+package org.rollout.cli;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Every {@code rollout_} metric a node serves on {@code /metrics}, as Prometheus names it, with its
+ * type, labels and meaning: the list docs/observability.md documents and the Grafana dashboard
+ * (deploy/grafana/rollout-dashboard.json) may use; tests check the served metrics against it.
+ * Every series also carries {@code node} (the node's name).
+ */
+final class MetricCatalog {
+    private MetricCatalog() {}
+
+    /**
+     * One metric family.
+     *
+     * @param name the Prometheus name (histograms and summaries: the base of {@code _bucket},
+     *     {@code _count}, {@code _sum}, {@code _max})
+     * @param type counter, gauge, histogram or summary
+     * @param labels its labels besides {@code node}
+     * @param gatewayOnly served only by a node whose gateway streams batches
+     * @param meaning what it measures
+     */
+    record Metric(String name, String type, String labels, boolean gatewayOnly, String meaning) {}
+
+    private static Metric m(String name, String type, String labels, String meaning) {
+        return new Metric(name, type, labels, false, meaning);
+    }
+
+    static final List<Metric> METRICS = List.of(
+            m("rollout_groups_total", "counter", "scope", "groups finished (accepted or rejected)"),
+            m("rollout_groups_accepted_total", "counter", "scope", "groups accepted"),
+            m("rollout_groups_rejected_total", "counter", "scope, reason", "groups rejected, by reason"),
+            m("rollout_tokens_generated_total", "counter", "scope", "tokens generated in finished groups"),
+            m(
+                    "rollout_staleness",
+                    "histogram",
+                    "",
+                    "staleness of each accepted training group: completion version minus head version"),
+            m("rollout_stats_version", "gauge", "scope", "the weight version the per-version gauges below are of"),
+            m("rollout_reward", "gauge", "scope", "mean reward of that version (train: rollout; eval: eval-rollout)"),
+            m("rollout_group_target_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),
+            m("rollout_group_usable_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),
+            m("rollout_group_trainable_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),
+            m(
+                    "rollout_group_fully_masked_group",
+                    "gauge",
+                    "scope",
+                    "semantics §5.9, share of groups over that version"),
+            m(
+                    "rollout_group_singleton_slot_group",
+                    "gauge",
+                    "scope",
+                    "semantics §5.9, share of groups over that version"),
+            m("rollout_group_pre_filter_usable_slot_yield", "gauge", "scope", "semantics §5.9, mean over that version"),
+            m(
+                    "rollout_group_pre_filter_trainable_slot_yield",
+                    "gauge",
+                    "scope",
+                    "semantics §5.9, mean over that version"),
+            m("rollout_weight_version", "gauge", "", "the weight version"),
+            m("rollout_groups_running", "gauge", "", "training groups being generated"),
+            m("rollout_eval_groups_running", "gauge", "", "evaluation groups being generated"),
+            m(
+                    "rollout_admission_capacity",
+                    "gauge",
+                    "",
+                    "groups the staleness budget admits now (semantics §6.8; may be <= 0)"),
+            m(
+                    "rollout_groups_in_flight",
+                    "gauge",
+                    "runner_node",
+                    "training groups dispatched to a node and not finished"),
+            m("rollout_collector_buffered_groups", "gauge", "", "accepted groups waiting to be batched"),
+            m("rollout_unacknowledged_batches", "gauge", "", "batches handed out and not acknowledged"),
+            m(
+                    "rollout_coordinator_reachable",
+                    "gauge",
+                    "",
+                    "1 when the coordinator and collector answered the last status read within 2 s"),
+            m("rollout_inference_in_flight", "gauge", "server", "generate requests in flight on a server"),
+            m(
+                    "rollout_inference_server_up",
+                    "gauge",
+                    "server",
+                    "1 while the server is in rotation, 0 while ejected or waiting for a weight re-sync"),
+            m("rollout_inference_requests_total", "counter", "server", "generate segments sent to a server"),
+            m("rollout_inference_failures_total", "counter", "server", "generate segments that failed on a server"),
+            m(
+                    "rollout_inference_ejections_total",
+                    "counter",
+                    "server",
+                    "times a server left rotation after a failure or a failed health probe"),
+            m(
+                    "rollout_inference_request_seconds",
+                    "histogram",
+                    "server",
+                    "latency of one generate segment (one HTTP request) on a server"),
+            m(
+                    "rollout_inference_aborted_segments_total",
+                    "counter",
+                    "",
+                    "segments a server ended with abort (a weight update interrupted them)"),
+            m(
+                    "rollout_inference_resumed_segments_total",
+                    "counter",
+                    "",
+                    "segments sent to continue a generation after an abort"),
+            m(
+                    "rollout_inference_discarded_tokens_total",
+                    "counter",
+                    "",
+                    "tokens thrown away by aborts under interrupt_mode = discard"),
+            m("rollout_inference_waiting_at_gate", "gauge", "", "generations held while a weight update runs"),
+            m(
+                    "rollout_weight_updates_total",
+                    "counter",
+                    "outcome (ok, failed)",
+                    "weight updates this node's engine ran"),
+            m(
+                    "rollout_weight_update_server_seconds",
+                    "summary",
+                    "server",
+                    "one server's part of a weight update: pause, load, continue"),
+            new Metric(
+                    "rollout_batch_handoff_size_bytes",
+                    "summary",
+                    "",
+                    true,
+                    "bytes of one batch streamed to a trainer by the gateway"),
+            new Metric(
+                    "rollout_batch_handoff_duration_seconds",
+                    "summary",
+                    "",
+                    true,
+                    "time to stream one batch to a trainer, first byte to last"));
+
+    /** Every name in the catalogue. */
+    static Set<String> names() {
+        Set<String> out = new LinkedHashSet<>();
+        METRICS.forEach(m -> out.add(m.name()));
+        return out;
+    }
+
+    /** The family a sample name belongs to: without a histogram's or summary's suffix. */
+    private static String family(String sample) {
+        for (String suffix : List.of("_bucket", "_count", "_sum", "_max")) {
+            if (sample.endsWith(suffix) && names().contains(sample.substring(0, sample.length() - suffix.length()))) {
+                return sample.substring(0, sample.length() - suffix.length());
+            }
+        }
+        return sample;
+    }
+
+    private static Set<String> families(String prometheusText) {
+        Set<String> out = new LinkedHashSet<>();
+        for (String line : prometheusText.split("\n")) {
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            int end = line.indexOf('{');
+            String name = end < 0 ? line.substring(0, line.indexOf(' ')) : line.substring(0, end);
+            out.add(family(name));
+        }
+        return out;
+    }
+
+    /** Catalogue names with no sample in {@code prometheusText} (gateway-only ones skipped unless served). */
+    static List<String> missingFrom(String prometheusText, boolean withGateway) {
+        Set<String> served = families(prometheusText);
+        List<String> out = new ArrayList<>();
+        for (Metric m : METRICS) {
+            if ((withGateway || !m.gatewayOnly()) && !served.contains(m.name())) {
+                out.add(m.name());
+            }
+        }
+        return out;
+    }
+
+    /** {@code rollout_} families served in {@code prometheusText} that the catalogue does not list. */
+    static List<String> undocumentedIn(String prometheusText) {
+        List<String> out = new ArrayList<>();
+        for (String f : families(prometheusText)) {
+            if (f.startsWith("rollout_") && !names().contains(f)) {
+                out.add(f);
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,283 @@
+package org.rollout.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpServer;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.distribution.CountAtBucket;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.rollout.cluster.EngineMetrics;
+import org.rollout.cluster.LocalRolloutClient;
+import org.rollout.cluster.RolloutCoordinator;
+import org.rollout.cluster.StatsBook;
+import org.rollout.gateway.GatewayExtras;
+import org.rollout.gateway.GatewayHealth;
+import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.inference.ServerStats;
+import org.rollout.trainer.RolloutStatus;
+
+/**
+ * A node's observability (docs/observability.md): one Prometheus registry fed by the inference
+ * client, the engine's statistics and status, and the gateway's batch hand-offs; the routes that
+ * serve it ({@code /metrics}, {@code /dashboard}, {@code /v1/dashboard.json}); and the checks of
+ * {@code /health}. A node with the gateway role serves the routes on its gateway ({@link
+ * #gatewayExtras}); any other node, and {@code rollout local}, on a listener of its own at {@code
+ * rollout.metrics.host:port} ({@link #listen}).
+ */
+final class NodeObservability implements AutoCloseable {
+    static final String PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String node;
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final RemoteInferenceEngine engine;
+    private final StatsBook stats;
+    private final EngineMetrics engineMetrics;
+    private HttpServer server;
+    private ExecutorService executor;
+
+    NodeObservability(String node, RemoteInferenceEngine engine, StatsBook stats, LocalRolloutClient client) {
+        this.node = node;
+        this.engine = engine;
+        this.stats = stats;
+        registry.config().commonTags("node", node);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        engine.bindMetrics(registry);
+        engineMetrics = EngineMetrics.bind(registry, stats, client);
+    }
+
+    PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    /** The Prometheus text of every meter now. */
+    String scrape() {
+        engineMetrics.beforeScrape();
+        return registry.scrape();
+    }
+
+    /**
+     * What {@code /health} reports: a problem when no model server is in rotation (each server's
+     * last error named) and when the coordinator and collector do not answer.
+     */
+    GatewayHealth health() {
+        List<GatewayHealth.Problem> problems = new ArrayList<>();
+        List<ServerStats> servers = engine.serverStats();
+        if (servers.stream().noneMatch(ServerStats::inRotation)) {
+            List<String> parts = new ArrayList<>();
+            for (ServerStats s : servers) {
+                parts.add(s.address() + " " + (s.ejected() ? "ejected" : "waiting for a weight re-sync") + " ("
+                        + s.lastError().orElse("no error recorded") + ")");
+            }
+            problems.add(new GatewayHealth.Problem(
+                    "model_servers", "no model server in rotation: " + String.join("; ", parts)));
+        }
+        if (engineMetrics.status() == null) {
+            problems.add(new GatewayHealth.Problem(
+                    "coordinator",
+                    "the coordinator did not answer within " + EngineMetrics.STATUS_TIMEOUT.toMillis() + " ms: "
+                            + engineMetrics.statusError()));
+        }
+        return new GatewayHealth(problems);
+    }
+
+    /** The routes and checks a gateway on this node adds. */
+    GatewayExtras gatewayExtras() {
+        return new GatewayExtras(registry, this::health, routes());
+    }
+
+    private Map<String, HttpHandler> routes() {
+        Map<String, HttpHandler> routes = new LinkedHashMap<>();
+        routes.put("/metrics", get(ex -> respond(ex, 200, PROMETHEUS_CONTENT_TYPE, scrape())));
+        routes.put(
+                "/dashboard",
+                get(ex -> respond(
+                        ex, 200, "text/html; charset=utf-8", new String(dashboardPage(), StandardCharsets.UTF_8))));
+        routes.put(
+                "/v1/dashboard.json",
+                get(ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(dashboard()))));
+        return routes;
+    }
+
+    /**
+     * Starts the node's own listener with {@code /metrics}, {@code /dashboard}, {@code
+     * /v1/dashboard.json} and {@code /health}.
+     *
+     * @return its base URL
+     */
+    URI listen(String host, int port) throws IOException {
+        try {
+            server = HttpServer.create(new InetSocketAddress(host, port), 0);
+        } catch (java.net.BindException e) {
+            throw new IOException(
+                    "cannot bind the metrics listener (rollout.metrics.host, rollout.metrics.port) to " + host + ":"
+                            + port + ": " + e.getMessage(),
+                    e);
+        }
+        executor = Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("metrics-http-", 0).factory());
+        server.setExecutor(executor);
+        routes().forEach(server::createContext);
+        server.createContext("/health", get(ex -> {
+            GatewayHealth h = health();
+            respond(
+                    ex,
+                    h.ok() ? 200 : 503,
+                    "application/json",
+                    h.ok()
+                            ? "{\"status\":\"ok\"}"
+                            : JSON.writeValueAsString(Map.of("status", "degraded", "problems", h.problems())));
+        }));
+        server.start();
+        String bound = server.getAddress().getAddress().getHostAddress();
+        if (bound.contains(":")) {
+            bound = "[" + bound + "]";
+        }
+        return URI.create("http://" + bound + ":" + server.getAddress().getPort());
+    }
+
+    /** The JSON the dashboard polls: status, servers, nodes, per-version statistics, staleness, weight updates. */
+    Map<String, Object> dashboard() {
+        Map<String, Object> d = new LinkedHashMap<>();
+        d.put("node", node);
+        d.put("time", System.currentTimeMillis() / 1000.0);
+        RolloutStatus s = engineMetrics.status();
+        if (s != null) {
+            Map<String, Object> st = new LinkedHashMap<>();
+            st.put("version", s.version());
+            st.put("running", s.running());
+            st.put("eval_running", s.evalRunning());
+            st.put("accepted", s.accepted());
+            st.put("rejected", s.rejected());
+            st.put("capacity", s.capacity());
+            st.put("buffered_groups", s.bufferedGroups());
+            st.put("unacknowledged_batches", s.unacknowledgedBatches());
+            st.put("tokens_generated", s.tokensGenerated());
+            st.put("rejected_by_reason", s.rejectedByReason());
+            d.put("status", st);
+        } else {
+            d.put("status", null);
+            d.put("status_error", engineMetrics.statusError());
+        }
+        RolloutCoordinator.Status c = engineMetrics.coordinatorStatus();
+        d.put("in_flight_by_node", c == null ? Map.of() : c.inFlightByNode());
+        List<Map<String, Object>> servers = new ArrayList<>();
+        for (ServerStats ss : engine.serverStats()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("server", ss.address().toString());
+            m.put("in_rotation", ss.inRotation());
+            m.put("in_flight", ss.outstanding());
+            m.put("requests", ss.requests());
+            m.put("failures", ss.failures());
+            m.put("ejections", ss.ejections());
+            m.put("last_error", ss.lastError().orElse(null));
+            Timer latency = registry.find("rollout_inference_request")
+                    .tag("server", ss.address().toString())
+                    .timer();
+            m.put("mean_latency_ms", latency == null ? 0 : latency.mean(TimeUnit.MILLISECONDS));
+            Timer update = registry.find("rollout_weight_update_server")
+                    .tag("server", ss.address().toString())
+                    .timer();
+            m.put("weight_updates", update == null ? 0 : update.count());
+            m.put("weight_update_mean_ms", update == null ? 0 : update.mean(TimeUnit.MILLISECONDS));
+            servers.add(m);
+        }
+        d.put("servers", servers);
+        List<Map<String, Object>> versions = new ArrayList<>();
+        for (StatsBook.Line l : stats.history()) {
+            Map<String, Object> v = new LinkedHashMap<>(l.values());
+            versions.add(v);
+        }
+        d.put("versions", versions);
+        d.put("latest", stats.latestMeans());
+        Map<String, Object> staleness = new LinkedHashMap<>();
+        DistributionSummary summary = registry.find("rollout_staleness").summary();
+        if (summary != null) {
+            double below = 0;
+            for (CountAtBucket b : summary.takeSnapshot().histogramCounts()) {
+                // Bounds are n + 0.5 (EngineMetrics.STALENESS_BUCKETS): the bucket holds up to n.
+                staleness.put("<=" + (long) Math.floor(b.bucket()), b.count() - below);
+                below = b.count();
+            }
+            staleness.put("more", summary.count() - below);
+        }
+        d.put("staleness", staleness);
+        return d;
+    }
+
+    static byte[] dashboardPage() throws IOException {
+        try (InputStream in = NodeObservability.class.getResourceAsStream("/dashboard/index.html")) {
+            if (in == null) {
+                throw new IOException("dashboard/index.html is missing from the jar");
+            }
+            return in.readAllBytes();
+        }
+    }
+
+    private interface Exchange {
+        void handle(HttpExchange ex) throws IOException;
+    }
+
+    /** A handler for GET (and HEAD) on exactly its path: 404 below it, 405 for other methods. */
+    private static HttpHandler get(Exchange body) {
+        return ex -> {
+            try {
+                String path = ex.getRequestURI().getRawPath();
+                if (!path.equals(ex.getHttpContext().getPath())) {
+                    respond(ex, 404, "text/plain", "no endpoint " + path + "\n");
+                } else if (!ex.getRequestMethod().equals("GET")) {
+                    ex.getResponseHeaders().set("Allow", "GET");
+                    respond(ex, 405, "text/plain", path + " takes GET, not " + ex.getRequestMethod() + "\n");
+                } else {
+                    body.handle(ex);
+                }
+            } catch (RuntimeException e) {
+                if (ex.getResponseCode() == -1) {
+                    respond(ex, 500, "text/plain", "metrics failed: " + e + "\n");
+                }
+            } finally {
+                ex.close();
+            }
+        };
+    }
+
+    private static void respond(HttpExchange ex, int status, String contentType, String text) throws IOException {
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", contentType);
+        ex.getResponseHeaders().set("Cache-Control", "no-store");
+        ex.sendResponseHeaders(status, bytes.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(bytes);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (server != null) {
+            server.stop(0);
+            executor.shutdownNow();
+        }
+        registry.close();
+    }
+}

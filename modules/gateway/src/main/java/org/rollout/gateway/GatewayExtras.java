@@ -1,0 +1,27 @@
+package org.rollout.gateway;
+
+import com.sun.net.httpserver.HttpHandler;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+
+/**
+ * What a node adds to its trainer gateway: the meter registry the gateway records batch hand-offs
+ * in ({@code rollout_batch_handoff_size_bytes}, {@code
+ * rollout_batch_handoff_duration_seconds}), the checks
+ * behind {@code GET /health}, and more routes on the same server ({@code /metrics}, {@code
+ * /dashboard}, served without a token as {@code /health} is: docs/observability.md).
+ *
+ * @param registry where the gateway's meters go, or null for none
+ * @param health the health checks, or null to always answer ok
+ * @param routes path prefix to handler, e.g. {@code /metrics}
+ */
+public record GatewayExtras(MeterRegistry registry, Supplier<GatewayHealth> health, Map<String, HttpHandler> routes) {
+    public GatewayExtras {
+        routes = Map.copyOf(Objects.requireNonNull(routes, "routes"));
+    }
+
+    /** Nothing added: the gateway's own endpoints, /health always ok. */
+    public static final GatewayExtras NONE = new GatewayExtras(null, null, Map.of());
+}
