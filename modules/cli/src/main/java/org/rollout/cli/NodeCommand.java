@@ -63,6 +63,30 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "25520", description = "Cluster port (default: ${DEFAULT-VALUE}).")
     int port;
 
+    @Option(
+            names = "--management-port",
+            description = "Port of the node's management endpoint (/alive, /ready, /cluster/members; 0 picks one)."
+                    + " Off unless given, or 8558 with --discovery.")
+    Integer managementPort;
+
+    @Option(
+            names = "--management-host",
+            description = "Address the management endpoint binds and announces (default: --host).")
+    String managementHost;
+
+    @Option(
+            names = "--discovery",
+            description = "Find the other nodes by Cluster Bootstrap instead of --seed-nodes: config (the endpoints of"
+                    + " pekko.discovery.config.services.<service>), dns (SRV/A records of the service name) or"
+                    + " kubernetes-api (pods labelled for the service). Starts the management endpoint.")
+    String discovery;
+
+    @Option(
+            names = "--service-name",
+            defaultValue = "rollout",
+            description = "The service name Cluster Bootstrap looks up (default: ${DEFAULT-VALUE}).")
+    String serviceName;
+
     @Option(names = "--name", description = "This node's name in status and logs (default: node-PORT).")
     String name;
 
@@ -127,6 +151,19 @@ final class NodeCommand implements Callable<Integer> {
         if (name == null) {
             name = "node-" + port;
         }
+        if (discovery != null && !DISCOVERY_METHODS.containsKey(discovery)) {
+            System.err.println("invalid value for '--discovery': \"" + discovery + "\" (allowed: "
+                    + String.join(", ", DISCOVERY_METHODS.keySet()) + ")");
+            return 2;
+        }
+        if (discovery != null && !seedNodes.isEmpty()) {
+            System.err.println("--seed-nodes and --discovery exclude each other: Cluster Bootstrap finds the seeds");
+            return 2;
+        }
+        if (managementPort != null && (managementPort < 0 || managementPort > 65535)) {
+            System.err.println("invalid value for '--management-port': " + managementPort + " (allowed: 0 to 65535)");
+            return 2;
+        }
         RolloutSettings settings;
         Config pekko;
         try {
@@ -164,6 +201,18 @@ final class NodeCommand implements Callable<Integer> {
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
             ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
             toClose.add(node);
+            if (managementOn()) {
+                NodeManagement management = NodeManagement.start(
+                        node.system(),
+                        new NodeReadiness.Node(roles.contains(ClusterRollout.ROLE_ROLLOUT), engine),
+                        discovery != null);
+                toClose.add(management);
+                out.println("management listening on " + management.uri()
+                        + (discovery != null
+                                ? " (cluster bootstrap: " + discovery + " discovery of " + serviceName + ")"
+                                : ""));
+                out.flush();
+            }
             node.awaitUp(Duration.ofMinutes(2));
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
@@ -225,9 +274,18 @@ final class NodeCommand implements Callable<Integer> {
         }
     }
 
+    /** --discovery's values and the Pekko discovery method each stands for. */
+    static final java.util.Map<String, String> DISCOVERY_METHODS =
+            java.util.Map.of("config", "config", "dns", "pekko-dns", "kubernetes-api", "kubernetes-api");
+
+    private boolean managementOn() {
+        return managementPort != null || discovery != null;
+    }
+
     private Config pekkoConfig(RolloutSettings settings) {
         List<String> seeds = new ArrayList<>();
-        for (String s : seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes) {
+        List<String> given = seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes;
+        for (String s : discovery != null ? List.<String>of() : given) {
             if (!s.matches("[^:/\\s]+:\\d+")) {
                 throw new InvalidConfigException("--seed-nodes", s, "host:port");
             }
@@ -238,6 +296,27 @@ final class NodeCommand implements Callable<Integer> {
                 .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds))
                 .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(host))
                 .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(port));
+        if (managementOn()) {
+            flags = flags.withValue(
+                            "pekko.management.http.hostname",
+                            ConfigValueFactory.fromAnyRef(managementHost != null ? managementHost : host))
+                    .withValue(
+                            "pekko.management.http.port",
+                            ConfigValueFactory.fromAnyRef(managementPort != null ? managementPort : 8558))
+                    .withValue(
+                            "pekko.management.health-checks.readiness-checks.rollout-node",
+                            ConfigValueFactory.fromAnyRef(NodeReadiness.class.getName()));
+        }
+        if (discovery != null) {
+            String method = DISCOVERY_METHODS.get(discovery);
+            flags = flags.withValue(
+                            "pekko.management.cluster.bootstrap.contact-point-discovery.service-name",
+                            ConfigValueFactory.fromAnyRef(serviceName))
+                    .withValue(
+                            "pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method",
+                            ConfigValueFactory.fromAnyRef(method))
+                    .withValue("pekko.discovery.method", ConfigValueFactory.fromAnyRef(method));
+        }
         Config layered = flags;
         for (int i = profiles.size() - 1; i >= 0; i--) {
             Path p = profiles.get(i);
