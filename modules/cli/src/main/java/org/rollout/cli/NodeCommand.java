@@ -178,6 +178,7 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         List<AutoCloseable> toClose = new ArrayList<>();
+        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
         boolean demoRun = demo || NodeAssembly.isDemoWorkflow(settings);
         NodeAssembly assembly;
         try {
@@ -201,6 +202,7 @@ final class NodeCommand implements Callable<Integer> {
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
             ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
             toClose.add(node);
+            exitZeroAfterSigterm(node, closed);
             if (managementOn()) {
                 NodeManagement management = NodeManagement.start(
                         node.system(),
@@ -271,7 +273,40 @@ final class NodeCommand implements Callable<Integer> {
                     System.err.println("while shutting down: " + e);
                 }
             }
+            closed.countDown();
         }
+    }
+
+    /** How long a SIGTERM'd node may take to drain, leave and close before the JVM's own status stands. */
+    private static final Duration STOP_DEADLINE = Duration.ofSeconds(120);
+
+    /**
+     * A node stopped by SIGTERM (or SIGINT) exits 0 once it has drained, left the cluster and
+     * closed what it runs: the JVM would otherwise report the signal (143), since a shutdown begun
+     * by a signal ignores the exit status asked for later. A node stopped for any other reason
+     * (downed, failed) keeps its own status.
+     */
+    private static void exitZeroAfterSigterm(ClusterRollout node, java.util.concurrent.CountDownLatch closed) {
+        org.apache.pekko.actor.CoordinatedShutdown shutdown = org.apache.pekko.actor.CoordinatedShutdown.get(
+                org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(node.system()));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            try {
+                                if (closed.await(STOP_DEADLINE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)
+                                        && shutdown.getShutdownReason()
+                                                .filter(r ->
+                                                        r == org.apache.pekko.actor.CoordinatedShutdown.jvmExitReason())
+                                                .isPresent()) {
+                                    System.out.flush();
+                                    System.err.flush();
+                                    Runtime.getRuntime().halt(0);
+                                }
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "node-exit-status"));
     }
 
     /** --discovery's values and the Pekko discovery method each stands for. */
