@@ -68,6 +68,30 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "25520", description = "Cluster port (default: ${DEFAULT-VALUE}).")
     int port;
 
+    @Option(
+            names = "--management-port",
+            description = "Port of the node's management endpoint (/alive, /ready, /cluster/members; 0 picks one)."
+                    + " Off unless given, or 8558 with --discovery.")
+    Integer managementPort;
+
+    @Option(
+            names = "--management-host",
+            description = "Address the management endpoint binds and announces (default: --host).")
+    String managementHost;
+
+    @Option(
+            names = "--discovery",
+            description = "Find the other nodes by Cluster Bootstrap instead of --seed-nodes: config (the endpoints of"
+                    + " pekko.discovery.config.services.<service>), dns (SRV/A records of the service name) or"
+                    + " kubernetes-api (pods labelled for the service). Starts the management endpoint.")
+    String discovery;
+
+    @Option(
+            names = "--service-name",
+            defaultValue = "rollout",
+            description = "The service name Cluster Bootstrap looks up (default: ${DEFAULT-VALUE}).")
+    String serviceName;
+
     @Option(names = "--name", description = "This node's name in status and logs (default: node-PORT).")
     String name;
 
@@ -133,6 +157,19 @@ final class NodeCommand implements Callable<Integer> {
         if (name == null) {
             name = "node-" + port;
         }
+        if (discovery != null && !DISCOVERY_METHODS.containsKey(discovery)) {
+            System.err.println("invalid value for '--discovery': \"" + discovery + "\" (allowed: "
+                    + String.join(", ", DISCOVERY_METHODS.keySet()) + ")");
+            return 2;
+        }
+        if (discovery != null && !seedNodes.isEmpty()) {
+            System.err.println("--seed-nodes and --discovery exclude each other: Cluster Bootstrap finds the seeds");
+            return 2;
+        }
+        if (managementPort != null && (managementPort < 0 || managementPort > 65535)) {
+            System.err.println("invalid value for '--management-port': " + managementPort + " (allowed: 0 to 65535)");
+            return 2;
+        }
         RolloutSettings settings;
         Config pekko;
         try {
@@ -147,6 +184,7 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         List<AutoCloseable> toClose = new ArrayList<>();
+        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
         boolean demoRun = demo || NodeAssembly.isDemoWorkflow(settings);
         NodeAssembly assembly;
         try {
@@ -170,6 +208,19 @@ final class NodeCommand implements Callable<Integer> {
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
             ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
             toClose.add(node);
+            exitZeroAfterSigterm(node, closed);
+            if (managementOn()) {
+                NodeManagement management = NodeManagement.start(
+                        node.system(),
+                        new NodeReadiness.Node(roles.contains(ClusterRollout.ROLE_ROLLOUT), engine),
+                        discovery != null);
+                toClose.add(management);
+                out.println("management listening on " + management.uri()
+                        + (discovery != null
+                                ? " (cluster bootstrap: " + discovery + " discovery of " + serviceName + ")"
+                                : ""));
+                out.flush();
+            }
             node.awaitUp(Duration.ofMinutes(2));
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
             NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
@@ -274,12 +325,54 @@ final class NodeCommand implements Callable<Integer> {
                     System.err.println("while shutting down: " + e);
                 }
             }
+            closed.countDown();
         }
+    }
+
+    /** How long a SIGTERM'd node may take to drain, leave and close before the JVM's own status stands. */
+    private static final Duration STOP_DEADLINE = Duration.ofSeconds(120);
+
+    /**
+     * A node stopped by SIGTERM (or SIGINT) exits 0 once it has drained, left the cluster and
+     * closed what it runs: the JVM would otherwise report the signal (143), since a shutdown begun
+     * by a signal ignores the exit status asked for later. A node stopped for any other reason
+     * (downed, failed) keeps its own status.
+     */
+    private static void exitZeroAfterSigterm(ClusterRollout node, java.util.concurrent.CountDownLatch closed) {
+        org.apache.pekko.actor.CoordinatedShutdown shutdown = org.apache.pekko.actor.CoordinatedShutdown.get(
+                org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(node.system()));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            try {
+                                if (closed.await(STOP_DEADLINE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)
+                                        && shutdown.getShutdownReason()
+                                                .filter(r ->
+                                                        r == org.apache.pekko.actor.CoordinatedShutdown.jvmExitReason())
+                                                .isPresent()) {
+                                    System.out.flush();
+                                    System.err.flush();
+                                    Runtime.getRuntime().halt(0);
+                                }
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        },
+                        "node-exit-status"));
+    }
+
+    /** --discovery's values and the Pekko discovery method each stands for. */
+    static final java.util.Map<String, String> DISCOVERY_METHODS =
+            java.util.Map.of("config", "config", "dns", "pekko-dns", "kubernetes-api", "kubernetes-api");
+
+    private boolean managementOn() {
+        return managementPort != null || discovery != null;
     }
 
     private Config pekkoConfig(RolloutSettings settings) {
         List<String> seeds = new ArrayList<>();
-        for (String s : seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes) {
+        List<String> given = seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes;
+        for (String s : discovery != null ? List.<String>of() : given) {
             if (!s.matches("[^:/\\s]+:\\d+")) {
                 throw new InvalidConfigException("--seed-nodes", s, "host:port");
             }
@@ -290,6 +383,27 @@ final class NodeCommand implements Callable<Integer> {
                 .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds))
                 .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(host))
                 .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(port));
+        if (managementOn()) {
+            flags = flags.withValue(
+                            "pekko.management.http.hostname",
+                            ConfigValueFactory.fromAnyRef(managementHost != null ? managementHost : host))
+                    .withValue(
+                            "pekko.management.http.port",
+                            ConfigValueFactory.fromAnyRef(managementPort != null ? managementPort : 8558))
+                    .withValue(
+                            "pekko.management.health-checks.readiness-checks.rollout-node",
+                            ConfigValueFactory.fromAnyRef(NodeReadiness.class.getName()));
+        }
+        if (discovery != null) {
+            String method = DISCOVERY_METHODS.get(discovery);
+            flags = flags.withValue(
+                            "pekko.management.cluster.bootstrap.contact-point-discovery.service-name",
+                            ConfigValueFactory.fromAnyRef(serviceName))
+                    .withValue(
+                            "pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method",
+                            ConfigValueFactory.fromAnyRef(method))
+                    .withValue("pekko.discovery.method", ConfigValueFactory.fromAnyRef(method));
+        }
         Config layered = flags;
         for (int i = profiles.size() - 1; i >= 0; i--) {
             Path p = profiles.get(i);

@@ -23,7 +23,7 @@ import picocli.CommandLine.Command;
 @Command(
         name = "rollout",
         mixinStandardHelpOptions = true,
-        version = "rollout 0.1.0",
+        versionProvider = RolloutCli.Version.class,
         description = "The Rollout Engine: produces training trajectories for LLM reinforcement learning.",
         subcommands = {
             LocalCommand.class,
@@ -63,6 +63,26 @@ public final class RolloutCli implements Runnable {
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot build the bench command from " + BENCHMARKS + ": " + e, e);
         }
+    }
+
+    /** {@code rollout --version}: the version the engine was built as (its Maven project version). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws java.io.IOException {
+            return new String[] {"rollout " + version()};
+        }
+    }
+
+    /** The project version this build was made from, from {@code version.properties}. */
+    static String version() throws java.io.IOException {
+        java.util.Properties p = new java.util.Properties();
+        try (java.io.InputStream in = RolloutCli.class.getResourceAsStream("version.properties")) {
+            if (in == null) {
+                throw new java.io.IOException("org/rollout/cli/version.properties is missing from the class path");
+            }
+            p.load(in);
+        }
+        return p.getProperty("version");
     }
 
     @Override

@@ -62,6 +62,27 @@ class RolloutCliTest {
     }
 
     @Test
+    void aNodesDiscoveryMethodAndManagementPortAreCheckedBeforeAnythingStarts() {
+        Run unknown = run("node", "--discovery", "zookeeper");
+        assertThat(unknown.exit()).isEqualTo(2);
+        assertThat(unknown.err()).contains("--discovery", "zookeeper", "config", "dns", "kubernetes-api");
+        Run both = run("node", "--discovery", "config", "--seed-nodes", "127.0.0.1:25520");
+        assertThat(both.exit()).isEqualTo(2);
+        assertThat(both.err()).contains("--seed-nodes and --discovery exclude each other");
+        Run port = run("node", "--management-port", "70000");
+        assertThat(port.exit()).isEqualTo(2);
+        assertThat(port.err()).contains("--management-port", "70000", "0 to 65535");
+    }
+
+    @Test
+    void versionIsTheProjectVersion() throws Exception {
+        Run r = run("--version");
+        assertThat(r.exit()).isZero();
+        assertThat(r.out().strip()).isEqualTo("rollout " + RolloutCli.version());
+        assertThat(RolloutCli.version()).matches("\\d+\\.\\d+\\.\\d+.*");
+    }
+
+    @Test
     void anUnknownWorkflowModeIsRefusedWithTheAllowedValues() {
         Run r = run("local", "--workflow", "nope");
         assertThat(r.exit()).isEqualTo(2);

@@ -142,7 +142,7 @@ public final class ClusterRollout implements AutoCloseable {
                             "rollout-weight-version")
                     .withSettings(onCoordinators));
             if (roles.contains(ROLE_ROLLOUT)) {
-                ctx.spawn(
+                ActorRef<GroupRunner.Command> runner = ctx.spawn(
                         GroupRunner.create(
                                 spec.services(),
                                 nodeName,
@@ -152,6 +152,7 @@ public final class ClusterRollout implements AutoCloseable {
                                 groupsStarted),
                         "runner",
                         GroupRunner.DISPATCHER);
+                drainOnShutdown(sys, runner, nodeName);
             }
             log.info("node {} started with roles {}", nodeName, roles);
             started.complete(new LocalRollout.Refs(coordinator, collector, weightVersion));
@@ -170,6 +171,42 @@ public final class ClusterRollout implements AutoCloseable {
             system.terminate();
             throw new IllegalStateException("the node did not start within 30 s", e);
         }
+    }
+
+    /**
+     * A graceful stop (SIGTERM, or leaving) first drains the runner, in coordinated shutdown's
+     * {@code service-requests-done} phase, before the node leaves the cluster: the runner takes no
+     * more groups, the coordinator dispatches the ones in flight here again elsewhere, and the node
+     * waits for them to end here for at most that phase's timeout ({@code
+     * pekko.coordinated-shutdown.phases.service-requests-done.timeout}, else {@code
+     * default-phase-timeout}). Then the node leaves (its singletons hand over at once, without
+     * waiting for failure detection) and stops; a group still running is ended by the stop and its
+     * other attempt stands.
+     */
+    private static void drainOnShutdown(ActorSystem<Void> sys, ActorRef<GroupRunner.Command> runner, String nodeName) {
+        org.apache.pekko.actor.CoordinatedShutdown shutdown = org.apache.pekko.actor.CoordinatedShutdown.get(
+                org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(sys));
+        String phase = org.apache.pekko.actor.CoordinatedShutdown.PhaseServiceRequestsDone();
+        Duration deadline = Duration.ofNanos(shutdown.timeout(phase).toNanos()).minusMillis(500);
+        shutdown.addTask(phase, "rollout-drain-runner", () -> {
+            long start = System.nanoTime();
+            return org.apache.pekko.actor.typed.javadsl.AskPattern.<GroupRunner.Command, GroupRunner.Drained>ask(
+                            runner, GroupRunner.Drain::new, deadline, sys.scheduler())
+                    .handle((drained, failure) -> {
+                        long ms = (System.nanoTime() - start) / 1_000_000;
+                        if (failure == null) {
+                            log.info("node {} drained in {} ms", nodeName, ms);
+                        } else {
+                            log.warn(
+                                    "node {} leaves with groups still in flight after {} ms (they run again"
+                                            + " elsewhere): {}",
+                                    nodeName,
+                                    ms,
+                                    failure.toString());
+                        }
+                        return org.apache.pekko.Done.getInstance();
+                    });
+        });
     }
 
     /** A budget with the template's limits and nothing counted: each coordinator incarnation starts from one. */

@@ -48,6 +48,11 @@ import org.rollout.config.StalenessPolicy;
  * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
  * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
+ * <p>Draining ({@link Drain}, when its node shuts down gracefully): the runner leaves the
+ * Receptionist, so the coordinator takes no more groups here and dispatches the ones in flight
+ * again elsewhere (the first attempt to finish wins, semantics §6); it replies when its groups have
+ * ended, and its node then leaves the cluster.
+ *
  * <p>When the runner stops (its node shuts down), its group and slot actors stop with it: the slots
  * interrupt their episodes and the groups release their caches; the coordinator re-dispatches their
  * tasks elsewhere.
@@ -92,6 +97,15 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** Stop the group of task {@code taskId}, attempt {@code attempt}, and report it rejected. */
     public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail)
             implements Command, CborSerializable {}
+
+    /**
+     * Stop taking groups (leave the Receptionist) and reply with the groups still running once none
+     * is, or at once when none is. Sent by the node's coordinated shutdown.
+     */
+    public record Drain(ActorRef<Drained> replyTo) implements Command, NodeLocal {}
+
+    /** The answer to {@link Drain}: the runner has no group in flight. */
+    public record Drained(String node) implements NodeLocal {}
 
     /** Asks for this runner's capacity and load. */
     public record GetInfo(ActorRef<Info> replyTo) implements Command, CborSerializable {}
@@ -177,6 +191,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
         ActorRef<Collector.Command> collector;
         long pausedFor = -1;
+        /** Who waits for the groups in flight to end ({@link Drain}); null while not draining. */
+        List<ActorRef<Drained>> drainWaiters;
     }
 
     /**
@@ -310,6 +326,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 })
                 .onMessage(GetHoldings.class, this::onGetHoldings)
                 .onMessage(Resend.class, this::onResend)
+                .onMessage(Drain.class, this::onDrain)
                 .build();
     }
 
@@ -381,7 +398,34 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (kept.collector != null) {
             Collector.deliver(kept.collector, g, payloads);
         }
+        replyIfDrained();
         return this;
+    }
+
+    private Behavior<Command> onDrain(Drain drain) {
+        if (kept.drainWaiters == null) {
+            kept.drainWaiters = new java.util.ArrayList<>();
+            getContext()
+                    .getSystem()
+                    .receptionist()
+                    .tell(Receptionist.deregister(SERVICE_KEY, getContext().getSelf()));
+            getContext()
+                    .getLog()
+                    .info("runner on {} draining: no new groups; {} group(s) in flight", node, groups.size());
+        }
+        kept.drainWaiters.add(drain.replyTo());
+        replyIfDrained();
+        return this;
+    }
+
+    private void replyIfDrained() {
+        if (kept.drainWaiters != null && groups.isEmpty() && !kept.drainWaiters.isEmpty()) {
+            getContext().getLog().info("runner on {} drained: no group in flight", node);
+            for (ActorRef<Drained> w : kept.drainWaiters) {
+                w.tell(new Drained(node));
+            }
+            kept.drainWaiters.clear();
+        }
     }
 
     /**

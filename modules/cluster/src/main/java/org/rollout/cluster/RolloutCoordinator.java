@@ -247,8 +247,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /**
      * Recovering: reads the ledger, learns the collector and what runners hold, then switches to
-     * {@link Admitting}. Outcomes, acknowledgements and weight updates wait in the stash until then
-     * (a weight update taken during recovery would be overwritten by the ledger's older version).
+     * {@link Admitting}. Outcomes, acknowledgements, weight updates and status reads wait in the
+     * stash until then (a weight update taken during recovery would be overwritten by the ledger's
+     * older version; a status read would report the fresh budget's version 0).
      */
     @Override
     public Receive<Command> createReceive() {
@@ -298,7 +299,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     onRunners(new Runners(listed));
                     return Behaviors.same();
                 })
-                .onMessage(GetStatus.class, this::onGetStatus)
+                // A status read waits in the stash too: before recovery the budget is a fresh one
+                // (version 0), and a trainer must never see the version go backwards.
                 .onAnyMessage(m -> {
                     stash.stash(m);
                     return Behaviors.same();

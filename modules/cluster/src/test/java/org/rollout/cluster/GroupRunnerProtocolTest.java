@@ -110,6 +110,40 @@ class GroupRunnerProtocolTest {
     }
 
     @Test
+    void drainLeavesTheReceptionistAndRepliesOnceTheGroupsInFlightHaveEnded() {
+        Node n = node();
+        TestProbe<org.apache.pekko.actor.typed.receptionist.Receptionist.Listing> listings = kit.createTestProbe();
+        kit.system()
+                .receptionist()
+                .tell(org.apache.pekko.actor.typed.receptionist.Receptionist.subscribe(
+                        GroupRunner.SERVICE_KEY, listings.getRef()));
+        listings.fishForMessage(
+                WAIT,
+                l -> l.getServiceInstances(GroupRunner.SERVICE_KEY).contains(n.runner())
+                        ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete()
+                        : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore());
+        n.runner().tell(run(n, 8, BLOCKING));
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+
+        TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.Drain(drained.getRef()));
+        // No longer listed: the coordinator dispatches no more groups here.
+        listings.fishForMessage(
+                WAIT,
+                l -> l.getServiceInstances(GroupRunner.SERVICE_KEY).contains(n.runner())
+                        ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore()
+                        : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete());
+        // Not drained while the group runs.
+        drained.expectNoMessage(Duration.ofMillis(300));
+        n.runner().tell(new GroupRunner.CancelGroup(8, 0, RejectReason.CANCELLED, "dispatched again elsewhere"));
+        n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(drained.receiveMessage(WAIT).node()).startsWith("runner-");
+        // A second drain of an idle runner answers at once.
+        n.runner().tell(new GroupRunner.Drain(drained.getRef()));
+        drained.receiveMessage(WAIT);
+    }
+
+    @Test
     void cancellingAGroupThatAlreadyEndedChangesNothing() {
         Node n = node();
         n.runner().tell(run(n, 6, "p6"));

@@ -99,6 +99,7 @@ final class TestCluster implements AutoCloseable {
         private String nodeHeap = "256m";
         private boolean namespaces;
         private final List<String> nodeProfiles = new ArrayList<>();
+        private boolean bootstrap;
 
         private Builder(SystemTestRun run) {
             this.run = run;
@@ -159,6 +160,15 @@ final class TestCluster implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Nodes find each other by Cluster Bootstrap with config discovery (each node's management
+         * endpoint listed as a contact point) instead of seed nodes; they start all at once.
+         */
+        Builder withBootstrap() {
+            this.bootstrap = true;
+            return this;
+        }
+
         Builder withNodeHeap(String heap) {
             this.nodeHeap = heap;
             return this;
@@ -192,16 +202,18 @@ final class TestCluster implements AutoCloseable {
         final String name;
         final int port;
         final int gatewayPort;
+        final int managementPort;
         final List<String> roles;
         final List<ManagedProcess> incarnations = new ArrayList<>();
         ManagedProcess process;
         Path archiveInProgress;
 
-        NodeSlot(int index, int port, int gatewayPort, List<String> roles) {
+        NodeSlot(int index, int port, int gatewayPort, int managementPort, List<String> roles) {
             this.index = index;
             this.name = "node-" + index;
             this.port = port;
             this.gatewayPort = gatewayPort;
+            this.managementPort = managementPort;
             this.roles = roles;
         }
 
@@ -284,12 +296,16 @@ final class TestCluster implements AutoCloseable {
                 }
                 roles.add("rollout");
                 roles.add("gateway");
-                nodes.add(new NodeSlot(i, freePort(), freePort(), roles));
+                nodes.add(new NodeSlot(i, freePort(), freePort(), freePort(), roles));
             }
-            // The seed first: it is the oldest node, so it holds the singletons.
-            startNode(nodes.get(0), List.of(nodes.get(0)));
             started.clear();
-            for (NodeSlot n : nodes.subList(1, nodes.size())) {
+            if (spec.bootstrap) {
+                writeBootstrapProfile();
+            } else {
+                // The seed first: it is the oldest node, so it holds the singletons.
+                startNode(nodes.get(0), List.of(nodes.get(0)));
+            }
+            for (NodeSlot n : spec.bootstrap ? nodes : nodes.subList(1, nodes.size())) {
                 started.add(pool.submit(() -> {
                     startNode(n, List.of(nodes.get(0)));
                     return null;
@@ -352,6 +368,28 @@ final class TestCluster implements AutoCloseable {
         }
     }
 
+    /** Config discovery's contact points: every node's management endpoint; all of them needed to form. */
+    private void writeBootstrapProfile() throws IOException {
+        StringBuilder b = new StringBuilder("pekko.discovery.config.services.rollout.endpoints = [\n");
+        for (NodeSlot n : nodes) {
+            b.append("  { host = \"127.0.0.1\", port = ")
+                    .append(n.managementPort)
+                    .append(" }\n");
+        }
+        // Every endpoint is on 127.0.0.1 with a port of its own: keep them all (by default Bootstrap
+        // keeps only the targets on the management port's own number).
+        b.append("]\n")
+                .append("pekko.management.cluster.bootstrap.contact-point.filter-on-fallback-port = false\n")
+                .append("pekko.management.cluster.bootstrap.contact-point-discovery.required-contact-point-nr = ")
+                .append(nodes.size())
+                .append('\n');
+        Files.writeString(bootstrapProfile(), b.toString());
+    }
+
+    private Path bootstrapProfile() {
+        return dir.resolve("bootstrap.conf");
+    }
+
     private void startServer(ServerSlot s) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(
                 List.of("model-server", "--port", Integer.toString(s.port), "--weights", weights.toString()));
@@ -406,15 +444,25 @@ final class TestCluster implements AutoCloseable {
                 n.name,
                 "--port",
                 Integer.toString(n.port),
-                "--seed-nodes",
-                String.join(
-                        ",", seeds.stream().map(s -> hostOf(s) + ":" + s.port).toList()),
                 "--roles",
                 String.join(",", roles),
                 "--gateway-port",
                 Integer.toString(n.gatewayPort),
                 "--profile",
                 resource("fast-failure-detection.conf").toString()));
+        if (spec.bootstrap) {
+            args.addAll(List.of(
+                    "--discovery",
+                    "config",
+                    "--management-port",
+                    Integer.toString(n.managementPort),
+                    "--profile",
+                    bootstrapProfile().toString()));
+        } else {
+            args.add("--seed-nodes");
+            args.add(String.join(
+                    ",", seeds.stream().map(s -> hostOf(s) + ":" + s.port).toList()));
+        }
         for (String profile : transportProfiles) {
             args.add("--profile");
             args.add(profile);
@@ -637,6 +685,19 @@ final class TestCluster implements AutoCloseable {
     }
 
     /**
+     * SIGTERM to node {@code index}: it drains, leaves the cluster and exits; waits at most {@code
+     * grace} (then SIGKILL) and returns its exit status.
+     */
+    int terminateNode(int index, Duration grace) throws InterruptedException {
+        NodeSlot n = node(index);
+        if (!n.alive()) {
+            throw new IllegalStateException(n.name + " is not running");
+        }
+        log("SIGTERM " + n.name + " (pid " + n.process.pid() + ")");
+        return n.process.stop(grace);
+    }
+
+    /**
      * Starts node {@code index} again with its name and ports, joining through the nodes alive now
      * (as a supervisor would), and waits until it is Up with its gateway.
      */
@@ -702,6 +763,14 @@ final class TestCluster implements AutoCloseable {
         }
         startServer(s);
         log("restarted server-" + index);
+    }
+
+    /** The management endpoint of node {@code index} (1-based), with {@link Builder#withBootstrap}. */
+    URI managementUri(int index) {
+        if (!spec.bootstrap) {
+            throw new IllegalStateException("the nodes run no management endpoint without withBootstrap()");
+        }
+        return URI.create("http://127.0.0.1:" + node(index).managementPort);
     }
 
     /** The port model server {@code index} listens on (kept across restarts). */
@@ -839,7 +908,8 @@ final class TestCluster implements AutoCloseable {
         }
         Map<String, String> env = new HashMap<>(nodeEnv);
         env.put("ROLLOUT_TLS_KEY_STORE", tlsDir.resolve("rogue.p12").toString());
-        NodeSlot rogue = new NodeSlot(nodes.size() + 1, freePort(), freePort(), List.of("rollout", "gateway"));
+        NodeSlot rogue =
+                new NodeSlot(nodes.size() + 1, freePort(), freePort(), freePort(), List.of("rollout", "gateway"));
         return startNodeProcess(rogue, nodes.stream().filter(NodeSlot::alive).toList(), env, "rogue", rogue.roles);
     }
 
@@ -848,7 +918,8 @@ final class TestCluster implements AutoCloseable {
      * gatewayPort}; returns its process.
      */
     ManagedProcess startExtraNode(String name, int gatewayPort) throws IOException {
-        NodeSlot extra = new NodeSlot(nodes.size() + 1, freePort(), gatewayPort, List.of("rollout", "gateway"));
+        NodeSlot extra =
+                new NodeSlot(nodes.size() + 1, freePort(), gatewayPort, freePort(), List.of("rollout", "gateway"));
         return startNodeProcess(extra, nodes.stream().filter(NodeSlot::alive).toList(), nodeEnv, name, extra.roles);
     }
 
