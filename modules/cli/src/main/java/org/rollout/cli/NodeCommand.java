@@ -344,6 +344,15 @@ final class NodeCommand implements Callable<Integer> {
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
                         () -> {
+                            // Stopped for another reason (downed, failed): Pekko asked for this exit
+                            // from the thread that completes the system's termination, which is also
+                            // the one that would release the command's own thread; waiting here would
+                            // hold the exit for the whole deadline. The JVM's own status stands.
+                            if (shutdown.getShutdownReason()
+                                    .filter(r -> r != org.apache.pekko.actor.CoordinatedShutdown.jvmExitReason())
+                                    .isPresent()) {
+                                return;
+                            }
                             try {
                                 if (closed.await(STOP_DEADLINE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)
                                         && shutdown.getShutdownReason()
