@@ -37,6 +37,9 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>pause_grace_period</td><td>0 s</td><td>sleep after the servers' pause requests, before loading weights</td></tr>
  *   <tr><td>interrupt_mode</td><td>resume</td><td>{@code resume} (keep the tokens of an aborted segment and
  *       continue) or {@code discard} (drop them and regenerate from the prompt); see {@link InterruptMode}</td></tr>
+ *   <tr><td>deterministic_sampling</td><td>false</td><td>give every segment a sampling seed derived from its task,
+ *       slot and segment index (stable across reruns), sent as SGLang's {@code sampling_params.sampling_seed}
+ *       and vLLM's {@code seed}</td></tr>
  * </table>
  *
  * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
@@ -59,7 +62,8 @@ public record InferenceConfig(
         Duration retryBackoffInitial,
         Duration retryBackoffMax,
         Duration pauseGracePeriod,
-        InterruptMode interruptMode) {
+        InterruptMode interruptMode,
+        boolean deterministicSampling) {
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -77,7 +81,8 @@ public record InferenceConfig(
             "retry_backoff_initial",
             "retry_backoff_max",
             "pause_grace_period",
-            "interrupt_mode");
+            "interrupt_mode",
+            "deterministic_sampling");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -165,6 +170,7 @@ public record InferenceConfig(
         private Duration retryBackoffMax = Duration.ofSeconds(10);
         private Duration pauseGracePeriod = Duration.ZERO;
         private InterruptMode interruptMode = InterruptMode.RESUME;
+        private boolean deterministicSampling;
 
         private Builder() {}
 
@@ -183,6 +189,7 @@ public record InferenceConfig(
             controlTimeout = c.controlTimeout;
             retryBackoffInitial = c.retryBackoffInitial;
             retryBackoffMax = c.retryBackoffMax;
+            deterministicSampling = c.deterministicSampling;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -325,6 +332,11 @@ public record InferenceConfig(
             return this;
         }
 
+        public Builder deterministicSampling(boolean v) {
+            deterministicSampling = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -343,7 +355,8 @@ public record InferenceConfig(
                     retryBackoffInitial,
                     retryBackoffMax,
                     pauseGracePeriod,
-                    interruptMode);
+                    interruptMode,
+                    deterministicSampling);
         }
     }
 }

@@ -45,7 +45,6 @@ final class KnownKeys {
             Map.entry("rollout.lora_name", "LoRA adapters are not implemented"),
             Map.entry("rollout.return_routed_experts", "MoE routed experts are not returned"),
             Map.entry("rollout._version", "there is one rollout implementation"),
-            Map.entry("rollout.deterministic_sampling", "deterministic sampling is not implemented"),
             Map.entry("rollout.serialize_group_samples", "it belongs to AReaL's v2 controller"),
             Map.entry("rollout.group_size", "the group size is gconfig.n_samples"),
             Map.entry("gconfig.keep_partial_group_on_error", "a failed slot always fails its group"),

@@ -357,6 +357,13 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void deterministicSamplingTakesOnlyABoolean() {
+        refused(
+                () -> load("rollout.deterministic_sampling=sometimes"),
+                "invalid value for 'rollout.deterministic_sampling': \"sometimes\" (allowed: true or false)");
+    }
+
+    @Test
     void aNegativeInferenceDurationIsRefusedWithInferenceConfigsRule() {
         refused(
                 () -> load("rollout.pause_grace_period=-1"),

@@ -31,6 +31,7 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
+import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.InterruptMode;
 import org.rollout.config.ServerAddress;
@@ -254,6 +255,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         // Aborts sent to servers where an attempt of this rid timed out: the rid is not sent there
         // again before its abort has been answered (the server would refuse it as still in flight).
         Map<ServerAddress, CompletableFuture<?>> pendingAborts = new HashMap<>(2);
+        WorkflowContext context = config.deterministicSampling() ? WorkflowContext.current() : null;
+        int segmentIndex = 0;
         while ((reason == null || !reason.isFinal()) && out.size < budget) {
             if (emptyAborts >= 2) {
                 // Repeated aborts with no tokens: the server is pausing without our gate being
@@ -261,7 +264,16 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 backoff.sleep(emptyAborts - 1);
             }
             int maxNewTokens = budget - out.size;
-            Segment segment = runSegment(rid, prompt, out, g, maxNewTokens, pendingAborts);
+            GenerationConfig sg = g;
+            if (context != null) {
+                // deterministic_sampling: this segment's seed, stable across reruns (SamplingSeeds).
+                Long seed = SamplingSeeds.seedFor(g, context, prompt, segmentIndex);
+                sg = Objects.equals(seed, g.seed())
+                        ? g
+                        : g.toBuilder().seed(seed).build();
+            }
+            segmentIndex++;
+            Segment segment = runSegment(rid, prompt, out, sg, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             if (reason == StopReason.ABORT && discardOnAbort && out.size < budget) {
