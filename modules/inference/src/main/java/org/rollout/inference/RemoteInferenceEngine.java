@@ -30,6 +30,7 @@ import org.rollout.api.GenerationException;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.ScoredTokens;
 import org.rollout.api.StopReason;
 import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
@@ -294,6 +295,74 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 out.versions(),
                 reason,
                 Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /**
+     * Scores {@code tokens} on one server (the scoring call of docs/protocol.md, "Scoring"): waits
+     * at the pause gate, routes like a segment, fails over on the same failures as a segment
+     * (ejecting the server likewise) for up to {@code request_retries} attempts. The version is the
+     * server's {@code weight_version} when it reports one, else the engine's version read before
+     * sending.
+     */
+    @Override
+    public ScoredTokens score(int[] tokens, GenerationConfig gconfig) throws InterruptedException {
+        ensureOpen();
+        Objects.requireNonNull(tokens, "tokens");
+        Objects.requireNonNull(gconfig, "gconfig");
+        if (tokens.length < 2) {
+            throw new IllegalArgumentException(
+                    "scoring needs at least 2 tokens (the first has nothing to be predicted from), got "
+                            + tokens.length);
+        }
+        String rid = ModelRequest.newRid();
+        int[] sent = tokens.clone();
+        byte[] body = PromptScoring.body(config.backend(), rid, sent, gconfig);
+        List<String> failures = new ArrayList<>();
+        Map<ServerAddress, Integer> failed = new HashMap<>();
+        Exception cause = null;
+        for (int attempt = 1; attempt <= config.requestRetries(); attempt++) {
+            gate.awaitOpen();
+            ServerPool.Lease lease = pool.acquire(rid, failed.keySet(), config.requestTimeout());
+            ServerAddress server = lease.address();
+            String failure;
+            boolean eject;
+            try {
+                int earlier = failed.getOrDefault(server, 0);
+                if (earlier > 0) {
+                    backoff.sleep(earlier);
+                    gate.awaitOpen();
+                }
+                int pinned = version.get();
+                HttpResponse<byte[]> response = exchange(server, rid, body);
+                if (HttpExchanges.isSuccess(response.statusCode())) {
+                    PromptScoring.Scores s = PromptScoring.parse(config.backend(), response.body(), server, rid, sent);
+                    return new ScoredTokens(
+                            sent, s.logprobs(), s.serverVersion().orElse(pinned));
+                }
+                failure = "HTTP " + response.statusCode() + ": " + MalformedResponseException.excerpt(response.body());
+                eject = response.statusCode() < 400 || response.statusCode() >= 500;
+                cause = null;
+            } catch (MalformedResponseException e) {
+                failure = e.getMessage();
+                eject = true;
+                cause = e;
+            } catch (IOException e) {
+                ensureOpen();
+                failure = HttpExchanges.describe(e, config.requestTimeout());
+                eject = true;
+                cause = e;
+            } finally {
+                lease.close();
+            }
+            pool.recordFailure(server, failure, eject);
+            failures.add("attempt " + attempt + " on " + server + ": " + failure);
+            failed.merge(server, 1, Integer::sum);
+        }
+        throw new GenerationException(
+                "scoring " + tokens.length + " tokens (rid " + rid + ") failed: " + failures.size() + " attempt"
+                        + (failures.size() == 1 ? "" : "s") + " of POST " + protocol.generatePath()
+                        + " (request_retries=" + config.requestRetries() + "): " + String.join("; ", failures),
+                cause);
     }
 
     /** One segment, with failover: returns the first successful response and its pinned version. */

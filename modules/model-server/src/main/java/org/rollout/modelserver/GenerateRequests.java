@@ -22,8 +22,23 @@ final class GenerateRequests {
 
     private GenerateRequests() {}
 
-    /** A parsed generation request. */
-    record Parsed(String rid, int[] prompt, SamplingParams params, boolean returnLogprob, boolean textInLogprobs) {}
+    /**
+     * A parsed generation request.
+     *
+     * @param inputLogprobStart the first prompt position whose logprob is reported (SGLang's {@code
+     *     logprob_start_len}; 0 for vLLM's {@code echo} or {@code prompt_logprobs}), or -1 for none
+     * @param echo vLLM's {@code echo}: the prompt's tokens and logprobs lead the completion's
+     * @param promptLogprobs vLLM's {@code prompt_logprobs}: a {@code prompt_logprobs} list is returned
+     */
+    record Parsed(
+            String rid,
+            int[] prompt,
+            SamplingParams params,
+            boolean returnLogprob,
+            boolean textInLogprobs,
+            int inputLogprobStart,
+            boolean echo,
+            boolean promptLogprobs) {}
 
     private static final Set<String> SGLANG_TOP = Set.of(
             "rid",
@@ -123,13 +138,14 @@ final class GenerateRequests {
                     "top_logprobs_num", "top_logprobs_num must be 0: top alternatives are not reported");
         }
         int start = intField(body, "logprob_start_len", -1, -1, Integer.MAX_VALUE);
-        if (start != -1) {
-            throw new BadRequestException(
-                    "logprob_start_len", "logprob_start_len must be -1: input token logprobs are not reported");
-        }
         String rid = rid(body.get("rid"), "rid");
         int[] prompt = tokenIds(body.get("input_ids"), "input_ids");
         boolean returnLogprob = boolField(body, "return_logprob", false);
+        if (start >= prompt.length) {
+            throw new BadRequestException(
+                    "logprob_start_len",
+                    "logprob_start_len (" + start + ") must be below the prompt length (" + prompt.length + ")");
+        }
         boolean textInLogprobs = boolField(body, "return_text_in_logprobs", false);
 
         JsonNode spNode = body.get("sampling_params");
@@ -190,7 +206,7 @@ final class GenerateRequests {
                 skipSpecial,
                 noStopTrim,
                 seed);
-        return new Parsed(rid, prompt, params, returnLogprob, textInLogprobs);
+        return new Parsed(rid, prompt, params, returnLogprob, textInLogprobs, returnLogprob ? start : -1, false, false);
     }
 
     /** Parses a vLLM {@code /v1/completions} body (token-id prompt only). */
@@ -198,8 +214,13 @@ final class GenerateRequests {
         unknownFields(body, VLLM_TOP, "");
         neutral(body, "", "stream", false);
         neutral(body, "", "use_beam_search", false);
-        neutral(body, "", "echo", false);
-        mustBeAbsent(body, "", "prompt_logprobs", "prompt logprobs are not supported");
+        boolean echo = boolField(body, "echo", false);
+        JsonNode promptLogprobsNode = body.get("prompt_logprobs");
+        boolean promptLogprobs = promptLogprobsNode != null && !promptLogprobsNode.isNull();
+        if (promptLogprobs && intField(body, "prompt_logprobs", 0, 0, Integer.MAX_VALUE) != 0) {
+            throw new BadRequestException(
+                    "prompt_logprobs", "prompt_logprobs must be 0 or null: top alternatives are not reported");
+        }
         neutralNumber(body, "", "min_p", 0.0);
         neutralNumber(body, "", "presence_penalty", 0.0);
         neutralNumber(body, "", "repetition_penalty", 1.0);
@@ -262,7 +283,8 @@ final class GenerateRequests {
                 skipSpecial,
                 includeStop,
                 seed);
-        return new Parsed(rid, prompt, params, returnLogprob, !tokenIdsAsTokens);
+        int inputStart = promptLogprobs || (echo && returnLogprob) ? 0 : -1;
+        return new Parsed(rid, prompt, params, returnLogprob, !tokenIdsAsTokens, inputStart, echo, promptLogprobs);
     }
 
     /** The seed of a request: its own, or a fresh random one. */

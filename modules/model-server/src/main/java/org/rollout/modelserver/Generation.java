@@ -26,11 +26,33 @@ final class Generation {
     /** With simulated output lengths: the sequence length (prompt + output) where it ends; else 0. */
     long simulatedEnd;
 
+    /** The first prompt position whose logprob is computed at prefill, or -1 for none. */
+    final int inputLogprobStart;
+    /** {@code log p(prompt[t] | prompt[<t])} for {@code t = max(1, inputLogprobStart) ..}, set at prefill. */
+    double[] inputLogprobs;
+
     Generation(String rid, int[] prompt, SamplingParams params, long seed) {
+        this(rid, prompt, params, seed, -1);
+    }
+
+    Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart) {
         this.rid = rid;
         this.prompt = prompt.clone();
         this.params = params;
         this.random = new SplittableRandom(seed);
+        this.inputLogprobStart = inputLogprobStart;
+    }
+
+    /**
+     * Computes the prompt's logprobs under {@code w} at the request's temperature when they were
+     * asked for: what SGLang's prefill reports as {@code input_token_logprobs}.
+     */
+    void scorePrompt(TinyLmWeights w) {
+        if (inputLogprobStart >= 0 && prompt.length > 1) {
+            inputLogprobs = TinyLm.sequenceLogprobs(w, prompt, Math.max(1, inputLogprobStart), params.temperature());
+        } else if (inputLogprobStart >= 0) {
+            inputLogprobs = new double[0];
+        }
     }
 
     boolean prefilled() {
@@ -70,6 +92,7 @@ final class Generation {
                 Arrays.copyOf(logprobs, length),
                 finish,
                 weightVersion,
-                nowNanos - submittedNanos);
+                nowNanos - submittedNanos,
+                inputLogprobs);
     }
 }

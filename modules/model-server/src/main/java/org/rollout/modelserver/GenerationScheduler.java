@@ -387,6 +387,7 @@ final class GenerationScheduler {
         int prefillTokens = 0;
         for (Generation g : admitted) {
             g.prefill(w.decay());
+            g.scorePrompt(w);
             prefillTokens += g.prompt.length;
             if (simulatedLengths != null) {
                 g.simulatedEnd = simulatedLengths.endOf(g.rid, g.prompt.length);

@@ -302,7 +302,11 @@ public final class ModelServer implements AutoCloseable {
             }
         }
         Generation g = new Generation(
-                parsed.rid(), parsed.prompt(), parsed.params(), GenerateRequests.seedOf(parsed.params()));
+                parsed.rid(),
+                parsed.prompt(),
+                parsed.params(),
+                GenerateRequests.seedOf(parsed.params()),
+                parsed.inputLogprobStart());
         CompletableFuture<GenerationResult> result;
         try {
             result = scheduler.submit(g);
