@@ -183,6 +183,7 @@ public final class RolloutConfig {
         InferenceConfig inference = InferenceSection.template(r, servers);
         LargePayloadLimits.check(r);
         PythonSection.check(r);
+        LaunchSection.check(r);
         checkAgent(r, merged);
         GenerationSection generation = new GenerationSection(r, warnings);
         GenerationConfig gconfig = generation.gconfig();

@@ -330,6 +330,11 @@ public final class RolloutSettings {
                 config.hasPath(workers) ? Integer.valueOf(config.getInt(workers)) : null);
     }
 
+    /** {@code rollout.launch.*}: the inference servers this node starts itself, validated at load. */
+    public ServerLaunch launch() {
+        return LaunchSection.read(config, rollout.fileroot());
+    }
+
     /** Legal but questionable combinations found at load (also logged then), one sentence each. */
     public List<String> warnings() {
         return warnings;
