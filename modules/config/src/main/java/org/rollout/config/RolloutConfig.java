@@ -197,7 +197,7 @@ public final class RolloutConfig {
             InferenceSection.checkBeamSearch(r, "gconfig", gconfig, inference);
         }
         controller.warnings(dataset, warnings);
-        generation.warnings(gconfig, actor);
+        generation.warnings(gconfig, actor, inference != null && inference.deterministicSampling());
 
         if (!r.errors().isEmpty()) {
             return null;

@@ -604,6 +604,10 @@ class RolloutConfigValidationTest {
         assertThat(load("gconfig.n_samples=4", "gconfig.seed=7").warnings())
                 .containsExactly("gconfig.seed = 7 with gconfig.n_samples = 4: every slot of a group sends the same"
                         + " seed, so a group's samples are alike and its group-relative advantages vanish");
+        assertThat(load("gconfig.n_samples=4", "gconfig.seed=7", "rollout.deterministic_sampling=true")
+                        .warnings())
+                .as("under deterministic_sampling the seed is the base of per-slot seeds")
+                .isEmpty();
     }
 
     @Test
