@@ -40,6 +40,8 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>deterministic_sampling</td><td>false</td><td>give every segment a sampling seed derived from its task,
  *       slot and segment index (stable across reruns), sent as SGLang's {@code sampling_params.sampling_seed}
  *       and vLLM's {@code seed}</td></tr>
+ *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path) or {@code http}
+ *       (the engine streams the file's bytes to every server); see {@link WeightTransfer}</td></tr>
  * </table>
  *
  * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
@@ -63,7 +65,8 @@ public record InferenceConfig(
         Duration retryBackoffMax,
         Duration pauseGracePeriod,
         InterruptMode interruptMode,
-        boolean deterministicSampling) {
+        boolean deterministicSampling,
+        WeightTransfer weightTransfer) {
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -82,7 +85,8 @@ public record InferenceConfig(
             "retry_backoff_max",
             "pause_grace_period",
             "interrupt_mode",
-            "deterministic_sampling");
+            "deterministic_sampling",
+            "weight_transfer");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -110,6 +114,7 @@ public record InferenceConfig(
                 "a number of seconds >= retry_backoff_initial (" + seconds(retryBackoffInitial) + ")");
         nonNegative(pauseGracePeriod, "pause_grace_period");
         Objects.requireNonNull(interruptMode, "interrupt_mode");
+        Objects.requireNonNull(weightTransfer, "weight_transfer");
     }
 
     /** A builder with every default; only {@code addresses} must be set. */
@@ -171,6 +176,7 @@ public record InferenceConfig(
         private Duration pauseGracePeriod = Duration.ZERO;
         private InterruptMode interruptMode = InterruptMode.RESUME;
         private boolean deterministicSampling;
+        private WeightTransfer weightTransfer = WeightTransfer.DISK;
 
         private Builder() {}
 
@@ -190,6 +196,7 @@ public record InferenceConfig(
             retryBackoffInitial = c.retryBackoffInitial;
             retryBackoffMax = c.retryBackoffMax;
             deterministicSampling = c.deterministicSampling;
+            weightTransfer = c.weightTransfer;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -337,6 +344,11 @@ public record InferenceConfig(
             return this;
         }
 
+        public Builder weightTransfer(WeightTransfer v) {
+            weightTransfer = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -356,7 +368,8 @@ public record InferenceConfig(
                     retryBackoffMax,
                     pauseGracePeriod,
                     interruptMode,
-                    deterministicSampling);
+                    deterministicSampling,
+                    weightTransfer);
         }
     }
 }

@@ -33,6 +33,7 @@ final class InferenceConfigMap {
                 case "pause_grace_period" -> b.pauseGracePeriod(secondsValue(key, v));
                 case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig(string(key, v)));
                 case "deterministic_sampling" -> b.deterministicSampling(bool(key, v));
+                case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig(string(key, v)));
                 default ->
                     throw new InvalidConfigException(
                             key, v, "one of the keys " + String.join(", ", InferenceConfig.KEYS));

@@ -67,6 +67,7 @@ final class InferenceSection {
         put(v, "interrupt_mode", r.string("rollout.interrupt_mode", false, "resume or discard"));
         put(v, "sticky_by_rid", r.bool("rollout.sticky_by_rid"));
         put(v, "deterministic_sampling", r.bool("rollout.deterministic_sampling"));
+        put(v, "weight_transfer", r.string("rollout.weight_transfer", false, "disk or http"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
                 "health_check_interval",
@@ -118,6 +119,7 @@ final class InferenceSection {
                 case "pause_grace_period" -> b.pauseGracePeriod((Duration) x);
                 case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig((String) x));
                 case "deterministic_sampling" -> b.deterministicSampling((Boolean) x);
+                case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig((String) x));
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }

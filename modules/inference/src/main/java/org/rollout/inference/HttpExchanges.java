@@ -55,6 +55,20 @@ final class HttpExchanges {
                     HttpRequest.newBuilder(uri).timeout(timeout).GET().build();
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
         }
+        if (call.file() != null) {
+            HttpRequest request;
+            try {
+                request = HttpRequest.newBuilder(uri)
+                        .timeout(timeout)
+                        .header("Content-Type", "application/octet-stream")
+                        .POST(HttpRequest.BodyPublishers.ofFile(call.file()))
+                        .build();
+            } catch (java.io.FileNotFoundException e) {
+                return CompletableFuture.failedFuture(
+                        new java.io.IOException("cannot read " + call.file() + " to send it: " + e.getMessage(), e));
+            }
+            return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+        }
         return post(uri, call.body().getBytes(StandardCharsets.UTF_8), timeout);
     }
 

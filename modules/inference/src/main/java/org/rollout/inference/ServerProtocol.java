@@ -82,6 +82,20 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
     /** The call that loads the weights at {@code modelPath} as weight version {@code version}. */
     ControlCall updateWeightsCall(Path modelPath, int version);
 
+    /**
+     * The call that sends the bytes of the weight file {@code file} to the server, which loads them
+     * as weight version {@code version} ({@code rollout.weight_transfer = http}): {@code POST
+     * /update_weights_from_bytes?weight_version=N[&abort_all_requests=true]}, the built-in model
+     * server's route (docs/protocol.md, "Weights without a shared disk"); with SGLang the load
+     * aborts the requests in flight as {@link #updateWeightsCall} does.
+     */
+    default ControlCall uploadWeightsCall(Path file, int version) {
+        return ControlCall.postFile(
+                "/update_weights_from_bytes?weight_version=" + version
+                        + (updateHoldsGeneration() ? "&abort_all_requests=true" : ""),
+                file);
+    }
+
     /** {@code GET /health}: 200 when the server is serving. */
     default ControlCall healthCall() {
         return ControlCall.get("/health");

@@ -230,6 +230,7 @@ public final class ModelServer implements AutoCloseable {
                 case "/abort_request" -> post(req, () -> abortRequest(req));
                 case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
                 case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
+                case "/update_weights_from_bytes" -> post(req, () -> updateWeightsFromBytes(req));
                 case "/health" -> get(req, () -> new Http1Server.Response(200, null, new byte[0]));
                 case "/get_model_info" -> get(req, this::modelInfo);
                 case "/get_server_info" -> get(req, this::serverInfo);
@@ -431,6 +432,71 @@ public final class ModelServer implements AutoCloseable {
         o.put(
                 "message",
                 "Succeeded to update model weights from " + path.toAbsolutePath() + " (weight version "
+                        + served.version() + ").");
+        o.put("num_paused_requests", 0);
+        return ok(o);
+    }
+
+    /**
+     * {@code POST /update_weights_from_bytes?weight_version=N&abort_all_requests=true}: the body is
+     * a weight file's bytes (docs/model-server.md). They are written to a file of this server's own
+     * (under the JVM's temporary directory), loaded as from disk, and the file deleted: the sender
+     * needs no disk in common with the server.
+     */
+    private Http1Server.Response updateWeightsFromBytes(Http1Server.Request req) {
+        OptionalInt version = OptionalInt.empty();
+        boolean abortAll = false;
+        for (String pair : req.query().isEmpty() ? new String[0] : req.query().split("&")) {
+            int eq = pair.indexOf('=');
+            String name = eq < 0 ? pair : pair.substring(0, eq);
+            String value = eq < 0
+                    ? ""
+                    : java.net.URLDecoder.decode(pair.substring(eq + 1), java.nio.charset.StandardCharsets.UTF_8);
+            switch (name) {
+                case "weight_version" ->
+                    version = OptionalInt.of(parseVersion(com.fasterxml.jackson.databind.node.TextNode.valueOf(value)));
+                case "abort_all_requests" -> {
+                    if (!value.equals("true") && !value.equals("false")) {
+                        throw new BadRequestException("abort_all_requests", "abort_all_requests must be true or false");
+                    }
+                    abortAll = Boolean.parseBoolean(value);
+                }
+                default -> throw new BadRequestException(name, "unknown query parameter '" + name + "'");
+            }
+        }
+        if (req.body().length == 0) {
+            throw new BadRequestException("body", "the body must be a weight file's bytes, got none");
+        }
+        Path file;
+        try {
+            Path dir = java.nio.file.Files.createDirectories(
+                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
+            file = java.nio.file.Files.createTempFile(dir, "weights-", ".rlm");
+            java.nio.file.Files.write(file, req.body());
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody("cannot store the uploaded weights: " + e));
+        }
+        TinyLmWeights served;
+        try {
+            served = updateWeightsFromDisk(file, version, abortAll);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: uploaded weights refused: {}", baseUrl(), e.getMessage());
+            return Http1Server.Response.json(400, Json.failureBody("uploaded weights: " + e.getMessage()));
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
+        } finally {
+            try {
+                java.nio.file.Files.deleteIfExists(file);
+            } catch (IOException e) {
+                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
+            }
+        }
+        modelPath = "upload:" + req.body().length + "-bytes";
+        ObjectNode o = Json.object();
+        o.put("success", true);
+        o.put(
+                "message",
+                "Succeeded to update model weights from " + req.body().length + " uploaded bytes (weight version "
                         + served.version() + ").");
         o.put("num_paused_requests", 0);
         return ok(o);
