@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class RolloutCliTest {
@@ -111,8 +114,7 @@ class RolloutCliTest {
     }
 
     @Test
-    void aNodeLaunchesItsServersAndFailsNamingOneThatNeverBecameHealthy(
-            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    void aNodeLaunchesItsServersAndFailsNamingOneThatNeverBecameHealthy(@TempDir Path dir) throws Exception {
         Run r = runLocal(
                 "node",
                 "--demo",
@@ -128,6 +130,6 @@ class RolloutCliTest {
                         "launched inference servers not healthy after 2.0 s (rollout.launch.health_timeout): server 0 at"
                                 + " 127.0.0.1:")
                 .contains("(not running, log " + dir.resolve("server-0.log") + "): booting on port ");
-        assertThat(java.nio.file.Files.readString(dir.resolve("server-0.log"))).startsWith("booting on port ");
+        assertThat(Files.readString(dir.resolve("server-0.log"))).startsWith("booting on port ");
     }
 }

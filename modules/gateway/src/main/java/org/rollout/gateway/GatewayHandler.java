@@ -8,9 +8,12 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -296,7 +299,7 @@ final class GatewayHandler implements HttpHandler {
 
     private static boolean isUpload(HttpExchange ex) {
         String type = ex.getRequestHeaders().getFirst("Content-Type");
-        return type != null && type.toLowerCase(java.util.Locale.ROOT).startsWith("application/octet-stream");
+        return type != null && type.toLowerCase(Locale.ROOT).startsWith("application/octet-stream");
     }
 
     /**
@@ -306,13 +309,13 @@ final class GatewayHandler implements HttpHandler {
      */
     private void upload(HttpExchange ex) throws Refusal, IOException, InterruptedException {
         int version = versionOf(ex.getRequestURI().getRawQuery());
-        java.nio.file.Files.createDirectories(spool);
-        Path file = java.nio.file.Files.createTempFile(spool, "v" + version + "-", ".weights");
+        Files.createDirectories(spool);
+        Path file = Files.createTempFile(spool, "v" + version + "-", ".weights");
         boolean published = false;
         try {
             long bytes;
             try (InputStream in = ex.getRequestBody()) {
-                bytes = java.nio.file.Files.copy(in, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                bytes = Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             }
             if (bytes == 0) {
                 throw new Refusal(
@@ -331,14 +334,14 @@ final class GatewayHandler implements HttpHandler {
             log.info("weight upload: {} bytes published as version {} from {}", bytes, version, file);
             synchronized (this) {
                 if (lastUpload != null) {
-                    java.nio.file.Files.deleteIfExists(lastUpload);
+                    Files.deleteIfExists(lastUpload);
                 }
                 lastUpload = file;
             }
             json(ex, 200, GatewayJson.publishResult(result));
         } finally {
             if (!published) {
-                java.nio.file.Files.deleteIfExists(file);
+                Files.deleteIfExists(file);
             }
         }
     }

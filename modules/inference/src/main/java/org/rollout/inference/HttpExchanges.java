@@ -1,5 +1,6 @@
 package org.rollout.inference;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -63,9 +64,9 @@ final class HttpExchanges {
                         .header("Content-Type", "application/octet-stream")
                         .POST(HttpRequest.BodyPublishers.ofFile(call.file()))
                         .build();
-            } catch (java.io.FileNotFoundException e) {
+            } catch (FileNotFoundException e) {
                 return CompletableFuture.failedFuture(
-                        new java.io.IOException("cannot read " + call.file() + " to send it: " + e.getMessage(), e));
+                        new IOException("cannot read " + call.file() + " to send it: " + e.getMessage(), e));
             }
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
         }

@@ -16,6 +16,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -111,9 +112,9 @@ public final class ServerLauncher implements AutoCloseable {
     }
 
     /** The running process of server {@code index}, if it is running. */
-    public java.util.Optional<ProcessHandle> process(int index) {
+    public Optional<ProcessHandle> process(int index) {
         Process p = servers.get(index).process;
-        return p != null && p.isAlive() ? java.util.Optional.of(p.toHandle()) : java.util.Optional.empty();
+        return p != null && p.isAlive() ? Optional.of(p.toHandle()) : Optional.empty();
     }
 
     /** How many times server {@code index} was restarted. */

@@ -2,7 +2,11 @@ package org.rollout.modelserver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
@@ -449,12 +453,9 @@ public final class ModelServer implements AutoCloseable {
         for (String pair : req.query().isEmpty() ? new String[0] : req.query().split("&")) {
             int eq = pair.indexOf('=');
             String name = eq < 0 ? pair : pair.substring(0, eq);
-            String value = eq < 0
-                    ? ""
-                    : java.net.URLDecoder.decode(pair.substring(eq + 1), java.nio.charset.StandardCharsets.UTF_8);
+            String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
             switch (name) {
-                case "weight_version" ->
-                    version = OptionalInt.of(parseVersion(com.fasterxml.jackson.databind.node.TextNode.valueOf(value)));
+                case "weight_version" -> version = OptionalInt.of(parseVersion(TextNode.valueOf(value)));
                 case "abort_all_requests" -> {
                     if (!value.equals("true") && !value.equals("false")) {
                         throw new BadRequestException("abort_all_requests", "abort_all_requests must be true or false");
@@ -469,10 +470,10 @@ public final class ModelServer implements AutoCloseable {
         }
         Path file;
         try {
-            Path dir = java.nio.file.Files.createDirectories(
+            Path dir = Files.createDirectories(
                     Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
-            file = java.nio.file.Files.createTempFile(dir, "weights-", ".rlm");
-            java.nio.file.Files.write(file, req.body());
+            file = Files.createTempFile(dir, "weights-", ".rlm");
+            Files.write(file, req.body());
         } catch (IOException e) {
             return Http1Server.Response.json(500, Json.failureBody("cannot store the uploaded weights: " + e));
         }
@@ -486,7 +487,7 @@ public final class ModelServer implements AutoCloseable {
             return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
         } finally {
             try {
-                java.nio.file.Files.deleteIfExists(file);
+                Files.deleteIfExists(file);
             } catch (IOException e) {
                 log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
             }
