@@ -29,6 +29,9 @@ final class GenerateRequests {
      *     logprob_start_len}; 0 for vLLM's {@code echo} or {@code prompt_logprobs}), or -1 for none
      * @param echo vLLM's {@code echo}: the prompt's tokens and logprobs lead the completion's
      * @param promptLogprobs vLLM's {@code prompt_logprobs}: a {@code prompt_logprobs} list is returned
+     * @param lora the adapter the request names: SGLang's {@code lora_path} (it must be loaded) or
+     *     vLLM's {@code model} (an adapter when one of that name is loaded, else the base model); null for none
+     * @param loraRequired whether {@code lora} must name a loaded adapter (SGLang)
      */
     record Parsed(
             String rid,
@@ -38,7 +41,9 @@ final class GenerateRequests {
             boolean textInLogprobs,
             int inputLogprobStart,
             boolean echo,
-            boolean promptLogprobs) {}
+            boolean promptLogprobs,
+            String lora,
+            boolean loraRequired) {}
 
     private static final Set<String> SGLANG_TOP = Set.of(
             "rid",
@@ -124,7 +129,15 @@ final class GenerateRequests {
         neutral(body, "", "stream", false);
         neutral(body, "", "return_routed_experts", false);
         neutral(body, "", "return_hidden_states", false);
-        mustBeAbsent(body, "", "lora_path", "LoRA adapters are not supported by the built-in model server");
+        JsonNode loraNode = body.get("lora_path");
+        String lora = null;
+        if (loraNode != null && !loraNode.isNull()) {
+            if (!loraNode.isTextual() || loraNode.asText().isEmpty()) {
+                throw new BadRequestException(
+                        "lora_path", "lora_path must be the name of a loaded LoRA adapter (a non-empty string)");
+            }
+            lora = loraNode.asText();
+        }
         mustBeAbsent(body, "", "custom_logit_processor", "custom logit processors are not supported");
         mustBeAbsent(body, "", "token_ids_logprob", "logprobs of chosen token ids are not supported");
         mustBeAbsent(body, "", "input_embeds", "input embeddings are not supported");
@@ -206,7 +219,17 @@ final class GenerateRequests {
                 skipSpecial,
                 noStopTrim,
                 seed);
-        return new Parsed(rid, prompt, params, returnLogprob, textInLogprobs, returnLogprob ? start : -1, false, false);
+        return new Parsed(
+                rid,
+                prompt,
+                params,
+                returnLogprob,
+                textInLogprobs,
+                returnLogprob ? start : -1,
+                false,
+                false,
+                lora,
+                true);
     }
 
     /** Parses a vLLM {@code /v1/completions} body (token-id prompt only). */
@@ -284,7 +307,9 @@ final class GenerateRequests {
                 includeStop,
                 seed);
         int inputStart = promptLogprobs || (echo && returnLogprob) ? 0 : -1;
-        return new Parsed(rid, prompt, params, returnLogprob, !tokenIdsAsTokens, inputStart, echo, promptLogprobs);
+        String lora = model == null || model.isNull() ? null : model.asText();
+        return new Parsed(
+                rid, prompt, params, returnLogprob, !tokenIdsAsTokens, inputStart, echo, promptLogprobs, lora, false);
     }
 
     /** The seed of a request: its own, or a fresh random one. */

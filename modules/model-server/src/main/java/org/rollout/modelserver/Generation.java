@@ -36,18 +36,43 @@ final class Generation {
     }
 
     Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart) {
+        this(rid, prompt, params, seed, inputLogprobStart, null);
+    }
+
+    Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart, LoraAdapter adapter) {
         this.rid = rid;
         this.prompt = prompt.clone();
         this.params = params;
         this.random = new SplittableRandom(seed);
         this.inputLogprobStart = inputLogprobStart;
+        this.adapter = adapter;
+    }
+
+    /** The LoRA adapter this generation runs with, or null for the base weights. */
+    final LoraAdapter adapter;
+
+    // Scheduler-thread confined: the served weights with the adapter applied, and the weights they came from.
+    private TinyLmWeights adaptedFrom;
+    private TinyLmWeights adapted;
+
+    /** The weights this generation decodes with under the served {@code w}: {@code w}, or {@code w} with its adapter. */
+    TinyLmWeights weightsUnder(TinyLmWeights w) {
+        if (adapter == null) {
+            return w;
+        }
+        if (adaptedFrom != w) {
+            adapted = adapter.applyTo(w);
+            adaptedFrom = w;
+        }
+        return adapted;
     }
 
     /**
      * Computes the prompt's logprobs under {@code w} at the request's temperature when they were
      * asked for: what SGLang's prefill reports as {@code input_token_logprobs}.
      */
-    void scorePrompt(TinyLmWeights w) {
+    void scorePrompt(TinyLmWeights served) {
+        TinyLmWeights w = weightsUnder(served);
         if (inputLogprobStart >= 0 && prompt.length > 1) {
             inputLogprobs = TinyLm.sequenceLogprobs(w, prompt, Math.max(1, inputLogprobStart), params.temperature());
         } else if (inputLogprobStart >= 0) {

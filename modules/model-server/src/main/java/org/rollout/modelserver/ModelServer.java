@@ -7,10 +7,13 @@ import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.OptionalInt;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -53,6 +56,8 @@ public final class ModelServer implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean crashed;
     private volatile String modelPath;
+    /** Loaded LoRA adapters by name (docs/model-server.md, "LoRA adapters"). */
+    private final ConcurrentHashMap<String, LoraAdapter> adapters = new ConcurrentHashMap<>();
 
     private ModelServer(ModelServerConfig config, TinyLmWeights weights, String modelPath) throws IOException {
         this.config = config;
@@ -235,6 +240,8 @@ public final class ModelServer implements AutoCloseable {
                 case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
                 case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
                 case "/update_weights_from_bytes" -> post(req, () -> updateWeightsFromBytes(req));
+                case "/load_lora_adapter", "/v1/load_lora_adapter" -> post(req, () -> loadLora(req));
+                case "/unload_lora_adapter", "/v1/unload_lora_adapter" -> post(req, () -> unloadLora(req));
                 case "/health" -> get(req, () -> new Http1Server.Response(200, null, new byte[0]));
                 case "/get_model_info" -> get(req, this::modelInfo);
                 case "/get_server_info" -> get(req, this::serverInfo);
@@ -306,12 +313,20 @@ public final class ModelServer implements AutoCloseable {
                 return null;
             }
         }
+        LoraAdapter adapter = parsed.lora() == null ? null : adapters.get(parsed.lora());
+        if (adapter == null && parsed.lora() != null && parsed.loraRequired()) {
+            throw new BadRequestException(
+                    "lora_path",
+                    "lora_path '" + parsed.lora() + "' is not a loaded LoRA adapter (loaded: "
+                            + new TreeSet<>(adapters.keySet()) + ")");
+        }
         Generation g = new Generation(
                 parsed.rid(),
                 parsed.prompt(),
                 parsed.params(),
                 GenerateRequests.seedOf(parsed.params()),
-                parsed.inputLogprobStart());
+                parsed.inputLogprobStart(),
+                adapter);
         CompletableFuture<GenerationResult> result;
         try {
             result = scheduler.submit(g);
@@ -501,6 +516,43 @@ public final class ModelServer implements AutoCloseable {
                         + served.version() + ").");
         o.put("num_paused_requests", 0);
         return ok(o);
+    }
+
+    /** {@code POST /load_lora_adapter} (and vLLM's {@code /v1/load_lora_adapter}): {@code {"lora_name", "lora_path"}}. */
+    private Http1Server.Response loadLora(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        String name = nonEmpty(body, "lora_name");
+        String path = nonEmpty(body, "lora_path");
+        LoraAdapter adapter;
+        try {
+            adapter = LoraAdapter.read(Path.of(path));
+        } catch (IOException | InvalidPathException e) {
+            throw new BadRequestException("lora_path", e.getMessage());
+        }
+        adapters.put(name, adapter);
+        log.info("model server {}: LoRA adapter '{}' (rank {}) loaded from {}", baseUrl(), name, adapter.rank(), path);
+        return success("Loaded LoRA adapter '" + name + "' (rank " + adapter.rank() + ") from " + path + ".");
+    }
+
+    /** {@code POST /unload_lora_adapter} (and vLLM's {@code /v1/unload_lora_adapter}): {@code {"lora_name"}}. */
+    private Http1Server.Response unloadLora(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        String name = nonEmpty(body, "lora_name");
+        if (adapters.remove(name) == null) {
+            throw new BadRequestException(
+                    "lora_name",
+                    "lora_name '" + name + "' is not a loaded LoRA adapter (loaded: " + new TreeSet<>(adapters.keySet())
+                            + ")");
+        }
+        return success("Unloaded LoRA adapter '" + name + "'.");
+    }
+
+    private static String nonEmpty(ObjectNode body, String field) {
+        JsonNode n = body.get(field);
+        if (n == null || !n.isTextual() || n.asText().isEmpty()) {
+            throw new BadRequestException(field, field + " must be a non-empty string");
+        }
+        return n.asText();
     }
 
     private static int parseVersion(JsonNode v) {
