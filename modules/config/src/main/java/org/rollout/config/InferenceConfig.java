@@ -42,6 +42,9 @@ import org.rollout.api.InvalidConfigException;
  *       and vLLM's {@code seed}</td></tr>
  *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path) or {@code http}
  *       (the engine streams the file's bytes to every server); see {@link WeightTransfer}</td></tr>
+ *   <tr><td>use_lora</td><td>false</td><td>weights are LoRA adapters: each version's file is loaded as adapter
+ *       {@code <lora_name>-v<version>} and generation names the adapter of its pinned version</td></tr>
+ *   <tr><td>lora_name</td><td>lora</td><td>the adapters' base name (non-blank, no blanks)</td></tr>
  * </table>
  *
  * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
@@ -66,7 +69,9 @@ public record InferenceConfig(
         Duration pauseGracePeriod,
         InterruptMode interruptMode,
         boolean deterministicSampling,
-        WeightTransfer weightTransfer) {
+        WeightTransfer weightTransfer,
+        boolean useLora,
+        String loraName) {
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -86,7 +91,9 @@ public record InferenceConfig(
             "pause_grace_period",
             "interrupt_mode",
             "deterministic_sampling",
-            "weight_transfer");
+            "weight_transfer",
+            "use_lora",
+            "lora_name");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -115,6 +122,24 @@ public record InferenceConfig(
         nonNegative(pauseGracePeriod, "pause_grace_period");
         Objects.requireNonNull(interruptMode, "interrupt_mode");
         Objects.requireNonNull(weightTransfer, "weight_transfer");
+        require(
+                loraName != null && !loraName.isBlank() && !loraName.matches(".*\\s.*"),
+                "lora_name",
+                loraName,
+                "a non-blank name without blanks");
+        require(
+                !useLora || weightTransfer == WeightTransfer.DISK,
+                "weight_transfer",
+                weightTransfer,
+                "disk with use_lora = true (adapters are loaded from a path)");
+    }
+
+    /**
+     * The LoRA adapter that generation at weight version {@code version} names: {@code
+     * <lora_name>-v<version>}; null without {@code use_lora} or at version 0 (the base model).
+     */
+    public String loraAdapter(int version) {
+        return useLora && version > 0 ? loraName + "-v" + version : null;
     }
 
     /** A builder with every default; only {@code addresses} must be set. */
@@ -177,6 +202,8 @@ public record InferenceConfig(
         private InterruptMode interruptMode = InterruptMode.RESUME;
         private boolean deterministicSampling;
         private WeightTransfer weightTransfer = WeightTransfer.DISK;
+        private boolean useLora;
+        private String loraName = "lora";
 
         private Builder() {}
 
@@ -197,6 +224,8 @@ public record InferenceConfig(
             retryBackoffMax = c.retryBackoffMax;
             deterministicSampling = c.deterministicSampling;
             weightTransfer = c.weightTransfer;
+            useLora = c.useLora;
+            loraName = c.loraName;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -349,6 +378,16 @@ public record InferenceConfig(
             return this;
         }
 
+        public Builder useLora(boolean v) {
+            useLora = v;
+            return this;
+        }
+
+        public Builder loraName(String v) {
+            loraName = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -369,7 +408,9 @@ public record InferenceConfig(
                     pauseGracePeriod,
                     interruptMode,
                     deterministicSampling,
-                    weightTransfer);
+                    weightTransfer,
+                    useLora,
+                    loraName);
         }
     }
 }

@@ -34,6 +34,8 @@ final class InferenceConfigMap {
                 case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig(string(key, v)));
                 case "deterministic_sampling" -> b.deterministicSampling(bool(key, v));
                 case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig(string(key, v)));
+                case "use_lora" -> b.useLora(bool(key, v));
+                case "lora_name" -> b.loraName(string(key, v));
                 default ->
                     throw new InvalidConfigException(
                             key, v, "one of the keys " + String.join(", ", InferenceConfig.KEYS));

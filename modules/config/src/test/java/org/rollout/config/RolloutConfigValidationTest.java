@@ -95,10 +95,10 @@ class RolloutConfigValidationTest {
     @Test
     void anArealKnobThisEngineDoesNotHaveIsRefusedSayingSo() {
         refused(
-                () -> load("rollout.use_lora=true"),
-                "invalid value for 'rollout.use_lora': true"
-                        + " (allowed: no such key: AReaL's rollout.use_lora is not supported here (LoRA adapters are"
-                        + " not implemented))");
+                () -> load("rollout.return_routed_experts=true"),
+                "invalid value for 'rollout.return_routed_experts': true"
+                        + " (allowed: no such key: AReaL's rollout.return_routed_experts is not supported here (MoE"
+                        + " routed experts are not returned))");
     }
 
     @Test
@@ -354,6 +354,21 @@ class RolloutConfigValidationTest {
         refused(
                 () -> load("rollout.request_retries=0"),
                 "invalid value for 'rollout.request_retries': 0 (allowed: an integer >= 1 (total attempts))");
+    }
+
+    @Test
+    void loraNeedsAdaptersLoadedFromAPathAndAName() {
+        refused(
+                () -> load("rollout.use_lora=true", "rollout.weight_transfer=http"),
+                "invalid value for 'rollout.weight_transfer': http (allowed: disk with use_lora = true (adapters are"
+                        + " loaded from a path))");
+        refused(
+                () -> load("rollout.lora_name=\"my adapter\""),
+                "invalid value for 'rollout.lora_name': \"my adapter\" (allowed: a non-blank name without blanks)");
+        assertThat(load("rollout.use_lora=true", "rollout.lora_name=policy", "rollout.servers=127.0.0.1:30000")
+                        .inferenceConfig()
+                        .loraAdapter(3))
+                .isEqualTo("policy-v3");
     }
 
     @Test

@@ -402,7 +402,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     awaitAbort(abort, server, rid);
                 }
                 int pinned = version.get();
-                byte[] body = protocol.generateBody(rid, prompt, out.tokens, out.size, g, maxNewTokens);
+                byte[] body = protocol.generateBody(
+                        rid, prompt, out.tokens, out.size, g, maxNewTokens, config.loraAdapter(pinned));
                 try {
                     HttpResponse<byte[]> response = exchange(server, rid, body);
                     int status = response.statusCode();
@@ -632,6 +633,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     throw new WeightUpdateException(report, current);
                 }
                 lastLoaded = new LoadedWeights(modelPath, newVersion);
+                unloadStaleAdapter(current);
                 for (WeightUpdateReport.ServerOutcome o : report.servers()) {
                     if (o.ok()) {
                         resyncBackoff.remove(o.server());
@@ -647,6 +649,38 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             }
         } finally {
             updateLock.unlock();
+        }
+    }
+
+    /** With use_lora: the version before {@code previous} whose adapter is still loaded, or 0. */
+    private int adapterBeforePrevious;
+
+    /**
+     * With {@code use_lora}, after an update from {@code previous}: unloads, best effort and without
+     * waiting, the adapter of the version before {@code previous} on every server. The previous
+     * version's adapter stays: a segment pinned to it just before the update may still reach a
+     * server after it.
+     */
+    private void unloadStaleAdapter(int previous) {
+        if (!config.useLora()) {
+            return;
+        }
+        String stale = config.loraAdapter(adapterBeforePrevious);
+        adapterBeforePrevious = previous;
+        if (stale == null) {
+            return;
+        }
+        ControlCall unload = protocol.unloadLoraCall(stale);
+        for (ServerAddress s : pool.servers()) {
+            http.start(s, unload, config.controlTimeout()).whenComplete((r, e) -> {
+                if (e != null || !HttpExchanges.isSuccess(r.statusCode())) {
+                    log.info(
+                            "unloading LoRA adapter {} on {} failed ({}); it stays loaded",
+                            stale,
+                            s,
+                            e != null ? e.toString() : "HTTP " + r.statusCode());
+                }
+            });
         }
     }
 
@@ -748,7 +782,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * with the pinned version. (A server behind the pinned version, restarted or missing an update,
      * never gets here: its segment is dropped and the server re-synced, see {@code runSegment}.)
      */
-    private static int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
+    private int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
+        if (config.useLora()) {
+            return pinned; // the adapter named is the pinned version's; the server's label is its base model's
+        }
         if (generated.serverVersion().isEmpty() || generated.serverVersion().getAsInt() == pinned) {
             return pinned;
         }
@@ -764,8 +801,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     }
 
     /** Whether the server says it generated {@code generated} with weights older than the pinned version. */
-    private static boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
-        return generated.serverVersion().isPresent()
+    private boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
+        // With use_lora the server's weight_version is its base model's, which adapters do not change.
+        return !config.useLora()
+                && generated.serverVersion().isPresent()
                 && generated.serverVersion().getAsInt() < pinned;
     }
 

@@ -51,8 +51,37 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
      * {@code generatedCount} entries of {@code generated} (the tokens of earlier segments), and the
      * budget is {@code maxNewTokens}. Neither array is modified or retained.
      */
+    default byte[] generateBody(
+            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig gconfig, int maxNewTokens) {
+        return generateBody(rid, prompt, generated, generatedCount, gconfig, maxNewTokens, null);
+    }
+
+    /**
+     * As the other {@code generateBody}, naming the LoRA adapter {@code lora} (SGLang {@code
+     * lora_path}, vLLM {@code model}) when it is not null.
+     */
     byte[] generateBody(
-            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig gconfig, int maxNewTokens);
+            String rid,
+            int[] prompt,
+            int[] generated,
+            int generatedCount,
+            GenerationConfig gconfig,
+            int maxNewTokens,
+            String lora);
+
+    /** The call that loads the LoRA adapter file {@code path} as {@code name} (SGLang: {@code /load_lora_adapter}). */
+    default ControlCall loadLoraCall(String name, Path path) {
+        return ControlCall.post(
+                backend() == Backend.VLLM ? "/v1/load_lora_adapter" : "/load_lora_adapter",
+                WireJson.object("lora_name", name, "lora_path", path.toString()));
+    }
+
+    /** The call that unloads the LoRA adapter {@code name}. */
+    default ControlCall unloadLoraCall(String name) {
+        return ControlCall.post(
+                backend() == Backend.VLLM ? "/v1/unload_lora_adapter" : "/unload_lora_adapter",
+                WireJson.object("lora_name", name));
+    }
 
     /**
      * Parses a 2xx generate response.

@@ -80,6 +80,8 @@ public final class WeightUpdater {
     /** An updater for {@code config}'s backend and timeouts, over {@code client} (not closed by it). */
     private final WeightTransfer weightTransfer;
 
+    private final InferenceConfig config;
+
     public WeightUpdater(InferenceConfig config, HttpClient client) {
         this(config, client, new SplittableRandom());
     }
@@ -91,14 +93,22 @@ public final class WeightUpdater {
         this.controlTimeout = config.controlTimeout();
         this.updateTimeout = config.requestTimeout();
         this.pauseGracePeriod = config.pauseGracePeriod();
-        this.pauseCalls = pauseCalls(protocol, pauseGracePeriod);
+        // An adapter load neither aborts nor holds generation: with use_lora the pause always comes first.
+        this.pauseCalls = config.useLora() ? protocol.pauseCalls() : pauseCalls(protocol, pauseGracePeriod);
         this.attempts = config.requestRetries();
         this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
         this.weightTransfer = config.weightTransfer();
+        this.config = config;
     }
 
-    /** The load call: the path for the servers to read, or the file's bytes ({@code weight_transfer}). */
+    /**
+     * The load call: the path for the servers to read, or the file's bytes ({@code weight_transfer});
+     * with {@code use_lora}, the file loaded as the version's adapter.
+     */
     private ControlCall loadCall(Path modelPath, int version) {
+        if (config.useLora()) {
+            return protocol.loadLoraCall(config.loraAdapter(version), modelPath);
+        }
         return weightTransfer == WeightTransfer.HTTP
                 ? protocol.uploadWeightsCall(modelPath, version)
                 : protocol.updateWeightsCall(modelPath, version);
