@@ -28,4 +28,18 @@ public interface InferenceEngine {
 
     /** The current weight version; tokens generated now would carry it. Starts at 0. */
     int version();
+
+    /**
+     * Scores {@code tokens} with the served weights: the logprob of every token after the first,
+     * given the tokens before it, at {@code gconfig}'s temperature (1 when greedy), as AReaL's
+     * {@code compute_logp} does for reference and teacher logprobs. Generates nothing.
+     *
+     * @throws IllegalArgumentException when {@code tokens} has fewer than 2 tokens
+     * @throws UnsupportedOperationException when this engine cannot score (the default)
+     * @throws InterruptedException when the calling thread is interrupted
+     * @throws GenerationException when no server could score them
+     */
+    default ScoredTokens score(int[] tokens, GenerationConfig gconfig) throws InterruptedException {
+        throw new UnsupportedOperationException(getClass().getName() + " does not score tokens");
+    }
 }

@@ -16,12 +16,16 @@ import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.config.ConfigErrors;
+import org.rollout.config.InferenceConfig;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
+import org.rollout.config.ServerAddress;
+import org.rollout.config.ServerLaunch;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.inference.ServerLauncher;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -198,7 +202,7 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         try {
-            RemoteInferenceEngine engine = new RemoteInferenceEngine(settings.inferenceConfig());
+            RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, toClose, out));
             toClose.add(engine);
             engine.initialize(message -> {
                 out.println(message);
@@ -431,5 +435,26 @@ final class NodeCommand implements Callable<Integer> {
                 .withFallback(logging)
                 .withFallback(ConfigFactory.load())
                 .resolve();
+    }
+
+    /**
+     * The engine's configuration: {@code rollout.servers} plus the servers of {@code rollout.launch},
+     * started here (and stopped with the node) and awaited healthy for {@code launch.health_timeout}.
+     */
+    private static InferenceConfig inferenceConfig(
+            RolloutSettings settings, List<AutoCloseable> toClose, PrintStream out) throws InterruptedException {
+        ServerLaunch launch = settings.launch();
+        if (launch.servers() == 0) {
+            return settings.inferenceConfig();
+        }
+        ServerLauncher launcher = ServerLauncher.start(launch);
+        toClose.add(launcher);
+        out.println("launching " + launch.servers() + " inference server(s) at " + launcher.addresses() + ", logs in "
+                + launch.logDir());
+        out.flush();
+        launcher.awaitHealthy(launch.healthTimeout());
+        List<ServerAddress> all = new ArrayList<>(settings.servers());
+        all.addAll(launcher.addresses());
+        return settings.inferenceConfig(all);
     }
 }

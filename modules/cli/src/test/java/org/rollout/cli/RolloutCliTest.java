@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class RolloutCliTest {
@@ -129,5 +132,25 @@ class RolloutCliTest {
                 "node", "rollout.workflow=rlvr", "rollout.tokenizer_path=builtin", "rollout.servers=127.0.0.1:9");
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("'rollout.dataset.train'");
+    }
+
+    @Test
+    void aNodeLaunchesItsServersAndFailsNamingOneThatNeverBecameHealthy(@TempDir Path dir) throws Exception {
+        Run r = runLocal(
+                "node",
+                "--demo",
+                "rollout.launch.servers=1",
+                "rollout.launch.command=[\"sh\", \"-c\", \"echo booting on port {port}; exit 7\"]",
+                "rollout.launch.max_restarts=0",
+                "rollout.launch.health_timeout=2",
+                "rollout.launch.log_dir=\"" + dir + "\"");
+        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.out()).contains("launching 1 inference server(s) at [127.0.0.1:", "logs in " + dir);
+        assertThat(r.err())
+                .contains(
+                        "launched inference servers not healthy after 2.0 s (rollout.launch.health_timeout): server 0 at"
+                                + " 127.0.0.1:")
+                .contains("(not running, log " + dir.resolve("server-0.log") + "): booting on port ");
+        assertThat(Files.readString(dir.resolve("server-0.log"))).startsWith("booting on port ");
     }
 }

@@ -2,8 +2,10 @@ package org.rollout.cluster;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.ScoredTokens;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.WeightUpdateException;
 import org.rollout.inference.WeightUpdateReport;
@@ -24,6 +26,11 @@ public final class RemoteEngines {
             @Override
             public ModelResponse generate(ModelRequest request) throws InterruptedException {
                 return engine.generate(request);
+            }
+
+            @Override
+            public ScoredTokens score(int[] tokens, GenerationConfig gconfig) throws InterruptedException {
+                return engine.score(tokens, gconfig);
             }
 
             @Override

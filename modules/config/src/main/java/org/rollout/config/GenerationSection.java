@@ -83,8 +83,12 @@ final class GenerationSection {
         return g;
     }
 
-    /** Legal but questionable values of gconfig (and actor.min_usable_group_size with it), one sentence each. */
-    void warnings(GenerationConfig gconfig, RolloutSettings.Actor actor) {
+    /**
+     * Legal but questionable values of gconfig (and actor.min_usable_group_size with it), one
+     * sentence each. Under {@code deterministicSampling} a fixed seed is only the base of per-slot
+     * seeds, so it is no warning.
+     */
+    void warnings(GenerationConfig gconfig, RolloutSettings.Actor actor, boolean deterministicSampling) {
         if (gconfig == null) {
             return;
         }
@@ -92,7 +96,7 @@ final class GenerationSection {
             warnings.add("gconfig.min_new_tokens = " + gconfig.minNewTokens()
                     + " has no effect: it is not sent to SGLang or vLLM (as in AReaL)");
         }
-        if (gconfig.nSamples() > 1 && gconfig.seed() != null) {
+        if (gconfig.nSamples() > 1 && gconfig.seed() != null && !deterministicSampling) {
             warnings.add("gconfig.seed = " + gconfig.seed() + " with gconfig.n_samples = " + gconfig.nSamples()
                     + ": every slot of a group sends the same seed, so a group's samples are alike and its"
                     + " group-relative advantages vanish");

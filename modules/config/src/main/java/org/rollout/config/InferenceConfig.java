@@ -37,6 +37,14 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>pause_grace_period</td><td>0 s</td><td>sleep after the servers' pause requests, before loading weights</td></tr>
  *   <tr><td>interrupt_mode</td><td>resume</td><td>{@code resume} (keep the tokens of an aborted segment and
  *       continue) or {@code discard} (drop them and regenerate from the prompt); see {@link InterruptMode}</td></tr>
+ *   <tr><td>deterministic_sampling</td><td>false</td><td>give every segment a sampling seed derived from its task,
+ *       slot and segment index (stable across reruns), sent as SGLang's {@code sampling_params.sampling_seed}
+ *       and vLLM's {@code seed}</td></tr>
+ *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path) or {@code http}
+ *       (the engine streams the file's bytes to every server); see {@link WeightTransfer}</td></tr>
+ *   <tr><td>use_lora</td><td>false</td><td>weights are LoRA adapters: each version's file is loaded as adapter
+ *       {@code <lora_name>-v<version>} and generation names the adapter of its pinned version</td></tr>
+ *   <tr><td>lora_name</td><td>lora</td><td>the adapters' base name (non-blank, no blanks)</td></tr>
  * </table>
  *
  * <p>Valid by construction: the canonical constructor throws {@link InvalidConfigException} naming
@@ -59,7 +67,11 @@ public record InferenceConfig(
         Duration retryBackoffInitial,
         Duration retryBackoffMax,
         Duration pauseGracePeriod,
-        InterruptMode interruptMode) {
+        InterruptMode interruptMode,
+        boolean deterministicSampling,
+        WeightTransfer weightTransfer,
+        boolean useLora,
+        String loraName) {
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -77,7 +89,11 @@ public record InferenceConfig(
             "retry_backoff_initial",
             "retry_backoff_max",
             "pause_grace_period",
-            "interrupt_mode");
+            "interrupt_mode",
+            "deterministic_sampling",
+            "weight_transfer",
+            "use_lora",
+            "lora_name");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -105,6 +121,25 @@ public record InferenceConfig(
                 "a number of seconds >= retry_backoff_initial (" + seconds(retryBackoffInitial) + ")");
         nonNegative(pauseGracePeriod, "pause_grace_period");
         Objects.requireNonNull(interruptMode, "interrupt_mode");
+        Objects.requireNonNull(weightTransfer, "weight_transfer");
+        require(
+                loraName != null && !loraName.isBlank() && !loraName.matches(".*\\s.*"),
+                "lora_name",
+                loraName,
+                "a non-blank name without blanks");
+        require(
+                !useLora || weightTransfer == WeightTransfer.DISK,
+                "weight_transfer",
+                weightTransfer,
+                "disk with use_lora = true (adapters are loaded from a path)");
+    }
+
+    /**
+     * The LoRA adapter that generation at weight version {@code version} names: {@code
+     * <lora_name>-v<version>}; null without {@code use_lora} or at version 0 (the base model).
+     */
+    public String loraAdapter(int version) {
+        return useLora && version > 0 ? loraName + "-v" + version : null;
     }
 
     /** A builder with every default; only {@code addresses} must be set. */
@@ -165,6 +200,10 @@ public record InferenceConfig(
         private Duration retryBackoffMax = Duration.ofSeconds(10);
         private Duration pauseGracePeriod = Duration.ZERO;
         private InterruptMode interruptMode = InterruptMode.RESUME;
+        private boolean deterministicSampling;
+        private WeightTransfer weightTransfer = WeightTransfer.DISK;
+        private boolean useLora;
+        private String loraName = "lora";
 
         private Builder() {}
 
@@ -183,6 +222,10 @@ public record InferenceConfig(
             controlTimeout = c.controlTimeout;
             retryBackoffInitial = c.retryBackoffInitial;
             retryBackoffMax = c.retryBackoffMax;
+            deterministicSampling = c.deterministicSampling;
+            weightTransfer = c.weightTransfer;
+            useLora = c.useLora;
+            loraName = c.loraName;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -325,6 +368,26 @@ public record InferenceConfig(
             return this;
         }
 
+        public Builder deterministicSampling(boolean v) {
+            deterministicSampling = v;
+            return this;
+        }
+
+        public Builder weightTransfer(WeightTransfer v) {
+            weightTransfer = v;
+            return this;
+        }
+
+        public Builder useLora(boolean v) {
+            useLora = v;
+            return this;
+        }
+
+        public Builder loraName(String v) {
+            loraName = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -343,7 +406,11 @@ public record InferenceConfig(
                     retryBackoffInitial,
                     retryBackoffMax,
                     pauseGracePeriod,
-                    interruptMode);
+                    interruptMode,
+                    deterministicSampling,
+                    weightTransfer,
+                    useLora,
+                    loraName);
         }
     }
 }

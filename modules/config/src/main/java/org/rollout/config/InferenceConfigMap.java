@@ -32,6 +32,10 @@ final class InferenceConfigMap {
                 case "retry_backoff_max" -> b.retryBackoffMax(secondsValue(key, v));
                 case "pause_grace_period" -> b.pauseGracePeriod(secondsValue(key, v));
                 case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig(string(key, v)));
+                case "deterministic_sampling" -> b.deterministicSampling(bool(key, v));
+                case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig(string(key, v)));
+                case "use_lora" -> b.useLora(bool(key, v));
+                case "lora_name" -> b.loraName(string(key, v));
                 default ->
                     throw new InvalidConfigException(
                             key, v, "one of the keys " + String.join(", ", InferenceConfig.KEYS));

@@ -66,6 +66,10 @@ final class InferenceSection {
         put(v, "routing_strategy", r.string("rollout.routing_strategy", false, "least_requests or round_robin"));
         put(v, "interrupt_mode", r.string("rollout.interrupt_mode", false, "resume or discard"));
         put(v, "sticky_by_rid", r.bool("rollout.sticky_by_rid"));
+        put(v, "deterministic_sampling", r.bool("rollout.deterministic_sampling"));
+        put(v, "weight_transfer", r.string("rollout.weight_transfer", false, "disk or http"));
+        put(v, "use_lora", r.bool("rollout.use_lora"));
+        put(v, "lora_name", r.string("rollout.lora_name", false, "a non-blank name without blanks"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
                 "health_check_interval",
@@ -116,6 +120,10 @@ final class InferenceSection {
                 case "retry_backoff_max" -> b.retryBackoffMax((Duration) x);
                 case "pause_grace_period" -> b.pauseGracePeriod((Duration) x);
                 case "interrupt_mode" -> b.interruptMode(InterruptMode.fromConfig((String) x));
+                case "deterministic_sampling" -> b.deterministicSampling((Boolean) x);
+                case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig((String) x));
+                case "use_lora" -> b.useLora((Boolean) x);
+                case "lora_name" -> b.loraName((String) x);
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }

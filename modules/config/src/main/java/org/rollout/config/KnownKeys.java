@@ -41,11 +41,8 @@ final class KnownKeys {
     /** AReaL knobs this engine does not have, and why; refused with this note rather than a guess. */
     private static final Map<String, String> AREAL_ONLY = Map.ofEntries(
             Map.entry("rollout.enable_rollout_tracing", "the status line and stats.jsonl report every task"),
-            Map.entry("rollout.use_lora", "LoRA adapters are not implemented"),
-            Map.entry("rollout.lora_name", "LoRA adapters are not implemented"),
             Map.entry("rollout.return_routed_experts", "MoE routed experts are not returned"),
             Map.entry("rollout._version", "there is one rollout implementation"),
-            Map.entry("rollout.deterministic_sampling", "deterministic sampling is not implemented"),
             Map.entry("rollout.serialize_group_samples", "it belongs to AReaL's v2 controller"),
             Map.entry("rollout.group_size", "the group size is gconfig.n_samples"),
             Map.entry("gconfig.keep_partial_group_on_error", "a failed slot always fails its group"),

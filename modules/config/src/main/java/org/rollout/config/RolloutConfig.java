@@ -184,6 +184,7 @@ public final class RolloutConfig {
         LargePayloadLimits.check(r);
         PythonSection.check(r);
         MetricsSection.check(r);
+        LaunchSection.check(r);
         checkAgent(r, merged);
         GenerationSection generation = new GenerationSection(r, warnings);
         GenerationConfig gconfig = generation.gconfig();
@@ -197,7 +198,7 @@ public final class RolloutConfig {
             InferenceSection.checkBeamSearch(r, "gconfig", gconfig, inference);
         }
         controller.warnings(dataset, warnings);
-        generation.warnings(gconfig, actor);
+        generation.warnings(gconfig, actor, inference != null && inference.deterministicSampling());
 
         if (!r.errors().isEmpty()) {
             return null;

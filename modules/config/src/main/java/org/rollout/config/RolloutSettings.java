@@ -343,6 +343,11 @@ public final class RolloutSettings {
         return new Metrics(config.getString("rollout.metrics.host"), config.getInt("rollout.metrics.port"));
     }
 
+    /** {@code rollout.launch.*}: the inference servers this node starts itself, validated at load. */
+    public ServerLaunch launch() {
+        return LaunchSection.read(config, rollout.fileroot());
+    }
+
     /** Legal but questionable combinations found at load (also logged then), one sentence each. */
     public List<String> warnings() {
         return warnings;

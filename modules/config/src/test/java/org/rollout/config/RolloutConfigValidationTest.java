@@ -95,10 +95,10 @@ class RolloutConfigValidationTest {
     @Test
     void anArealKnobThisEngineDoesNotHaveIsRefusedSayingSo() {
         refused(
-                () -> load("rollout.use_lora=true"),
-                "invalid value for 'rollout.use_lora': true"
-                        + " (allowed: no such key: AReaL's rollout.use_lora is not supported here (LoRA adapters are"
-                        + " not implemented))");
+                () -> load("rollout.return_routed_experts=true"),
+                "invalid value for 'rollout.return_routed_experts': true"
+                        + " (allowed: no such key: AReaL's rollout.return_routed_experts is not supported here (MoE"
+                        + " routed experts are not returned))");
     }
 
     @Test
@@ -357,6 +357,28 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void loraNeedsAdaptersLoadedFromAPathAndAName() {
+        refused(
+                () -> load("rollout.use_lora=true", "rollout.weight_transfer=http"),
+                "invalid value for 'rollout.weight_transfer': http (allowed: disk with use_lora = true (adapters are"
+                        + " loaded from a path))");
+        refused(
+                () -> load("rollout.lora_name=\"my adapter\""),
+                "invalid value for 'rollout.lora_name': \"my adapter\" (allowed: a non-blank name without blanks)");
+        assertThat(load("rollout.use_lora=true", "rollout.lora_name=policy", "rollout.servers=127.0.0.1:30000")
+                        .inferenceConfig()
+                        .loraAdapter(3))
+                .isEqualTo("policy-v3");
+    }
+
+    @Test
+    void deterministicSamplingTakesOnlyABoolean() {
+        refused(
+                () -> load("rollout.deterministic_sampling=sometimes"),
+                "invalid value for 'rollout.deterministic_sampling': \"sometimes\" (allowed: true or false)");
+    }
+
+    @Test
     void aNegativeInferenceDurationIsRefusedWithInferenceConfigsRule() {
         refused(
                 () -> load("rollout.pause_grace_period=-1"),
@@ -597,6 +619,10 @@ class RolloutConfigValidationTest {
         assertThat(load("gconfig.n_samples=4", "gconfig.seed=7").warnings())
                 .containsExactly("gconfig.seed = 7 with gconfig.n_samples = 4: every slot of a group sends the same"
                         + " seed, so a group's samples are alike and its group-relative advantages vanish");
+        assertThat(load("gconfig.n_samples=4", "gconfig.seed=7", "rollout.deterministic_sampling=true")
+                        .warnings())
+                .as("under deterministic_sampling the seed is the base of per-slot seeds")
+                .isEmpty();
     }
 
     @Test

@@ -206,7 +206,8 @@ class RolloutSettingsTest {
                 "rollout.request_retries=5",
                 "rollout.routing_strategy=round_robin",
                 "rollout.sticky_by_rid=false",
-                "rollout.pause_grace_period=0.25");
+                "rollout.pause_grace_period=0.25",
+                "rollout.deterministic_sampling=true");
         InferenceConfig c = s.inferenceConfig();
         assertThat(c)
                 .isEqualTo(InferenceConfig.builder()
@@ -217,8 +218,10 @@ class RolloutSettingsTest {
                         .routingStrategy(RoutingStrategy.ROUND_ROBIN)
                         .stickyByRid(false)
                         .pauseGracePeriod(java.time.Duration.ofMillis(250))
+                        .deterministicSampling(true)
                         .build());
         assertThat(c.backend()).isEqualTo(Backend.VLLM);
+        assertThat(c.deterministicSampling()).isTrue();
         assertThat(c.dataParallelSize()).isEqualTo(2);
     }
 

@@ -8,9 +8,12 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,6 +36,8 @@ import org.slf4j.LoggerFactory;
  *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
  *        [{"task_ids": [..]}]
  *   POST /v1/weights                 engine.publishWeights(version, path)  → 200 | 409 | 502
+ *   POST /v1/weights?version=N       (application/octet-stream: the weight file's bytes) spooled
+ *                                    on this node, then published as above → 200 | 400 | 409 | 502
  *   GET  /v1/status                  engine.status()                        → 200
  * </pre>
  *
@@ -99,6 +104,12 @@ final class GatewayHandler implements HttpHandler {
         String method = ex.getRequestMethod();
         String path = ex.getRequestURI().getRawPath();
         try {
+            if (path.equals("/v1/weights") && isUpload(ex)) {
+                authorize(ex); // before a single byte is spooled
+                expect(ex, "POST");
+                upload(ex);
+                return;
+            }
             byte[] body = readBody(ex);
             if (path.equals("/health")) {
                 expect(ex, "GET");
@@ -304,6 +315,82 @@ final class GatewayHandler implements HttpHandler {
             throw new Refusal(502, "weights_not_loaded", e.getMessage());
         }
         json(ex, 200, GatewayJson.publishResult(result));
+    }
+
+    /** The upload spool: uploaded weight files until a newer upload is published. */
+    private final Path spool = Path.of(System.getProperty("java.io.tmpdir"), "rollout-gateway-uploads");
+
+    /** The last upload published, kept: servers that restart are re-synced from it. */
+    private Path lastUpload;
+
+    private static boolean isUpload(HttpExchange ex) {
+        String type = ex.getRequestHeaders().getFirst("Content-Type");
+        return type != null && type.toLowerCase(Locale.ROOT).startsWith("application/octet-stream");
+    }
+
+    /**
+     * {@code POST /v1/weights?version=N} with the weight file's bytes: streams them to a file in the
+     * spool on this node and publishes that file as {@code N}, with the path publish's fencing and
+     * answers. A failed publish deletes its file; a successful one deletes the previous upload.
+     */
+    private void upload(HttpExchange ex) throws Refusal, IOException, InterruptedException {
+        int version = versionOf(ex.getRequestURI().getRawQuery());
+        Files.createDirectories(spool);
+        Path file = Files.createTempFile(spool, "v" + version + "-", ".weights");
+        boolean published = false;
+        try {
+            long bytes;
+            try (InputStream in = ex.getRequestBody()) {
+                bytes = Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+            if (bytes == 0) {
+                throw new Refusal(
+                        400, "bad_request", "weight upload: the body is empty (send the weight file's bytes)");
+            }
+            PublishResult result;
+            try {
+                result = engine.publishWeights(version, file);
+            } catch (WeightPublishException e) {
+                if (refused(e, version)) {
+                    throw new Refusal(409, "version_refused", e.getMessage());
+                }
+                throw new Refusal(502, "weights_not_loaded", e.getMessage());
+            }
+            published = true;
+            log.info("weight upload: {} bytes published as version {} from {}", bytes, version, file);
+            synchronized (this) {
+                if (lastUpload != null) {
+                    Files.deleteIfExists(lastUpload);
+                }
+                lastUpload = file;
+            }
+            json(ex, 200, GatewayJson.publishResult(result));
+        } finally {
+            if (!published) {
+                Files.deleteIfExists(file);
+            }
+        }
+    }
+
+    private static int versionOf(String rawQuery) throws Refusal {
+        String value = null;
+        for (String pair : rawQuery == null ? new String[0] : rawQuery.split("&")) {
+            int eq = pair.indexOf('=');
+            String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+            if (name.equals("version")) {
+                value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            } else if (!name.isEmpty()) {
+                throw new Refusal(400, "bad_request", "weight upload: unknown query parameter '" + name + "'");
+            }
+        }
+        if (value == null || !value.matches("\\d{1,9}")) {
+            throw new Refusal(
+                    400,
+                    "bad_request",
+                    "weight upload: query parameter 'version' must be an integer >= 0, got "
+                            + (value == null ? "none" : "'" + value + "'"));
+        }
+        return Integer.parseInt(value);
     }
 
     /**

@@ -1,5 +1,6 @@
 package org.rollout.inference;
 
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
@@ -8,9 +9,11 @@ import java.util.Objects;
  *
  * @param method {@code GET} or {@code POST}
  * @param path the endpoint, starting with {@code /}
- * @param body the JSON body for {@code POST}, empty for {@code GET}
+ * @param body the JSON body for {@code POST}, empty for {@code GET} and for a file's bytes
+ * @param file for a {@code POST} of a file's bytes ({@code application/octet-stream}, streamed from
+ *     disk as sent), else null
  */
-public record ControlCall(String method, String path, String body) {
+public record ControlCall(String method, String path, String body, Path file) {
 
     public ControlCall {
         Objects.requireNonNull(method, "method");
@@ -26,17 +29,22 @@ public record ControlCall(String method, String path, String body) {
 
     /** A {@code POST} of the JSON text {@code body}. */
     public static ControlCall post(String path, String body) {
-        return new ControlCall("POST", path, body);
+        return new ControlCall("POST", path, body, null);
+    }
+
+    /** A {@code POST} of the bytes of {@code file}, read as the request is sent. */
+    public static ControlCall postFile(String path, Path file) {
+        return new ControlCall("POST", path, "", Objects.requireNonNull(file, "file"));
     }
 
     /** A {@code GET} without a body. */
     public static ControlCall get(String path) {
-        return new ControlCall("GET", path, "");
+        return new ControlCall("GET", path, "", null);
     }
 
     /** {@code POST /path {body}}, for logs and error messages. */
     @Override
     public String toString() {
-        return method + " " + path + (body.isEmpty() ? "" : " " + body);
+        return method + " " + path + (file != null ? " <bytes of " + file + ">" : body.isEmpty() ? "" : " " + body);
     }
 }

@@ -1,5 +1,6 @@
 package org.rollout.inference;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -53,6 +54,20 @@ final class HttpExchanges {
         if (call.method().equals("GET")) {
             HttpRequest request =
                     HttpRequest.newBuilder(uri).timeout(timeout).GET().build();
+            return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+        }
+        if (call.file() != null) {
+            HttpRequest request;
+            try {
+                request = HttpRequest.newBuilder(uri)
+                        .timeout(timeout)
+                        .header("Content-Type", "application/octet-stream")
+                        .POST(HttpRequest.BodyPublishers.ofFile(call.file()))
+                        .build();
+            } catch (FileNotFoundException e) {
+                return CompletableFuture.failedFuture(
+                        new IOException("cannot read " + call.file() + " to send it: " + e.getMessage(), e));
+            }
             return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
         }
         return post(uri, call.body().getBytes(StandardCharsets.UTF_8), timeout);

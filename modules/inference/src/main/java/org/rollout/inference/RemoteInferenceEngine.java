@@ -30,7 +30,9 @@ import org.rollout.api.GenerationException;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.ScoredTokens;
 import org.rollout.api.StopReason;
+import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.InterruptMode;
 import org.rollout.config.ServerAddress;
@@ -265,6 +267,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         // Aborts sent to servers where an attempt of this rid timed out: the rid is not sent there
         // again before its abort has been answered (the server would refuse it as still in flight).
         Map<ServerAddress, CompletableFuture<?>> pendingAborts = new HashMap<>(2);
+        WorkflowContext context = config.deterministicSampling() ? WorkflowContext.current() : null;
+        int segmentIndex = 0;
         while ((reason == null || !reason.isFinal()) && out.size < budget) {
             if (emptyAborts >= 2) {
                 // Repeated aborts with no tokens: the server is pausing without our gate being
@@ -272,7 +276,16 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 backoff.sleep(emptyAborts - 1);
             }
             int maxNewTokens = budget - out.size;
-            Segment segment = runSegment(rid, prompt, out, g, maxNewTokens, pendingAborts);
+            GenerationConfig sg = g;
+            if (context != null) {
+                // deterministic_sampling: this segment's seed, stable across reruns (SamplingSeeds).
+                Long seed = SamplingSeeds.seedFor(g, context, prompt, segmentIndex);
+                sg = Objects.equals(seed, g.seed())
+                        ? g
+                        : g.toBuilder().seed(seed).build();
+            }
+            segmentIndex++;
+            Segment segment = runSegment(rid, prompt, out, sg, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             if (reason == StopReason.ABORT) {
@@ -299,6 +312,74 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 out.versions(),
                 reason,
                 Duration.ofNanos(System.nanoTime() - start));
+    }
+
+    /**
+     * Scores {@code tokens} on one server (the scoring call of docs/protocol.md, "Scoring"): waits
+     * at the pause gate, routes like a segment, fails over on the same failures as a segment
+     * (ejecting the server likewise) for up to {@code request_retries} attempts. The version is the
+     * server's {@code weight_version} when it reports one, else the engine's version read before
+     * sending.
+     */
+    @Override
+    public ScoredTokens score(int[] tokens, GenerationConfig gconfig) throws InterruptedException {
+        ensureOpen();
+        Objects.requireNonNull(tokens, "tokens");
+        Objects.requireNonNull(gconfig, "gconfig");
+        if (tokens.length < 2) {
+            throw new IllegalArgumentException(
+                    "scoring needs at least 2 tokens (the first has nothing to be predicted from), got "
+                            + tokens.length);
+        }
+        String rid = ModelRequest.newRid();
+        int[] sent = tokens.clone();
+        byte[] body = PromptScoring.body(config.backend(), rid, sent, gconfig);
+        List<String> failures = new ArrayList<>();
+        Map<ServerAddress, Integer> failed = new HashMap<>();
+        Exception cause = null;
+        for (int attempt = 1; attempt <= config.requestRetries(); attempt++) {
+            gate.awaitOpen();
+            ServerPool.Lease lease = pool.acquire(rid, failed.keySet(), config.requestTimeout());
+            ServerAddress server = lease.address();
+            String failure;
+            boolean eject;
+            try {
+                int earlier = failed.getOrDefault(server, 0);
+                if (earlier > 0) {
+                    backoff.sleep(earlier);
+                    gate.awaitOpen();
+                }
+                int pinned = version.get();
+                HttpResponse<byte[]> response = exchange(server, rid, body);
+                if (HttpExchanges.isSuccess(response.statusCode())) {
+                    PromptScoring.Scores s = PromptScoring.parse(config.backend(), response.body(), server, rid, sent);
+                    return new ScoredTokens(
+                            sent, s.logprobs(), s.serverVersion().orElse(pinned));
+                }
+                failure = "HTTP " + response.statusCode() + ": " + MalformedResponseException.excerpt(response.body());
+                eject = response.statusCode() < 400 || response.statusCode() >= 500;
+                cause = null;
+            } catch (MalformedResponseException e) {
+                failure = e.getMessage();
+                eject = true;
+                cause = e;
+            } catch (IOException e) {
+                ensureOpen();
+                failure = HttpExchanges.describe(e, config.requestTimeout());
+                eject = true;
+                cause = e;
+            } finally {
+                lease.close();
+            }
+            pool.recordFailure(server, failure, eject);
+            failures.add("attempt " + attempt + " on " + server + ": " + failure);
+            failed.merge(server, 1, Integer::sum);
+        }
+        throw new GenerationException(
+                "scoring " + tokens.length + " tokens (rid " + rid + ") failed: " + failures.size() + " attempt"
+                        + (failures.size() == 1 ? "" : "s") + " of POST " + protocol.generatePath()
+                        + " (request_retries=" + config.requestRetries() + "): " + String.join("; ", failures),
+                cause);
     }
 
     /** One segment, with failover: returns the first successful response and its pinned version. */
@@ -338,7 +419,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     awaitAbort(abort, server, rid);
                 }
                 int pinned = version.get();
-                byte[] body = protocol.generateBody(rid, prompt, out.tokens, out.size, g, maxNewTokens);
+                byte[] body = protocol.generateBody(
+                        rid, prompt, out.tokens, out.size, g, maxNewTokens, config.loraAdapter(pinned));
                 try {
                     long sent = System.nanoTime();
                     HttpResponse<byte[]> response = exchange(server, rid, body);
@@ -571,6 +653,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     throw new WeightUpdateException(report, current);
                 }
                 lastLoaded = new LoadedWeights(modelPath, newVersion);
+                unloadStaleAdapter(current);
                 for (WeightUpdateReport.ServerOutcome o : report.servers()) {
                     if (o.ok()) {
                         resyncBackoff.remove(o.server());
@@ -586,6 +669,38 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             }
         } finally {
             updateLock.unlock();
+        }
+    }
+
+    /** With use_lora: the version before {@code previous} whose adapter is still loaded, or 0. */
+    private int adapterBeforePrevious;
+
+    /**
+     * With {@code use_lora}, after an update from {@code previous}: unloads, best effort and without
+     * waiting, the adapter of the version before {@code previous} on every server. The previous
+     * version's adapter stays: a segment pinned to it just before the update may still reach a
+     * server after it.
+     */
+    private void unloadStaleAdapter(int previous) {
+        if (!config.useLora()) {
+            return;
+        }
+        String stale = config.loraAdapter(adapterBeforePrevious);
+        adapterBeforePrevious = previous;
+        if (stale == null) {
+            return;
+        }
+        ControlCall unload = protocol.unloadLoraCall(stale);
+        for (ServerAddress s : pool.servers()) {
+            http.start(s, unload, config.controlTimeout()).whenComplete((r, e) -> {
+                if (e != null || !HttpExchanges.isSuccess(r.statusCode())) {
+                    log.info(
+                            "unloading LoRA adapter {} on {} failed ({}); it stays loaded",
+                            stale,
+                            s,
+                            e != null ? e.toString() : "HTTP " + r.statusCode());
+                }
+            });
         }
     }
 
@@ -687,7 +802,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * with the pinned version. (A server behind the pinned version, restarted or missing an update,
      * never gets here: its segment is dropped and the server re-synced, see {@code runSegment}.)
      */
-    private static int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
+    private int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
+        if (config.useLora()) {
+            return pinned; // the adapter named is the pinned version's; the server's label is its base model's
+        }
         if (generated.serverVersion().isEmpty() || generated.serverVersion().getAsInt() == pinned) {
             return pinned;
         }
@@ -703,8 +821,10 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     }
 
     /** Whether the server says it generated {@code generated} with weights older than the pinned version. */
-    private static boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
-        return generated.serverVersion().isPresent()
+    private boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
+        // With use_lora the server's weight_version is its base model's, which adapters do not change.
+        return !config.useLora()
+                && generated.serverVersion().isPresent()
                 && generated.serverVersion().getAsInt() < pinned;
     }
 

@@ -51,8 +51,37 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
      * {@code generatedCount} entries of {@code generated} (the tokens of earlier segments), and the
      * budget is {@code maxNewTokens}. Neither array is modified or retained.
      */
+    default byte[] generateBody(
+            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig gconfig, int maxNewTokens) {
+        return generateBody(rid, prompt, generated, generatedCount, gconfig, maxNewTokens, null);
+    }
+
+    /**
+     * As the other {@code generateBody}, naming the LoRA adapter {@code lora} (SGLang {@code
+     * lora_path}, vLLM {@code model}) when it is not null.
+     */
     byte[] generateBody(
-            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig gconfig, int maxNewTokens);
+            String rid,
+            int[] prompt,
+            int[] generated,
+            int generatedCount,
+            GenerationConfig gconfig,
+            int maxNewTokens,
+            String lora);
+
+    /** The call that loads the LoRA adapter file {@code path} as {@code name} (SGLang: {@code /load_lora_adapter}). */
+    default ControlCall loadLoraCall(String name, Path path) {
+        return ControlCall.post(
+                backend() == Backend.VLLM ? "/v1/load_lora_adapter" : "/load_lora_adapter",
+                WireJson.object("lora_name", name, "lora_path", path.toString()));
+    }
+
+    /** The call that unloads the LoRA adapter {@code name}. */
+    default ControlCall unloadLoraCall(String name) {
+        return ControlCall.post(
+                backend() == Backend.VLLM ? "/v1/unload_lora_adapter" : "/unload_lora_adapter",
+                WireJson.object("lora_name", name));
+    }
 
     /**
      * Parses a 2xx generate response.
@@ -81,6 +110,20 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
 
     /** The call that loads the weights at {@code modelPath} as weight version {@code version}. */
     ControlCall updateWeightsCall(Path modelPath, int version);
+
+    /**
+     * The call that sends the bytes of the weight file {@code file} to the server, which loads them
+     * as weight version {@code version} ({@code rollout.weight_transfer = http}): {@code POST
+     * /update_weights_from_bytes?weight_version=N[&abort_all_requests=true]}, the built-in model
+     * server's route (docs/protocol.md, "Weights without a shared disk"); with SGLang the load
+     * aborts the requests in flight as {@link #updateWeightsCall} does.
+     */
+    default ControlCall uploadWeightsCall(Path file, int version) {
+        return ControlCall.postFile(
+                "/update_weights_from_bytes?weight_version=" + version
+                        + (updateHoldsGeneration() ? "&abort_all_requests=true" : ""),
+                file);
+    }
 
     /** {@code GET /health}: 200 when the server is serving. */
     default ControlCall healthCall() {

@@ -67,7 +67,13 @@ public final class SglangProtocol implements ServerProtocol {
 
     @Override
     public byte[] generateBody(
-            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig c, int maxNewTokens) {
+            String rid,
+            int[] prompt,
+            int[] generated,
+            int generatedCount,
+            GenerationConfig c,
+            int maxNewTokens,
+            String lora) {
         ByteArrayOutputStream out = WireJson.bufferFor(prompt.length + generatedCount);
         try (JsonGenerator g = WireJson.generator(out)) {
             g.writeStartObject();
@@ -85,6 +91,9 @@ public final class SglangProtocol implements ServerProtocol {
             g.writeEndObject();
             g.writeBooleanField("return_logprob", true);
             g.writeBooleanField("stream", false);
+            if (lora != null) {
+                g.writeStringField("lora_path", lora);
+            }
             g.writeEndObject();
         } catch (IOException e) {
             throw new UncheckedIOException("writing to memory cannot fail", e);

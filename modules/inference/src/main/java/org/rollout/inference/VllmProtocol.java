@@ -62,7 +62,13 @@ public final class VllmProtocol implements ServerProtocol {
 
     @Override
     public byte[] generateBody(
-            String rid, int[] prompt, int[] generated, int generatedCount, GenerationConfig c, int maxNewTokens) {
+            String rid,
+            int[] prompt,
+            int[] generated,
+            int generatedCount,
+            GenerationConfig c,
+            int maxNewTokens,
+            String lora) {
         ByteArrayOutputStream out = WireJson.bufferFor(prompt.length + generatedCount);
         try (JsonGenerator g = WireJson.generator(out)) {
             g.writeStartObject();
@@ -73,6 +79,9 @@ public final class VllmProtocol implements ServerProtocol {
             g.writeNumberField("logprobs", 0);
             g.writeBooleanField("use_beam_search", c.useBeamSearch());
             g.writeBooleanField("stream", false);
+            if (lora != null) {
+                g.writeStringField("model", lora);
+            }
             if (!c.stop().isEmpty()) {
                 WireJson.writeStop(g, c.stop());
             }

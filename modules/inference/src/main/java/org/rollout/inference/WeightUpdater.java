@@ -16,6 +16,7 @@ import java.util.SplittableRandom;
 import java.util.random.RandomGenerator;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.ServerAddress;
+import org.rollout.config.WeightTransfer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,6 +78,10 @@ public final class WeightUpdater {
     private final Backoff backoff;
 
     /** An updater for {@code config}'s backend and timeouts, over {@code client} (not closed by it). */
+    private final WeightTransfer weightTransfer;
+
+    private final InferenceConfig config;
+
     public WeightUpdater(InferenceConfig config, HttpClient client) {
         this(config, client, new SplittableRandom());
     }
@@ -88,9 +93,25 @@ public final class WeightUpdater {
         this.controlTimeout = config.controlTimeout();
         this.updateTimeout = config.requestTimeout();
         this.pauseGracePeriod = config.pauseGracePeriod();
-        this.pauseCalls = pauseCalls(protocol, pauseGracePeriod);
+        // An adapter load neither aborts nor holds generation: with use_lora the pause always comes first.
+        this.pauseCalls = config.useLora() ? protocol.pauseCalls() : pauseCalls(protocol, pauseGracePeriod);
         this.attempts = config.requestRetries();
         this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
+        this.weightTransfer = config.weightTransfer();
+        this.config = config;
+    }
+
+    /**
+     * The load call: the path for the servers to read, or the file's bytes ({@code weight_transfer});
+     * with {@code use_lora}, the file loaded as the version's adapter.
+     */
+    private ControlCall loadCall(Path modelPath, int version) {
+        if (config.useLora()) {
+            return protocol.loadLoraCall(config.loraAdapter(version), modelPath);
+        }
+        return weightTransfer == WeightTransfer.HTTP
+                ? protocol.uploadWeightsCall(modelPath, version)
+                : protocol.updateWeightsCall(modelPath, version);
     }
 
     /**
@@ -112,7 +133,7 @@ public final class WeightUpdater {
             throws InterruptedException {
         long start = System.nanoTime();
         int n = servers.size();
-        ControlCall load = protocol.updateWeightsCall(modelPath, version);
+        ControlCall load = loadCall(modelPath, version);
         List<ServerRun> runs = new ArrayList<>(n);
         for (ServerAddress server : servers) {
             runs.add(new ServerRun(server, load));
@@ -142,8 +163,7 @@ public final class WeightUpdater {
      */
     WeightUpdateReport.ServerOutcome resync(ServerAddress server, Path modelPath, int version)
             throws InterruptedException {
-        ServerRun run =
-                new ServerRun(server, modelPath == null ? null : protocol.updateWeightsCall(modelPath, version));
+        ServerRun run = new ServerRun(server, modelPath == null ? null : loadCall(modelPath, version));
         InterruptedException interruption = runAll(List.of(run));
         if (interruption != null) {
             Thread.interrupted();

@@ -22,8 +22,28 @@ final class GenerateRequests {
 
     private GenerateRequests() {}
 
-    /** A parsed generation request. */
-    record Parsed(String rid, int[] prompt, SamplingParams params, boolean returnLogprob, boolean textInLogprobs) {}
+    /**
+     * A parsed generation request.
+     *
+     * @param inputLogprobStart the first prompt position whose logprob is reported (SGLang's {@code
+     *     logprob_start_len}; 0 for vLLM's {@code echo} or {@code prompt_logprobs}), or -1 for none
+     * @param echo vLLM's {@code echo}: the prompt's tokens and logprobs lead the completion's
+     * @param promptLogprobs vLLM's {@code prompt_logprobs}: a {@code prompt_logprobs} list is returned
+     * @param lora the adapter the request names: SGLang's {@code lora_path} (it must be loaded) or
+     *     vLLM's {@code model} (an adapter when one of that name is loaded, else the base model); null for none
+     * @param loraRequired whether {@code lora} must name a loaded adapter (SGLang)
+     */
+    record Parsed(
+            String rid,
+            int[] prompt,
+            SamplingParams params,
+            boolean returnLogprob,
+            boolean textInLogprobs,
+            int inputLogprobStart,
+            boolean echo,
+            boolean promptLogprobs,
+            String lora,
+            boolean loraRequired) {}
 
     private static final Set<String> SGLANG_TOP = Set.of(
             "rid",
@@ -109,7 +129,15 @@ final class GenerateRequests {
         neutral(body, "", "stream", false);
         neutral(body, "", "return_routed_experts", false);
         neutral(body, "", "return_hidden_states", false);
-        mustBeAbsent(body, "", "lora_path", "LoRA adapters are not supported by the built-in model server");
+        JsonNode loraNode = body.get("lora_path");
+        String lora = null;
+        if (loraNode != null && !loraNode.isNull()) {
+            if (!loraNode.isTextual() || loraNode.asText().isEmpty()) {
+                throw new BadRequestException(
+                        "lora_path", "lora_path must be the name of a loaded LoRA adapter (a non-empty string)");
+            }
+            lora = loraNode.asText();
+        }
         mustBeAbsent(body, "", "custom_logit_processor", "custom logit processors are not supported");
         mustBeAbsent(body, "", "token_ids_logprob", "logprobs of chosen token ids are not supported");
         mustBeAbsent(body, "", "input_embeds", "input embeddings are not supported");
@@ -123,13 +151,14 @@ final class GenerateRequests {
                     "top_logprobs_num", "top_logprobs_num must be 0: top alternatives are not reported");
         }
         int start = intField(body, "logprob_start_len", -1, -1, Integer.MAX_VALUE);
-        if (start != -1) {
-            throw new BadRequestException(
-                    "logprob_start_len", "logprob_start_len must be -1: input token logprobs are not reported");
-        }
         String rid = rid(body.get("rid"), "rid");
         int[] prompt = tokenIds(body.get("input_ids"), "input_ids");
         boolean returnLogprob = boolField(body, "return_logprob", false);
+        if (start >= prompt.length) {
+            throw new BadRequestException(
+                    "logprob_start_len",
+                    "logprob_start_len (" + start + ") must be below the prompt length (" + prompt.length + ")");
+        }
         boolean textInLogprobs = boolField(body, "return_text_in_logprobs", false);
 
         JsonNode spNode = body.get("sampling_params");
@@ -190,7 +219,17 @@ final class GenerateRequests {
                 skipSpecial,
                 noStopTrim,
                 seed);
-        return new Parsed(rid, prompt, params, returnLogprob, textInLogprobs);
+        return new Parsed(
+                rid,
+                prompt,
+                params,
+                returnLogprob,
+                textInLogprobs,
+                returnLogprob ? start : -1,
+                false,
+                false,
+                lora,
+                true);
     }
 
     /** Parses a vLLM {@code /v1/completions} body (token-id prompt only). */
@@ -198,8 +237,13 @@ final class GenerateRequests {
         unknownFields(body, VLLM_TOP, "");
         neutral(body, "", "stream", false);
         neutral(body, "", "use_beam_search", false);
-        neutral(body, "", "echo", false);
-        mustBeAbsent(body, "", "prompt_logprobs", "prompt logprobs are not supported");
+        boolean echo = boolField(body, "echo", false);
+        JsonNode promptLogprobsNode = body.get("prompt_logprobs");
+        boolean promptLogprobs = promptLogprobsNode != null && !promptLogprobsNode.isNull();
+        if (promptLogprobs && intField(body, "prompt_logprobs", 0, 0, Integer.MAX_VALUE) != 0) {
+            throw new BadRequestException(
+                    "prompt_logprobs", "prompt_logprobs must be 0 or null: top alternatives are not reported");
+        }
         neutralNumber(body, "", "min_p", 0.0);
         neutralNumber(body, "", "presence_penalty", 0.0);
         neutralNumber(body, "", "repetition_penalty", 1.0);
@@ -262,7 +306,10 @@ final class GenerateRequests {
                 skipSpecial,
                 includeStop,
                 seed);
-        return new Parsed(rid, prompt, params, returnLogprob, !tokenIdsAsTokens);
+        int inputStart = promptLogprobs || (echo && returnLogprob) ? 0 : -1;
+        String lora = model == null || model.isNull() ? null : model.asText();
+        return new Parsed(
+                rid, prompt, params, returnLogprob, !tokenIdsAsTokens, inputStart, echo, promptLogprobs, lora, false);
     }
 
     /** The seed of a request: its own, or a fresh random one. */

@@ -26,11 +26,58 @@ final class Generation {
     /** With simulated output lengths: the sequence length (prompt + output) where it ends; else 0. */
     long simulatedEnd;
 
+    /** The first prompt position whose logprob is computed at prefill, or -1 for none. */
+    final int inputLogprobStart;
+    /** {@code log p(prompt[t] | prompt[<t])} for {@code t = max(1, inputLogprobStart) ..}, set at prefill. */
+    double[] inputLogprobs;
+
     Generation(String rid, int[] prompt, SamplingParams params, long seed) {
+        this(rid, prompt, params, seed, -1);
+    }
+
+    Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart) {
+        this(rid, prompt, params, seed, inputLogprobStart, null);
+    }
+
+    Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart, LoraAdapter adapter) {
         this.rid = rid;
         this.prompt = prompt.clone();
         this.params = params;
         this.random = new SplittableRandom(seed);
+        this.inputLogprobStart = inputLogprobStart;
+        this.adapter = adapter;
+    }
+
+    /** The LoRA adapter this generation runs with, or null for the base weights. */
+    final LoraAdapter adapter;
+
+    // Scheduler-thread confined: the served weights with the adapter applied, and the weights they came from.
+    private TinyLmWeights adaptedFrom;
+    private TinyLmWeights adapted;
+
+    /** The weights this generation decodes with under the served {@code w}: {@code w}, or {@code w} with its adapter. */
+    TinyLmWeights weightsUnder(TinyLmWeights w) {
+        if (adapter == null) {
+            return w;
+        }
+        if (adaptedFrom != w) {
+            adapted = adapter.applyTo(w);
+            adaptedFrom = w;
+        }
+        return adapted;
+    }
+
+    /**
+     * Computes the prompt's logprobs under {@code w} at the request's temperature when they were
+     * asked for: what SGLang's prefill reports as {@code input_token_logprobs}.
+     */
+    void scorePrompt(TinyLmWeights served) {
+        TinyLmWeights w = weightsUnder(served);
+        if (inputLogprobStart >= 0 && prompt.length > 1) {
+            inputLogprobs = TinyLm.sequenceLogprobs(w, prompt, Math.max(1, inputLogprobStart), params.temperature());
+        } else if (inputLogprobStart >= 0) {
+            inputLogprobs = new double[0];
+        }
     }
 
     boolean prefilled() {
@@ -70,6 +117,7 @@ final class Generation {
                 Arrays.copyOf(logprobs, length),
                 finish,
                 weightVersion,
-                nowNanos - submittedNanos);
+                nowNanos - submittedNanos,
+                inputLogprobs);
     }
 }

@@ -11,6 +11,8 @@ package org.rollout.modelserver;
  * @param weightVersion the served weight version when it finished (the version of the weights that
  *     produced its last token)
  * @param e2eNanos from submission to completion
+ * @param inputLogprobs the prompt's logprobs from position {@code max(1, logprob_start_len)} on, or
+ *     null when not asked for
  */
 record GenerationResult(
         String rid,
@@ -19,4 +21,5 @@ record GenerationResult(
         double[] logprobs,
         FinishReason finishReason,
         int weightVersion,
-        long e2eNanos) {}
+        long e2eNanos,
+        double[] inputLogprobs) {}

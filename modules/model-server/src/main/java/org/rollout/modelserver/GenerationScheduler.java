@@ -387,6 +387,7 @@ final class GenerationScheduler {
         int prefillTokens = 0;
         for (Generation g : admitted) {
             g.prefill(w.decay());
+            g.scorePrompt(w);
             prefillTokens += g.prompt.length;
             if (simulatedLengths != null) {
                 g.simulatedEnd = simulatedLengths.endOf(g.rid, g.prompt.length);
@@ -435,9 +436,9 @@ final class GenerationScheduler {
     }
 
     /** Samples one token for {@code g} and decides, in SGLang's order, whether it is finished. */
-    private void decodeOne(Generation g, TinyLmWeights w) {
+    private void decodeOne(Generation g, TinyLmWeights served) {
         SamplingParams p = g.params;
-        TinyLm.logits(w, g.context, logits);
+        TinyLm.logits(g.weightsUnder(served), g.context, logits);
         if (g.counts != null) {
             double penalty = p.frequencyPenalty();
             for (int j = 0; j < V; j++) {

@@ -2,11 +2,18 @@ package org.rollout.modelserver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.OptionalInt;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -49,6 +56,8 @@ public final class ModelServer implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean crashed;
     private volatile String modelPath;
+    /** Loaded LoRA adapters by name (docs/model-server.md, "LoRA adapters"). */
+    private final ConcurrentHashMap<String, LoraAdapter> adapters = new ConcurrentHashMap<>();
 
     private ModelServer(ModelServerConfig config, TinyLmWeights weights, String modelPath) throws IOException {
         this.config = config;
@@ -230,6 +239,9 @@ public final class ModelServer implements AutoCloseable {
                 case "/abort_request" -> post(req, () -> abortRequest(req));
                 case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
                 case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
+                case "/update_weights_from_bytes" -> post(req, () -> updateWeightsFromBytes(req));
+                case "/load_lora_adapter", "/v1/load_lora_adapter" -> post(req, () -> loadLora(req));
+                case "/unload_lora_adapter", "/v1/unload_lora_adapter" -> post(req, () -> unloadLora(req));
                 case "/health" -> get(req, () -> new Http1Server.Response(200, null, new byte[0]));
                 case "/get_model_info" -> get(req, this::modelInfo);
                 case "/get_server_info" -> get(req, this::serverInfo);
@@ -301,8 +313,20 @@ public final class ModelServer implements AutoCloseable {
                 return null;
             }
         }
+        LoraAdapter adapter = parsed.lora() == null ? null : adapters.get(parsed.lora());
+        if (adapter == null && parsed.lora() != null && parsed.loraRequired()) {
+            throw new BadRequestException(
+                    "lora_path",
+                    "lora_path '" + parsed.lora() + "' is not a loaded LoRA adapter (loaded: "
+                            + new TreeSet<>(adapters.keySet()) + ")");
+        }
         Generation g = new Generation(
-                parsed.rid(), parsed.prompt(), parsed.params(), GenerateRequests.seedOf(parsed.params()));
+                parsed.rid(),
+                parsed.prompt(),
+                parsed.params(),
+                GenerateRequests.seedOf(parsed.params()),
+                parsed.inputLogprobStart(),
+                adapter);
         CompletableFuture<GenerationResult> result;
         try {
             result = scheduler.submit(g);
@@ -430,6 +454,105 @@ public final class ModelServer implements AutoCloseable {
                         + served.version() + ").");
         o.put("num_paused_requests", 0);
         return ok(o);
+    }
+
+    /**
+     * {@code POST /update_weights_from_bytes?weight_version=N&abort_all_requests=true}: the body is
+     * a weight file's bytes (docs/model-server.md). They are written to a file of this server's own
+     * (under the JVM's temporary directory), loaded as from disk, and the file deleted: the sender
+     * needs no disk in common with the server.
+     */
+    private Http1Server.Response updateWeightsFromBytes(Http1Server.Request req) {
+        OptionalInt version = OptionalInt.empty();
+        boolean abortAll = false;
+        for (String pair : req.query().isEmpty() ? new String[0] : req.query().split("&")) {
+            int eq = pair.indexOf('=');
+            String name = eq < 0 ? pair : pair.substring(0, eq);
+            String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            switch (name) {
+                case "weight_version" -> version = OptionalInt.of(parseVersion(TextNode.valueOf(value)));
+                case "abort_all_requests" -> {
+                    if (!value.equals("true") && !value.equals("false")) {
+                        throw new BadRequestException("abort_all_requests", "abort_all_requests must be true or false");
+                    }
+                    abortAll = Boolean.parseBoolean(value);
+                }
+                default -> throw new BadRequestException(name, "unknown query parameter '" + name + "'");
+            }
+        }
+        if (req.body().length == 0) {
+            throw new BadRequestException("body", "the body must be a weight file's bytes, got none");
+        }
+        Path file;
+        try {
+            Path dir = Files.createDirectories(
+                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
+            file = Files.createTempFile(dir, "weights-", ".rlm");
+            Files.write(file, req.body());
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody("cannot store the uploaded weights: " + e));
+        }
+        TinyLmWeights served;
+        try {
+            served = updateWeightsFromDisk(file, version, abortAll);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: uploaded weights refused: {}", baseUrl(), e.getMessage());
+            return Http1Server.Response.json(400, Json.failureBody("uploaded weights: " + e.getMessage()));
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
+        } finally {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
+            }
+        }
+        modelPath = "upload:" + req.body().length + "-bytes";
+        ObjectNode o = Json.object();
+        o.put("success", true);
+        o.put(
+                "message",
+                "Succeeded to update model weights from " + req.body().length + " uploaded bytes (weight version "
+                        + served.version() + ").");
+        o.put("num_paused_requests", 0);
+        return ok(o);
+    }
+
+    /** {@code POST /load_lora_adapter} (and vLLM's {@code /v1/load_lora_adapter}): {@code {"lora_name", "lora_path"}}. */
+    private Http1Server.Response loadLora(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        String name = nonEmpty(body, "lora_name");
+        String path = nonEmpty(body, "lora_path");
+        LoraAdapter adapter;
+        try {
+            adapter = LoraAdapter.read(Path.of(path));
+        } catch (IOException | InvalidPathException e) {
+            throw new BadRequestException("lora_path", e.getMessage());
+        }
+        adapters.put(name, adapter);
+        log.info("model server {}: LoRA adapter '{}' (rank {}) loaded from {}", baseUrl(), name, adapter.rank(), path);
+        return success("Loaded LoRA adapter '" + name + "' (rank " + adapter.rank() + ") from " + path + ".");
+    }
+
+    /** {@code POST /unload_lora_adapter} (and vLLM's {@code /v1/unload_lora_adapter}): {@code {"lora_name"}}. */
+    private Http1Server.Response unloadLora(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        String name = nonEmpty(body, "lora_name");
+        if (adapters.remove(name) == null) {
+            throw new BadRequestException(
+                    "lora_name",
+                    "lora_name '" + name + "' is not a loaded LoRA adapter (loaded: " + new TreeSet<>(adapters.keySet())
+                            + ")");
+        }
+        return success("Unloaded LoRA adapter '" + name + "'.");
+    }
+
+    private static String nonEmpty(ObjectNode body, String field) {
+        JsonNode n = body.get(field);
+        if (n == null || !n.isTextual() || n.asText().isEmpty()) {
+            throw new BadRequestException(field, field + " must be a non-empty string");
+        }
+        return n.asText();
     }
 
     private static int parseVersion(JsonNode v) {

@@ -38,6 +38,27 @@ final class ResponseBodies {
                     entry.addNull();
                 }
             }
+            if (r.inputLogprobs() != null) {
+                // SGLang's input_token_logprobs: one entry per prompt position from logprob_start_len
+                // on, the first position of the prompt (nothing to predict it from) with a null logprob.
+                ArrayNode input = meta.putArray("input_token_logprobs");
+                int[] prompt = request.prompt();
+                int first = Math.max(1, request.inputLogprobStart());
+                for (int pos = request.inputLogprobStart(); pos < prompt.length; pos++) {
+                    ArrayNode entry = input.addArray();
+                    if (pos < first) {
+                        entry.addNull();
+                    } else {
+                        entry.add(r.inputLogprobs()[pos - first]);
+                    }
+                    entry.add(prompt[pos]);
+                    if (request.textInLogprobs()) {
+                        entry.add(tokenText(prompt[pos]));
+                    } else {
+                        entry.addNull();
+                    }
+                }
+            }
         }
         return root;
     }
@@ -63,11 +84,26 @@ final class ResponseBodies {
         root.put("model", model);
         ObjectNode choice = root.putArray("choices").addObject();
         choice.put("index", 0);
-        choice.put("text", StopStrings.responseText(r.outputIds(), r.finishReason(), request.params()));
+        String completion = StopStrings.responseText(r.outputIds(), r.finishReason(), request.params());
+        int[] prompt = request.prompt();
+        // echo: the prompt leads the text and the logprobs, its first token with a null logprob
+        // (vLLM's echo; with max_tokens = 0 nothing else follows).
+        choice.put(
+                "text", request.echo() ? ByteLevelTokenizer.INSTANCE.decode(prompt, false) + completion : completion);
         if (request.returnLogprob()) {
             ObjectNode logprobs = choice.putObject("logprobs");
             ArrayNode tokens = logprobs.putArray("tokens");
             ArrayNode values = logprobs.putArray("token_logprobs");
+            if (request.echo()) {
+                for (int pos = 0; pos < prompt.length; pos++) {
+                    tokens.add(request.textInLogprobs() ? tokenText(prompt[pos]) : "token_id:" + prompt[pos]);
+                    if (pos == 0) {
+                        values.addNull();
+                    } else {
+                        values.add(r.inputLogprobs()[pos - 1]);
+                    }
+                }
+            }
             for (int i = 0; i < r.outputIds().length; i++) {
                 int id = r.outputIds()[i];
                 tokens.add(request.textInLogprobs() ? tokenText(id) : "token_id:" + id);
@@ -76,6 +112,16 @@ final class ResponseBodies {
             logprobs.putNull("top_logprobs");
         } else {
             choice.putNull("logprobs");
+        }
+        if (request.promptLogprobs()) {
+            // vLLM's prompt_logprobs: null for the first position, then {"<id>": {"logprob", "decoded_token"}}.
+            ArrayNode list = choice.putArray("prompt_logprobs");
+            list.addNull();
+            for (int pos = 1; pos < prompt.length; pos++) {
+                ObjectNode at = list.addObject().putObject(Integer.toString(prompt[pos]));
+                at.put("logprob", r.inputLogprobs()[pos - 1]);
+                at.put("decoded_token", tokenText(prompt[pos]));
+            }
         }
         choice.put("finish_reason", r.finishReason().type());
         switch (r.finishReason()) {
