@@ -152,17 +152,21 @@ public final class TrainerGateway implements AutoCloseable {
     }
 
     /**
-     * Stops accepting requests; pulls waiting for a batch are interrupted and answered 503 (their
-     * trainers move to another contact point); streams in progress get a second to finish. Waits at
-     * most a few seconds; idempotent. The engine-side client stays open.
+     * Stops accepting requests; answers and streams in progress get a second to finish, then what
+     * still runs (a pull waiting for a batch) is interrupted and its connection closed (its trainer
+     * moves to another contact point). Waits at most a few seconds; idempotent. The engine-side
+     * client stays open.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        executor.shutdownNow();
+        // Exchanges under way (an acknowledgement being answered) get up to a second to finish
+        // before their threads are interrupted: interrupting first cut the answer to a trainer's
+        // last acknowledgement, which it then retried against a closed port.
         server.stop(1);
+        executor.shutdownNow();
         try {
             if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
                 log.warn("trainer gateway {}: some exchanges did not end within 5 s of closing", uri());
