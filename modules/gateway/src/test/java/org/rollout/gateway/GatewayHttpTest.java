@@ -152,7 +152,7 @@ class GatewayHttpTest {
                 .isEqualTo(error(
                         "not_found",
                         "no endpoint GET /v1/batches (endpoints: POST /v1/batches/next, POST /v1/batches/{id}/ack,"
-                                + " POST /v1/weights, GET /v1/status, GET /health)"));
+                                + " POST /v1/weights, GET /v1/status, GET /v1/stats, GET /health)"));
     }
 
     @Test
