@@ -141,7 +141,7 @@ def test_each_version_and_scope_is_logged_once_with_the_version_as_step() -> Non
         # version 1's evaluation pass is still running: its line comes later, below version 2.
         {"lines": [line(0, "rollout", 0.25, staleness_mean=0.5, staleness_max=1), line(1, "rollout", 0.5)],
          "complete_below": 1},
-        {"lines": [line(1, "rollout", 0.5), line(1, "eval-rollout", 0.75, group_reward_std=None),
+        {"lines": [line(1, "rollout", 0.5), line(1, "eval-rollout", 0.75, usable_slot_count=None),
                    line(2, "rollout", 0.625)],
          "complete_below": 3},
         {"lines": [], "complete_below": 3},
@@ -159,7 +159,7 @@ def test_each_version_and_scope_is_logged_once_with_the_version_as_step() -> Non
     assert steps[("rollout/rejected_reasons/returned_none", 1)] == 1.0
     assert steps[("eval-rollout/reward", 1)] == 0.75
     assert steps[("rollout/tokens", 2)] == 102.0
-    assert ("eval-rollout/group_reward_std", 1) not in steps  # None: not finite, not logged
+    assert ("eval-rollout/usable_slot_count", 1) not in steps  # None: not finite, not logged
     assert not any(tag.endswith("/version") or tag.endswith("/scope") for tag, _, _ in writer.scalars)
     assert {step for _, _, step in writer.scalars} == {0, 1, 2}
 
@@ -174,3 +174,34 @@ def test_without_tensorboard_the_trainer_says_so_and_logs_nothing(tmp_path: Path
     assert grpo_trainer.tensorboard_writer(tmp_path / "tb") is None
     assert "--tensorboard" in capsys.readouterr().out
     assert not (tmp_path / "tb").exists()
+
+
+def test_the_tensorboard_block_in_docs_trainer_md_logs_each_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import types
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "trainer.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", doc, re.S) if "SummaryWriter(" in b]
+    assert len(blocks) == 1, "docs/trainer.md should hold one TensorBoard block"
+    writers: List[FakeWriter] = []
+
+    def summary_writer(log_dir: str) -> FakeWriter:
+        writers.append(FakeWriter())
+        return writers[-1]
+
+    module = types.ModuleType("torch.utils.tensorboard")
+    module.SummaryWriter = summary_writer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
+    namespace: Dict[str, Any] = {"__name__": "docs_example"}
+    exec(compile(blocks[0], "docs/trainer.md", "exec"), namespace)  # noqa: S102 - the documented code, verbatim
+    client = FakeClient([
+        {"lines": [line(0, "rollout", 0.25), line(1, "rollout", 0.5)], "complete_below": 1},
+        {"lines": [line(1, "rollout", 0.5), line(1, "eval-rollout", 0.75)], "complete_below": 2},
+    ])
+    namespace["log_engine_stats"](client)
+    namespace["log_engine_stats"](client)
+    assert client.asked == [0, 1]
+    scalars = writers[0].scalars
+    assert ("rollout/reward", 0.5, 1) in scalars and ("eval-rollout/reward", 0.75, 1) in scalars
+    assert ("rollout/rejected_reasons/returned_none", 1, 0) in scalars
+    assert len({(tag, step) for tag, _, step in scalars}) == len(scalars), "a (tag, version) was logged twice"
