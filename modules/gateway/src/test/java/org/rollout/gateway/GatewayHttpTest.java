@@ -74,6 +74,14 @@ class GatewayHttpTest {
     }
 
     @Test
+    void statsFromAnEngineWithoutStatisticsIs501NamingIt() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        Answer a = send(g, "GET", "/v1/stats?since_version=0", null);
+        assertThat(a.status()).isEqualTo(501);
+        assertThat(a.body()).isEqualTo(error("not_implemented", "FakeEngine has no per-version statistics"));
+    }
+
+    @Test
     void healthAnswersWithoutAToken() throws Exception {
         TrainerGateway g = start(GatewayConfig.defaults().withToken(TOKEN));
         Answer a = send(g, "GET", "/health", null);
