@@ -9,6 +9,11 @@ them as the next version::
         --contact http://127.0.0.1:8470 --initial-weights runs/demo/weights/v0.rlm \\
         --weights-dir /shared/weights --steps 40
 
+``--tensorboard DIR`` also logs the engine's statistics of each weight version (reward, group
+metrics, staleness, accepted and rejected groups, tokens; evaluation passes under ``eval-rollout/``)
+to TensorBoard, each version once, with the version as the step (docs/trainer.md, "Logging the
+engine's statistics"); without the ``tensorboard`` package it says so and trains without.
+
 ``bin/rollout local --trainer python`` starts the engine and runs this. The token comes from
 ``$ROLLOUT_GATEWAY_TOKEN``. Exit status: 0 after ``--steps`` steps, 2 for bad arguments or an
 engine that does not serve the initial weights' version, 1 when the run failed, 130 after Ctrl-C or
@@ -18,12 +23,13 @@ SIGTERM (a weight file being written is removed, never left half-written).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -33,6 +39,69 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grpo import policy_loss  # noqa: E402
 from rollout_client import Deduplicator, RolloutClient, RolloutError  # noqa: E402
 from tinylm import TinyLm, TinyLmWeights  # noqa: E402
+
+
+def scalars_of(line: Dict[str, Any]) -> Dict[str, float]:
+    """The numbers of one statistics line, by tag ``<scope>/<key>`` (rejection reasons as
+    ``<scope>/rejected_reasons/<reason>``); ``version``, ``scope`` and values that are None (not
+    finite) are left out."""
+    scope = line["scope"]
+    out: Dict[str, float] = {}
+    for key, value in line.items():
+        if key in ("version", "scope") or value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, dict):
+            for sub, n in value.items():
+                out[f"{scope}/{key}/{sub}"] = float(n)
+        elif isinstance(value, (int, float)):
+            out[f"{scope}/{key}"] = float(value)
+    return out
+
+
+class EngineStatsLog:
+    """Logs the engine's statistics lines (``client.stats``), each (version, scope) once, to a
+    TensorBoard ``SummaryWriter`` (or anything with ``add_scalar(tag, value, global_step)``), the
+    weight version as the step."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.since = 0
+        self.logged: Set[Tuple[int, str]] = set()
+
+    def log(self, lines: Iterable[Dict[str, Any]]) -> int:
+        """Writes the lines not logged yet; returns how many."""
+        n = 0
+        for line in lines:
+            key = (int(line["version"]), str(line["scope"]))
+            if key in self.logged:
+                continue
+            self.logged.add(key)
+            for tag, value in scalars_of(line).items():
+                self.writer.add_scalar(tag, value, global_step=key[0])
+            n += 1
+        return n
+
+    def poll(self, client: RolloutClient) -> int:
+        """Asks for the lines from the first version that may still change, and logs the new ones."""
+        page = client.stats(since_version=self.since)
+        n = self.log(page["lines"])
+        self.since = page["complete_below"]
+        self.logged = {k for k in self.logged if k[0] >= self.since}  # older ones never come again
+        if n:
+            self.writer.flush()
+        return n
+
+
+def tensorboard_writer(directory: Optional[Path]) -> Optional[Any]:
+    """A SummaryWriter into ``directory``, or None (no directory, or tensorboard not installed)."""
+    if directory is None:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as e:
+        print(f"trainer: --tensorboard {directory}: not logging, tensorboard is not importable ({e})", flush=True)
+        return None
+    return SummaryWriter(log_dir=str(directory))
 
 
 def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -47,6 +116,8 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0, help="the engine's gconfig.temperature")
     p.add_argument("--prefetch", type=int, default=1)
     p.add_argument("--cafile", help="PEM of the gateways' CA, for https contact points")
+    p.add_argument("--tensorboard", type=Path, metavar="DIR",
+                   help="log the engine's per-version statistics to TensorBoard in DIR")
     a = p.parse_args(argv)
     if a.steps < 1 or a.lr <= 0 or a.warmup < 0 or a.clip <= 0 or a.temperature < 0:
         p.error("--steps >= 1, --lr > 0, --warmup >= 0, --clip > 0 and --temperature >= 0 are required")
@@ -68,7 +139,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rewards: List[float] = []
     started = time.perf_counter()
     training_s = 0.0
-    with RolloutClient(a.contact, cafile=a.cafile) as client:
+    writer = tensorboard_writer(a.tensorboard)
+    stats_log = EngineStatsLog(writer) if writer is not None else None
+    with RolloutClient(a.contact, cafile=a.cafile) as client, contextlib.ExitStack() as closing:
+        if writer is not None:
+            closing.callback(writer.close)
         version = client.status().version
         if version != initial.version:
             print(
@@ -98,6 +173,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 dedup.mark_trained(batch)
                 client.ack(batch)
                 result = client.publish_weights(version, path)
+                if stats_log is not None:
+                    stats_log.poll(client)  # the lines of the versions the engine has left behind
                 rewards.append(stats.reward)
                 failures = f" failures {result.server_failures}" if result.server_failures else ""
                 print(

@@ -6,6 +6,7 @@ The Python twin of the Java ``HttpRolloutClient`` (modules/trainer-client)::
     ack(batch)                POST /v1/batches/{id}/ack {"task_ids": [...]}
     publish_weights(v, path)  POST /v1/weights {"version", "path"}
     status()                  GET  /v1/status
+    stats(since_version)      GET  /v1/stats?since_version=N
 
 Fail-over: a contact point that refuses or drops the connection, times out, or answers 503 is left
 for the next one, in the configured order (starting from the last one that answered); rounds over
@@ -50,6 +51,7 @@ log = logging.getLogger("rollout_client")
 
 T = TypeVar("T")
 _MAX_SMALL_BODY = 1 << 20
+_MAX_STATS_BODY = 256 << 20  # every version's statistics lines: about 1 kB each
 _USER_AGENT = "rollout-client-python/1"
 
 
@@ -291,6 +293,37 @@ class RolloutClient:
 
         return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)
 
+    def stats(self, since_version: int = 0) -> Dict[str, Any]:
+        """The engine's statistics per weight version and scope (``GET /v1/stats``): the lines of
+        its ``stats.jsonl`` for versions >= ``since_version``, as the engine's collector node wrote
+        them, as plain dicts::
+
+            {"lines": [{"version": 3, "scope": "rollout", "groups": 16, "accepted": 14, "rejected": 2,
+                        "rejected_reasons": {"returned_none": 2}, "tokens": 1820,
+                        "staleness_mean": 0.4, "staleness_max": 1, "reward": 0.61, "reward__count": 56.0, ...},
+                       ...],
+             "complete_below": 4}
+
+        ``lines`` are in version order. Every line of a version below ``complete_below`` has been
+        written: asking again with ``since_version=complete_below`` misses nothing, though lines at
+        or above it may come again (keep the (version, scope) pairs already logged). A value that
+        is not finite is None.
+        """
+        if isinstance(since_version, bool) or not isinstance(since_version, int) or since_version < 0:
+            raise ValueError(f"since_version: an integer version >= 0, got {since_version!r}")
+        what = "read statistics"
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> Dict[str, Any]:
+            p = self._json(cp, what, resp, _MAX_STATS_BODY)
+            lines = p.get("lines")
+            if not isinstance(lines, list) or not isinstance(p.get("complete_below"), int):
+                raise GatewayError(
+                    what, cp.url, resp.status, "malformed_answer", "no 'lines' list or 'complete_below' integer"
+                )
+            return {"lines": [dict(line) for line in lines], "complete_below": int(p["complete_below"])}
+
+        return self._call(what, "GET", f"/v1/stats?since_version={since_version}", None, self.request_timeout, read)
+
     def recycle(self, batch: Batch) -> None:
         """Hands the memory of ``batch``'s large groups back for the next batches to be decoded into
         (kept up to ``recycle_bytes``). Writing into memory already in place is much cheaper than
@@ -524,10 +557,12 @@ class RolloutClient:
             self._active.discard(conn)
         _abort(conn)
 
-    def _json(self, cp: _ContactPoint, what: str, resp: http.client.HTTPResponse) -> Dict[str, Any]:
+    def _json(
+        self, cp: _ContactPoint, what: str, resp: http.client.HTTPResponse, limit: int = _MAX_SMALL_BODY
+    ) -> Dict[str, Any]:
         if resp.status != 200:
             raise self._error(cp, what, resp)
-        raw = resp.read(_MAX_SMALL_BODY)
+        raw = resp.read(limit)
         try:
             payload = json.loads(raw.decode("utf-8"))
             if not isinstance(payload, dict):

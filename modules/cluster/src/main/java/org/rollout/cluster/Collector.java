@@ -167,6 +167,19 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** The evaluation pass that started at {@code version} has finished: its statistics are written. */
     record EvalPassFinished(int version) implements Command, CborSerializable {}
 
+    /** An evaluation pass started at {@code version}: its statistics line is to come. */
+    record EvalPassStarted(int version) implements Command, CborSerializable {}
+
+    /** Asks for the statistics lines of versions ≥ {@code sinceVersion} ({@link StatsBook#since}). */
+    record GetStats(int sinceVersion, ActorRef<StatsReply> replyTo) implements Command, CborSerializable {}
+
+    /**
+     * The statistics lines known to the collector's node, each the JSON text {@code stats.jsonl}
+     * holds, in version order; every line of a version below {@code completeBelow} is among those
+     * written.
+     */
+    record StatsReply(List<String> lines, int completeBelow) implements CborSerializable {}
+
     /** Asks for the collector's part of the status. */
     record GetStatus(ActorRef<Status> replyTo) implements Command, CborSerializable {}
 
@@ -309,6 +322,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 })
                 .onMessage(Tick.class, t -> onTick())
                 .onMessage(GetStatus.class, this::onGetStatus)
+                .onMessage(EvalPassStarted.class, e -> {
+                    stats.evalStarted(e.version());
+                    return this;
+                })
+                .onMessage(GetStats.class, g -> {
+                    StatsBook.Since since = stats.since(g.sinceVersion());
+                    g.replyTo().tell(new StatsReply(since.lines(), since.completeBelow()));
+                    return this;
+                })
                 .onMessage(Flush.class, f -> {
                     stats.flushAll();
                     f.replyTo().tell(true);

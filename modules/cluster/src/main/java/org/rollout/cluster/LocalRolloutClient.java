@@ -16,7 +16,9 @@ import org.rollout.api.TrainingBatch;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.trainer.StatsPage;
 import org.rollout.trainer.WeightPublishException;
+import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -174,6 +176,21 @@ public final class LocalRolloutClient implements RolloutClient {
                 k.tokensGenerated(),
                 k.rejectedByReason(),
                 k.lastStats());
+    }
+
+    /**
+     * The statistics lines the collector's node has written ({@link StatsBook#since}), parsed from
+     * the very text of its {@code stats.jsonl} lines.
+     */
+    @Override
+    public StatsPage stats(int sinceVersion) throws InterruptedException {
+        if (sinceVersion < 0) {
+            throw new IllegalArgumentException("sinceVersion must be >= 0, got " + sinceVersion);
+        }
+        Collector.StatsReply reply =
+                ask(refs.collector(), r -> new Collector.GetStats(sinceVersion, r), CONTROL_TIMEOUT, "read statistics");
+        return new StatsPage(
+                reply.lines().stream().map(GatewayJson::parseStatsLine).toList(), reply.completeBelow());
     }
 
     /** The collector's full status (held outcomes, duplicates). */

@@ -797,8 +797,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private void startEvalPass(int version) {
         switch (eval.start(version)) {
-            case STARTED ->
+            case STARTED -> {
                 getContext().getLog().info("evaluation pass over {} items at version {}", eval.size(), version);
+                collector.tell(new Collector.EvalPassStarted(version));
+            }
             case SKIPPED ->
                 getContext()
                         .getLog()

@@ -42,6 +42,15 @@ public final class StatsBook {
     private final Path file;
     private final TreeMap<Integer, Map<String, Page>> open = new TreeMap<>();
     private final List<Line> history = new ArrayList<>();
+    /** The JSON text of each line of {@link #history}, at the same index. */
+    private final List<String> historyJson = new ArrayList<>();
+    /** The highest version written so far, -1 before the first line. */
+    private int highestVersion = -1;
+    /** The highest version {@link #flushBefore} was called with: training lines below it are written. */
+    private int flushedBefore;
+    /** Evaluation passes started and not yet written, by the version they started at. */
+    private final java.util.TreeSet<Integer> evalPending = new java.util.TreeSet<>();
+
     private volatile io.micrometer.core.instrument.DistributionSummary stalenessSummary;
 
     /** @param file where lines are appended, or null to keep them in memory only */
@@ -51,6 +60,21 @@ public final class StatsBook {
 
     /** One written line: a version, a scope and its values in order. */
     public record Line(int version, String scope, Map<String, Object> values) {}
+
+    /**
+     * The lines of versions at or after a version, for trainers ({@code GET /v1/stats}).
+     *
+     * @param lines each line's JSON text exactly as appended to {@code stats.jsonl}, in version
+     *     order (lines of one version in the order they were written)
+     * @param completeBelow every line of a version below this one has been written: no more will
+     *     come for them (a version's training line is written when the version is left behind, an
+     *     evaluation pass's line when the pass ends)
+     */
+    public record Since(List<String> lines, int completeBelow) {
+        public Since {
+            lines = List.copyOf(lines);
+        }
+    }
 
     /**
      * Counts of one scope since start, over every version (what the metrics export as counters).
@@ -149,6 +173,7 @@ public final class StatsBook {
      * the version has moved on, and one pass must stay one line.
      */
     public synchronized void flushBefore(int version) {
+        flushedBefore = Math.max(flushedBefore, version);
         for (var it = open.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();
             if (e.getKey() >= version) {
@@ -167,8 +192,17 @@ public final class StatsBook {
         }
     }
 
+    /**
+     * Notes that an evaluation pass started at {@code version}: its line is to come, so versions
+     * from {@code version} on are not complete ({@link Since#completeBelow}) until {@link #flushEval}.
+     */
+    public synchronized void evalStarted(int version) {
+        evalPending.add(version);
+    }
+
     /** Writes out the evaluation page of the pass that started at {@code version}. */
     public synchronized void flushEval(int version) {
+        evalPending.remove(version);
         Map<String, Page> pages = open.get(version);
         if (pages == null) {
             return;
@@ -184,6 +218,7 @@ public final class StatsBook {
 
     /** Writes out everything still held, in version order. */
     public synchronized void flushAll() {
+        evalPending.clear();
         while (!open.isEmpty()) {
             var e = open.pollFirstEntry();
             e.getValue().forEach((scope, page) -> write(e.getKey(), scope, page));
@@ -193,6 +228,30 @@ public final class StatsBook {
     /** Every line written so far, oldest first. */
     public synchronized List<Line> history() {
         return List.copyOf(history);
+    }
+
+    /**
+     * The lines of every version ≥ {@code sinceVersion} written so far, in version order, and the
+     * version below which every line is written ({@link Since#completeBelow}): the version training
+     * lines are written up to, lowered to the smallest version still holding values or with an
+     * evaluation pass under way.
+     */
+    public synchronized Since since(int sinceVersion) {
+        List<Integer> order = new ArrayList<>();
+        for (int i = 0; i < history.size(); i++) {
+            if (history.get(i).version() >= sinceVersion) {
+                order.add(i);
+            }
+        }
+        order.sort(java.util.Comparator.comparingInt(i -> history.get(i).version())); // stable
+        int completeBelow = Math.max(flushedBefore, highestVersion + 1);
+        if (!open.isEmpty()) {
+            completeBelow = Math.min(completeBelow, open.firstKey());
+        }
+        if (!evalPending.isEmpty()) {
+            completeBelow = Math.min(completeBelow, evalPending.first());
+        }
+        return new Since(order.stream().map(historyJson::get).toList(), completeBelow);
     }
 
     /**
@@ -212,13 +271,21 @@ public final class StatsBook {
 
     private void write(int version, String scope, Page page) {
         Map<String, Object> values = values(version, scope, page);
+        String json;
+        try {
+            json = JSON.writeValueAsString(values);
+        } catch (IOException e) {
+            throw new UncheckedIOException("statistics of version " + version + " are not JSON", e);
+        }
         history.add(new Line(version, scope, values));
+        historyJson.add(json);
+        highestVersion = Math.max(highestVersion, version);
         if (file == null) {
             return;
         }
         try {
             Files.createDirectories(file.toAbsolutePath().getParent());
-            byte[] line = (JSON.writeValueAsString(values) + "\n").getBytes(StandardCharsets.UTF_8);
+            byte[] line = (json + "\n").getBytes(StandardCharsets.UTF_8);
             Files.write(file, line, StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
         } catch (IOException | UncheckedIOException e) {
             log.warn("could not append statistics to {}: {}", file, e.toString());

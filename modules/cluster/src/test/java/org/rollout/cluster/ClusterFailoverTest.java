@@ -107,6 +107,9 @@ class ClusterFailoverTest {
             int v = version;
             retry(() -> trainer.publishWeights(v, dir.resolve("w" + v)));
         }
+        // The statistics come from the collector's node (node 1) to the trainer's (node 3): its file's lines.
+        assertStatsAreTheLinesOf(trainer, dir.resolve("s1.jsonl"), version);
+
         TrainingBatch unacked = retry(() -> pull(trainer));
         Set<Long> pending = new HashSet<>(
                 unacked.groups().stream().map(TrainingGroup::taskId).toList());
@@ -147,6 +150,32 @@ class ClusterFailoverTest {
         assertThat(new HashSet<>(acked)).hasSize(acked.size());
         assertThat(retry(() -> trainer.status().version())).isEqualTo(version);
         assertThat(n2.system().whenTerminated().isCompleted()).isFalse();
+        // The collector now on node 2 knows the lines written since it took over: node 2's file.
+        assertStatsAreTheLinesOf(trainer, dir.resolve("s2.jsonl"), version);
+    }
+
+    /**
+     * Waits until every line of the versions below {@code below} is written, then checks that
+     * {@code trainer.stats} answers those lines as {@code file} holds them, in version order.
+     */
+    private static void assertStatsAreTheLinesOf(LocalRolloutClient trainer, Path file, int below) throws Exception {
+        TestRollout.await("statistics of the versions below " + below, DEADLINE, () -> {
+            try {
+                return retry(() -> trainer.stats(0)).completeBelow() >= below;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        });
+        org.rollout.trainer.StatsPage page = retry(() -> trainer.stats(0));
+        int complete = page.completeBelow();
+        var written = java.nio.file.Files.readAllLines(file).stream()
+                .map(org.rollout.trainer.wire.GatewayJson::parseStatsLine)
+                .filter(l -> l.version() < complete)
+                .sorted(java.util.Comparator.comparingInt(org.rollout.trainer.VersionStats::version))
+                .toList();
+        assertThat(page.lines().stream().filter(l -> l.version() < complete).toList())
+                .isNotEmpty()
+                .isEqualTo(written);
     }
 
     /**

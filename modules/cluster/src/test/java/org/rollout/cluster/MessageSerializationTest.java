@@ -166,6 +166,13 @@ class MessageSerializationTest {
                 new Collector.AckReply(9, true),
                 new Collector.VersionChanged(3),
                 new Collector.EvalPassFinished(2),
+                new Collector.EvalPassStarted(2),
+                new Collector.GetStats(1, ref()),
+                new Collector.StatsReply(
+                        java.util.List.of(
+                                "{\"version\":1,\"scope\":\"rollout\",\"groups\":2,\"reward\":0.5}",
+                                "{\"version\":1,\"scope\":\"eval-rollout\",\"groups\":1,\"reward\":NaN}"),
+                        2),
                 new Collector.GetStatus(ref()),
                 new Collector.Status(
                         1,

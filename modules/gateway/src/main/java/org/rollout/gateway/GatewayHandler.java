@@ -39,6 +39,7 @@ import org.slf4j.LoggerFactory;
  *   POST /v1/weights?version=N       (application/octet-stream: the weight file's bytes) spooled
  *                                    on this node, then published as above → 200 | 400 | 409 | 502
  *   GET  /v1/status                  engine.status()                        → 200
+ *   GET  /v1/stats?since_version=N   engine.stats(N)                        → 200 {"lines","complete_below"} | 400
  * </pre>
  *
  * <p>Every error is {@code {"error": {"message", "code"}}} with its status. Nothing is swallowed: an
@@ -132,13 +133,23 @@ final class GatewayHandler implements HttpHandler {
                     expect(ex, "GET");
                     json(ex, 200, GatewayJson.status(engine.status()));
                 }
+                case "/v1/stats" -> {
+                    expect(ex, "GET");
+                    int since = sinceVersionOf(ex.getRequestURI().getRawQuery());
+                    try {
+                        json(ex, 200, GatewayJson.stats(engine.stats(since)));
+                    } catch (UnsupportedOperationException e) {
+                        throw new Refusal(501, "not_implemented", e.getMessage());
+                    }
+                }
                 default -> {
                     if (!ack.matches()) {
                         throw new Refusal(
                                 404,
                                 "not_found",
                                 "no endpoint " + method + " " + path + " (endpoints: POST /v1/batches/next, POST"
-                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET /health)");
+                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET"
+                                        + " /v1/stats, GET /health)");
                     }
                     expect(ex, "POST");
                     acknowledge(ex, ack.group(1), body);
@@ -253,6 +264,42 @@ final class GatewayHandler implements HttpHandler {
         }
         double capped = Math.min(seconds, maxPollWait.toNanos() / 1e9);
         return Duration.ofNanos(Math.round(capped * 1e9));
+    }
+
+    /**
+     * {@code since_version} of {@code GET /v1/stats}: an integer ≥ 0, 0 when absent. Any other
+     * parameter is refused by name, so a misspelt one does not silently answer every version.
+     */
+    private static int sinceVersionOf(String rawQuery) throws Refusal {
+        String value = null;
+        if (rawQuery != null && !rawQuery.isEmpty()) {
+            for (String pair : rawQuery.split("&")) {
+                int eq = pair.indexOf('=');
+                String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                if (!name.equals("since_version")) {
+                    throw new Refusal(
+                            400,
+                            "bad_request",
+                            "unknown query parameter '" + name + "' (GET /v1/stats takes since_version)");
+                }
+                value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            }
+        }
+        if (value == null) {
+            return 0;
+        }
+        try {
+            int v = Integer.parseInt(value.strip());
+            if (v >= 0) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // Described below.
+        }
+        throw new Refusal(
+                400,
+                "bad_request",
+                "query parameter 'since_version' must be an integer version >= 0, got '" + value + "'");
     }
 
     /**

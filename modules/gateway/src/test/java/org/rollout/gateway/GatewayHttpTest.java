@@ -74,6 +74,14 @@ class GatewayHttpTest {
     }
 
     @Test
+    void statsFromAnEngineWithoutStatisticsIs501NamingIt() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        Answer a = send(g, "GET", "/v1/stats?since_version=0", null);
+        assertThat(a.status()).isEqualTo(501);
+        assertThat(a.body()).isEqualTo(error("not_implemented", "FakeEngine has no per-version statistics"));
+    }
+
+    @Test
     void healthAnswersWithoutAToken() throws Exception {
         TrainerGateway g = start(GatewayConfig.defaults().withToken(TOKEN));
         Answer a = send(g, "GET", "/health", null);
@@ -152,7 +160,7 @@ class GatewayHttpTest {
                 .isEqualTo(error(
                         "not_found",
                         "no endpoint GET /v1/batches (endpoints: POST /v1/batches/next, POST /v1/batches/{id}/ack,"
-                                + " POST /v1/weights, GET /v1/status, GET /health)"));
+                                + " POST /v1/weights, GET /v1/status, GET /v1/stats, GET /health)"));
     }
 
     @Test

@@ -48,6 +48,12 @@ final class TestRollout {
     Duration ackTimeout = Duration.ofMinutes(5);
     /** Prompts in all; -1 for endless. */
     int prompts = -1;
+    /** Where the statistics lines are appended, or null. */
+    java.nio.file.Path statsFile;
+    /** Items of one evaluation pass (none by default), run every {@link #evalEvery} versions. */
+    List<Map<String, Object>> evalItems = List.of();
+
+    int evalEvery;
     /** What the weight publisher answers; loads on one server by default. */
     WeightPublisher publisher = (path, version) -> new PublishResult(version, Duration.ofMillis(1), 1, Map.of());
 
@@ -92,8 +98,8 @@ final class TestRollout {
                 svc,
                 new StalenessBudget(maxConcurrent, consumerBatchSize, eta),
                 source,
-                List.of(),
-                0,
+                evalItems,
+                evalEvery,
                 2,
                 64,
                 publisher,
@@ -102,7 +108,7 @@ final class TestRollout {
                 ackTimeout,
                 Duration.ofSeconds(10),
                 Duration.ofSeconds(60),
-                null);
+                statsFile);
         return LocalRollout.start(spec, PEKKO);
     }
 

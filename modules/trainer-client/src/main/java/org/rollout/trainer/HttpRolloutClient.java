@@ -39,6 +39,7 @@ import org.rollout.trainer.wire.GatewayJson;
  *   acknowledge(b)   POST /v1/batches/{id}/ack {"task_ids": [..]}
  *   publishWeights   POST /v1/weights {"version", "path"}   409 → REFUSED, 502 → NOT_LOADED
  *   status()         GET  /v1/status
+ *   stats(v)         GET  /v1/stats?since_version=v
  * </pre>
  *
  * <p>Batches are read from the response as it arrives (RBATCH v1, {@link BatchWireFormat}) straight
@@ -240,6 +241,24 @@ public final class HttpRolloutClient implements RolloutClient {
                         throw requestError("read status", base, status, body);
                     }
                     return parse("read status", base, body, GatewayJson::parseStatus);
+                });
+    }
+
+    @Override
+    public StatsPage stats(int sinceVersion) throws InterruptedException {
+        if (sinceVersion < 0) {
+            throw new IllegalArgumentException("sinceVersion must be >= 0, got " + sinceVersion);
+        }
+        return call(
+                "read statistics",
+                base -> request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
+                        .GET()
+                        .build(),
+                (base, status, body, ambiguous) -> {
+                    if (status != 200) {
+                        throw requestError("read statistics", base, status, body);
+                    }
+                    return parse("read statistics", base, body, GatewayJson::parseStats);
                 });
     }
 

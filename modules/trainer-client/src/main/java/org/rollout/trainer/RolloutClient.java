@@ -93,6 +93,19 @@ public interface RolloutClient extends AutoCloseable {
     /** A snapshot of the engine's state. */
     RolloutStatus status() throws InterruptedException;
 
+    /**
+     * The per-version statistics known to the engine's collector node (the lines of its {@code
+     * stats.jsonl}) for versions ≥ {@code sinceVersion}, in version order; for a trainer's own
+     * logger. A version's training line is written once the version is left behind, an evaluation
+     * pass's when the pass ends. The default has none to give.
+     *
+     * @throws IllegalArgumentException when {@code sinceVersion} is negative
+     * @throws UnsupportedOperationException when this client cannot read statistics
+     */
+    default StatsPage stats(int sinceVersion) throws InterruptedException {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " has no per-version statistics");
+    }
+
     /** Releases the connection; never throws. */
     @Override
     void close();

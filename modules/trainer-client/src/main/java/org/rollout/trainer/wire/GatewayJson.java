@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.trainer.StatsPage;
+import org.rollout.trainer.VersionStats;
 
 /**
  * The JSON bodies of the trainer gateway (docs/protocol.md, "Trainer gateway"), written and parsed
@@ -27,6 +29,12 @@ import org.rollout.trainer.RolloutStatus;
  */
 public final class GatewayJson {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Reads {@code stats.jsonl} lines, which may hold NaN (JSON has none; Jackson writes it bare). */
+    private static final ObjectMapper LINES = new ObjectMapper()
+            .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS.mappedFeature());
+    /** The keys of a statistics line that are not scalars. */
+    private static final java.util.Set<String> LINE_FIELDS =
+            java.util.Set.of("version", "scope", "groups", "accepted", "rejected", "rejected_reasons", "tokens");
 
     private GatewayJson() {}
 
@@ -99,6 +107,91 @@ public final class GatewayJson {
                 integralField(o, "tokens_generated", "status"),
                 reasons,
                 stats);
+    }
+
+    /**
+     * {@code GET /v1/stats}'s body: {@code {"lines": [line, …], "complete_below": N}}, each line
+     * with the keys and numbers of its {@code stats.jsonl} line ({@code staleness_max} an integer,
+     * other scalars reals, NaN as null).
+     */
+    public static byte[] stats(StatsPage page) {
+        ObjectNode o = JSON.createObjectNode();
+        var lines = o.putArray("lines");
+        for (VersionStats l : page.lines()) {
+            ObjectNode n = lines.addObject();
+            n.put("version", l.version());
+            n.put("scope", l.scope());
+            n.put("groups", l.groups());
+            n.put("accepted", l.accepted());
+            n.put("rejected", l.rejected());
+            ObjectNode reasons = n.putObject("rejected_reasons");
+            l.rejectedReasons().forEach(reasons::put);
+            n.put("tokens", l.tokens());
+            l.scalars().forEach((k, v) -> {
+                if (!Double.isFinite(v)) {
+                    n.putNull(k);
+                } else if (k.equals("staleness_max") && v == Math.rint(v)) {
+                    n.put(k, v.longValue());
+                } else {
+                    n.put(k, v);
+                }
+            });
+        }
+        o.put("complete_below", page.completeBelow());
+        return bytes(o);
+    }
+
+    public static StatsPage parseStats(byte[] body) {
+        JsonNode o = object(body, "stats");
+        JsonNode lines = o.get("lines");
+        if (lines == null || !lines.isArray()) {
+            throw new IllegalArgumentException("stats: field 'lines' must be an array");
+        }
+        List<VersionStats> out = new ArrayList<>(lines.size());
+        for (JsonNode line : lines) {
+            out.add(statsLine(line, "stats line"));
+        }
+        return new StatsPage(out, (int) integralField(o, "complete_below", "stats"));
+    }
+
+    /** One line of {@code stats.jsonl} as written by the engine, typed. */
+    public static VersionStats parseStatsLine(String line) {
+        JsonNode o;
+        try {
+            o = LINES.readTree(line);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("stats line: not JSON: " + e.getMessage(), e);
+        }
+        return statsLine(o, "stats line");
+    }
+
+    private static VersionStats statsLine(JsonNode o, String what) {
+        if (o == null || !o.isObject()) {
+            throw new IllegalArgumentException(what + ": must be a JSON object, got " + o);
+        }
+        JsonNode scope = o.get("scope");
+        if (scope == null || !scope.isTextual()) {
+            throw new IllegalArgumentException(what + ": field 'scope' must be a string, got " + scope);
+        }
+        Map<String, Long> reasons = new LinkedHashMap<>();
+        object(o, "rejected_reasons", what)
+                .properties()
+                .forEach(e -> reasons.put(e.getKey(), integral(e.getValue(), "rejected_reasons." + e.getKey(), what)));
+        Map<String, Double> scalars = new LinkedHashMap<>();
+        o.properties().forEach(e -> {
+            if (!LINE_FIELDS.contains(e.getKey())) {
+                scalars.put(e.getKey(), real(e.getValue(), e.getKey(), what));
+            }
+        });
+        return new VersionStats(
+                (int) integralField(o, "version", what),
+                scope.textValue(),
+                integralField(o, "groups", what),
+                integralField(o, "accepted", what),
+                integralField(o, "rejected", what),
+                reasons,
+                integralField(o, "tokens", what),
+                scalars);
     }
 
     public static byte[] publishRequest(int version, String path) {

@@ -9,6 +9,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.trainer.StatsPage;
+import org.rollout.trainer.VersionStats;
 
 class GatewayJsonTest {
 
@@ -121,5 +123,54 @@ class GatewayJsonTest {
     void anErrorBodyThatIsNotTheGatewaysIsShownByItsText() {
         assertThat(GatewayJson.parseError(utf8("<html>502 Bad Gateway</html>")))
                 .isEqualTo(new GatewayJson.ErrorBody("unknown", "<html>502 Bad Gateway</html>"));
+    }
+
+    @Test
+    void aStatsLineOfTheFileIsTypedAndWrittenBackWithTheSameNumbers() {
+        String line = "{\"version\":3,\"scope\":\"rollout\",\"groups\":16,\"accepted\":14,\"rejected\":2,"
+                + "\"rejected_reasons\":{\"returned_none\":2},\"tokens\":1820,\"staleness_mean\":0.4,"
+                + "\"staleness_max\":1,\"reward\":0.61,\"reward__count\":56.0}";
+        VersionStats s = GatewayJson.parseStatsLine(line);
+        assertThat(s)
+                .isEqualTo(new VersionStats(
+                        3,
+                        "rollout",
+                        16,
+                        14,
+                        2,
+                        Map.of("returned_none", 2L),
+                        1820,
+                        Map.of("staleness_mean", 0.4, "staleness_max", 1.0, "reward", 0.61, "reward__count", 56.0)));
+        assertThat(s.scalars().keySet()).containsExactly("staleness_mean", "staleness_max", "reward", "reward__count");
+        assertThat(s.scalar("reward")).hasValue(0.61);
+        assertThat(s.scalar("loss")).isEmpty();
+        StatsPage page = new StatsPage(java.util.List.of(s), 4);
+        assertThat(new String(GatewayJson.stats(page), StandardCharsets.UTF_8))
+                .isEqualTo("{\"lines\":[" + line + "],\"complete_below\":4}");
+        assertThat(GatewayJson.parseStats(GatewayJson.stats(page))).isEqualTo(page);
+    }
+
+    @Test
+    void aNonFiniteStatisticInTheFileTravelsAsNull() {
+        VersionStats s = GatewayJson.parseStatsLine("{\"version\":0,\"scope\":\"eval-rollout\",\"groups\":1,"
+                + "\"accepted\":0,\"rejected\":1,\"rejected_reasons\":{},\"tokens\":0,\"reward\":NaN}");
+        assertThat(s.scalars().get("reward")).isNaN();
+        String json = new String(GatewayJson.stats(new StatsPage(java.util.List.of(s), 1)), StandardCharsets.UTF_8);
+        assertThat(json).contains("\"reward\":null");
+        assertThat(GatewayJson.parseStats(utf8(json)).lines().get(0).scalars().get("reward"))
+                .isNaN();
+    }
+
+    @Test
+    void aMalformedStatsBodyNamesTheField() {
+        assertThatThrownBy(() -> GatewayJson.parseStats(utf8("{\"lines\":{}}")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("stats: field 'lines' must be an array");
+        assertThatThrownBy(() -> GatewayJson.parseStats(utf8("{\"lines\":[{\"version\":1}],\"complete_below\":2}")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("stats line: field 'scope' must be a string, got null");
+        assertThatThrownBy(() -> GatewayJson.parseStats(utf8("{\"lines\":[]}")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("stats: field 'complete_below' must be an integer, got null");
     }
 }
