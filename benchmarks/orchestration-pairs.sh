@@ -1,0 +1,19 @@
+#!/bin/bash
+# Pairs of `bench orchestration` runs, the base commit's jar first, then this tree's, in three sittings of five.
+# BASE=/path/to/worktree-of-base CURRENT=. benchmarks/orchestration-pairs.sh   (both built with mvn package)
+J="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}/bin/java"
+FLAGS="-Xms256m -Xmx2g --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow"
+for sitting in 1 2 3; do
+  echo "sitting $sitting $(date -u +%H:%M:%S)"
+  for pair in 1 2 3 4 5; do
+    for side in base cur; do
+      if [ $side = base ]; then dir=${BASE:?set BASE to a worktree of the base commit, built}; else dir=${CURRENT:-.}; fi
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      r=$(cd $dir && $J $FLAGS -jar modules/cli/target/rollout-cli.jar bench orchestration 2>/dev/null | grep RESULT)
+      g=$(echo "$r" | grep -o "pipeline_groups_per_s=[0-9.]*" | cut -d= -f2)
+      p50=$(echo "$r" | grep -o "added_p50_ms=[0-9.]*" | cut -d= -f2)
+      p99=$(echo "$r" | grep -o "added_p99_ms=[0-9.]*" | cut -d= -f2)
+      echo "$sitting $pair $side $g $load $p50 $p99"
+    done
+  done
+done
