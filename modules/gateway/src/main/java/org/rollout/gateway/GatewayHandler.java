@@ -203,9 +203,23 @@ final class GatewayHandler implements HttpHandler {
         }
     }
 
+    /** The threads waiting in a pull now: {@link #interruptPulls} ends their waits when the gateway closes. */
+    private final java.util.Set<Thread> waitingPulls = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Interrupts every pull waiting for a batch: each is answered 503, so its trainer tries another contact point. */
+    void interruptPulls() {
+        waitingPulls.forEach(Thread::interrupt);
+    }
+
     private void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
         Duration wait = waitOf(ex.getRequestURI().getRawQuery());
-        Optional<TrainingBatch> next = engine.nextBatch(wait);
+        Optional<TrainingBatch> next;
+        waitingPulls.add(Thread.currentThread());
+        try {
+            next = engine.nextBatch(wait);
+        } finally {
+            waitingPulls.remove(Thread.currentThread());
+        }
         if (next.isEmpty()) {
             ex.sendResponseHeaders(204, -1);
             return;

@@ -60,10 +60,12 @@ public final class TrainerGateway implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    private final GatewayHandler handler;
     private final GatewayConfig config;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private TrainerGateway(HttpServer server, ExecutorService executor, GatewayConfig config) {
+    private TrainerGateway(HttpServer server, ExecutorService executor, GatewayHandler handler, GatewayConfig config) {
+        this.handler = handler;
         this.server = server;
         this.executor = executor;
         this.config = config;
@@ -106,10 +108,11 @@ public final class TrainerGateway implements AutoCloseable {
         ExecutorService executor = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("trainer-gateway-", 0).factory());
         server.setExecutor(executor);
-        server.createContext("/", new GatewayHandler(engine, config, extras));
+        GatewayHandler handler = new GatewayHandler(engine, config, extras);
+        server.createContext("/", handler);
         extras.routes().forEach(server::createContext);
         server.start();
-        TrainerGateway gateway = new TrainerGateway(server, executor, config);
+        TrainerGateway gateway = new TrainerGateway(server, executor, handler, config);
         log.info("trainer gateway listening on {} ({})", gateway.uri(), config);
         return gateway;
     }
@@ -152,19 +155,20 @@ public final class TrainerGateway implements AutoCloseable {
     }
 
     /**
-     * Stops accepting requests; answers and streams in progress get a second to finish, then what
-     * still runs (a pull waiting for a batch) is interrupted and its connection closed (its trainer
-     * moves to another contact point). Waits at most a few seconds; idempotent. The engine-side
-     * client stays open.
+     * Stops accepting requests; pulls waiting for a batch are interrupted and answered 503 (their
+     * trainers move to another contact point); other answers and streams in progress get a second
+     * to finish. Waits at most a few seconds; idempotent. The engine-side client stays open.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        // Exchanges under way (an acknowledgement being answered) get up to a second to finish
-        // before their threads are interrupted: interrupting first cut the answer to a trainer's
-        // last acknowledgement, which it then retried against a closed port.
+        // Pulls waiting for a batch are ended first and answered 503; other exchanges under way (an
+        // acknowledgement being answered) get up to a second to finish before their threads are
+        // interrupted: interrupting them first cut the answer to a trainer's last acknowledgement,
+        // which it then retried against a closed port.
+        handler.interruptPulls();
         server.stop(1);
         executor.shutdownNow();
         try {
