@@ -104,7 +104,7 @@ final class NodeObservability implements AutoCloseable {
 
     /** The routes and checks a gateway on this node adds. */
     GatewayExtras gatewayExtras() {
-        return new GatewayExtras(registry, this::health, routes());
+        return new GatewayExtras(registry, this::health, routes(), new EngineServerDirectory(engine));
     }
 
     private Map<String, HttpHandler> routes() {
