@@ -14,6 +14,7 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
 import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.InferenceConfig;
@@ -229,6 +230,8 @@ final class NodeCommand implements Callable<Integer> {
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
             NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
             toClose.add(observability);
+            // Servers added or drained through any node's gateway reach every node's engine.
+            ReplicatedServerList serverList = ReplicatedServerList.follow(node.system(), engine, Duration.ofSeconds(5));
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
                 GatewayConfig gc =
@@ -246,7 +249,8 @@ final class NodeCommand implements Callable<Integer> {
                     }
                     gc = gc.withTls(gatewayKeyStore, password);
                 }
-                TrainerGateway gateway = TrainerGateway.start(gc, node.client(), observability.gatewayExtras());
+                TrainerGateway gateway =
+                        TrainerGateway.start(gc, node.client(), observability.gatewayExtras(serverList));
                 toClose.add(gateway);
                 out.println("gateway listening on " + gateway.uri());
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
