@@ -50,6 +50,7 @@ final class EngineServerDirectory implements ServerDirectory {
                 s.version().isPresent() ? s.version().getAsInt() : null,
                 s.inRotation(),
                 s.outstanding(),
+                s.requests(),
                 s.lastError().orElse(null));
     }
 

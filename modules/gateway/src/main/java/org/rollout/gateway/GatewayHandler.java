@@ -249,6 +249,7 @@ final class GatewayHandler implements HttpHandler {
             }
             o.put("in_rotation", e.inRotation());
             o.put("outstanding", e.outstanding());
+            o.put("requests", e.requests());
             if (e.lastError() == null) {
                 o.putNull("last_error");
             } else {

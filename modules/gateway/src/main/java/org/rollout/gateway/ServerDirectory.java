@@ -16,10 +16,17 @@ public interface ServerDirectory {
      * @param version the weight version it serves as far as the engine knows, or null before its first load
      * @param inRotation whether new segments may go to it now
      * @param outstanding segments in flight on it
+     * @param requests segments this node's engine has sent to it
      * @param lastError the last failure seen on it, or null
      */
     record Entry(
-            String address, String state, Integer version, boolean inRotation, int outstanding, String lastError) {}
+            String address,
+            String state,
+            Integer version,
+            boolean inRotation,
+            int outstanding,
+            long requests,
+            String lastError) {}
 
     /** Every server, in pool order. */
     List<Entry> list();
