@@ -133,7 +133,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private RemoteInferenceEngine(
             InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
         this.config = Objects.requireNonNull(config, "config");
-        this.protocol = ServerProtocol.of(config.backend());
+        this.protocol = ServerProtocol.of(config);
         this.discardOnAbort = config.interruptMode() == InterruptMode.DISCARD;
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.ownsClient = ownsClient;
