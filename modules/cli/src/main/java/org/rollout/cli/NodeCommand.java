@@ -14,6 +14,7 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
 import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.InferenceConfig;
@@ -191,7 +192,10 @@ final class NodeCommand implements Callable<Integer> {
         java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
         boolean demoRun = demo || NodeAssembly.isDemoWorkflow(settings);
         NodeAssembly assembly;
+        List<ServerAddress> fromFile;
         try {
+            // rollout.server_file: read once now (a missing file or a bad line stops the node), then re-read.
+            fromFile = settings.serverFile().map(ServerFile::read).orElse(List.of());
             // Before the engine reaches any server: the user's classes, and what a non-demo run must configure.
             Thread.currentThread()
                     .setContextClassLoader(
@@ -202,7 +206,7 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         try {
-            RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, toClose, out));
+            RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, fromFile, toClose, out));
             toClose.add(engine);
             engine.initialize(message -> {
                 out.println(message);
@@ -229,6 +233,15 @@ final class NodeCommand implements Callable<Integer> {
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
             NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
             toClose.add(observability);
+            // Servers added or drained through any node's gateway reach every node's engine.
+            ReplicatedServerList serverList = ReplicatedServerList.follow(node.system(), engine, Duration.ofSeconds(5));
+            if (settings.serverFile().isPresent()) {
+                toClose.add(ServerFile.watch(
+                        settings.serverFile().get(),
+                        settings.serverFileInterval(),
+                        fromFile,
+                        new EngineServerDirectory(engine, serverList)));
+            }
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
                 GatewayConfig gc =
@@ -246,7 +259,8 @@ final class NodeCommand implements Callable<Integer> {
                     }
                     gc = gc.withTls(gatewayKeyStore, password);
                 }
-                TrainerGateway gateway = TrainerGateway.start(gc, node.client(), observability.gatewayExtras());
+                TrainerGateway gateway =
+                        TrainerGateway.start(gc, node.client(), observability.gatewayExtras(serverList));
                 toClose.add(gateway);
                 out.println("gateway listening on " + gateway.uri());
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
@@ -442,10 +456,17 @@ final class NodeCommand implements Callable<Integer> {
      * started here (and stopped with the node) and awaited healthy for {@code launch.health_timeout}.
      */
     private static InferenceConfig inferenceConfig(
-            RolloutSettings settings, List<AutoCloseable> toClose, PrintStream out) throws InterruptedException {
+            RolloutSettings settings, List<ServerAddress> fromFile, List<AutoCloseable> toClose, PrintStream out)
+            throws InterruptedException {
         ServerLaunch launch = settings.launch();
+        List<ServerAddress> all = new ArrayList<>(settings.servers());
+        for (ServerAddress s : fromFile) {
+            if (!all.contains(s)) {
+                all.add(s);
+            }
+        }
         if (launch.servers() == 0) {
-            return settings.inferenceConfig();
+            return fromFile.isEmpty() ? settings.inferenceConfig() : settings.inferenceConfig(all);
         }
         ServerLauncher launcher = ServerLauncher.start(launch);
         toClose.add(launcher);
@@ -453,7 +474,6 @@ final class NodeCommand implements Callable<Integer> {
                 + launch.logDir());
         out.flush();
         launcher.awaitHealthy(launch.healthTimeout());
-        List<ServerAddress> all = new ArrayList<>(settings.servers());
         all.addAll(launcher.addresses());
         return settings.inferenceConfig(all);
     }

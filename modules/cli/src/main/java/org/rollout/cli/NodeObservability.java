@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRolloutClient;
+import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.cluster.StatsBook;
 import org.rollout.gateway.GatewayExtras;
@@ -104,7 +105,15 @@ final class NodeObservability implements AutoCloseable {
 
     /** The routes and checks a gateway on this node adds. */
     GatewayExtras gatewayExtras() {
-        return new GatewayExtras(registry, this::health, routes());
+        return gatewayExtras(null);
+    }
+
+    /**
+     * The routes and checks a gateway on this node adds, with {@code /v1/servers} going through
+     * {@code servers} (the cluster's replicated list; null: this node's engine only).
+     */
+    GatewayExtras gatewayExtras(ReplicatedServerList servers) {
+        return new GatewayExtras(registry, this::health, routes(), new EngineServerDirectory(engine, servers));
     }
 
     private Map<String, HttpHandler> routes() {

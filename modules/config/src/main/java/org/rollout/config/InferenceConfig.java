@@ -40,6 +40,7 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>deterministic_sampling</td><td>false</td><td>give every segment a sampling seed derived from its task,
  *       slot and segment index (stable across reruns), sent as SGLang's {@code sampling_params.sampling_seed}
  *       and vLLM's {@code seed}</td></tr>
+ *   <tr><td>vllm_api</td><td>areal</td><td>with {@code backend = vllm}: {@code areal} (AReaL's {@code /areal_*} control routes) or {@code upstream} (vLLM's own {@code /pause}, {@code /resume}, {@code /collective_rpc reload_weights})</td></tr>
  *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path) or {@code http}
  *       (the engine streams the file's bytes to every server); see {@link WeightTransfer}</td></tr>
  *   <tr><td>use_lora</td><td>false</td><td>weights are LoRA adapters: each version's file is loaded as adapter
@@ -71,7 +72,14 @@ public record InferenceConfig(
         boolean deterministicSampling,
         WeightTransfer weightTransfer,
         boolean useLora,
-        String loraName) {
+        String loraName,
+        String vllmApi) {
+
+    /** {@code vllm_api}: AReaL's server extension ({@code /areal_*} routes), the default. */
+    public static final String VLLM_API_AREAL = "areal";
+
+    /** {@code vllm_api}: upstream vLLM's own routes ({@code /pause}, {@code /resume}, {@code /collective_rpc}). */
+    public static final String VLLM_API_UPSTREAM = "upstream";
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -93,7 +101,8 @@ public record InferenceConfig(
             "deterministic_sampling",
             "weight_transfer",
             "use_lora",
-            "lora_name");
+            "lora_name",
+            "vllm_api");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -127,6 +136,11 @@ public record InferenceConfig(
                 "lora_name",
                 loraName,
                 "a non-blank name without blanks");
+        require(
+                VLLM_API_AREAL.equals(vllmApi) || VLLM_API_UPSTREAM.equals(vllmApi),
+                "vllm_api",
+                vllmApi,
+                "areal (AReaL's /areal_* routes) or upstream (vLLM's /pause, /resume, /collective_rpc)");
         require(
                 !useLora || weightTransfer == WeightTransfer.DISK,
                 "weight_transfer",
@@ -204,6 +218,7 @@ public record InferenceConfig(
         private WeightTransfer weightTransfer = WeightTransfer.DISK;
         private boolean useLora;
         private String loraName = "lora";
+        private String vllmApi = VLLM_API_AREAL;
 
         private Builder() {}
 
@@ -226,6 +241,7 @@ public record InferenceConfig(
             weightTransfer = c.weightTransfer;
             useLora = c.useLora;
             loraName = c.loraName;
+            vllmApi = c.vllmApi;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -388,6 +404,12 @@ public record InferenceConfig(
             return this;
         }
 
+        /** {@code areal} or {@code upstream}: which control routes vLLM servers are driven with. */
+        public Builder vllmApi(String v) {
+            vllmApi = v;
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -410,7 +432,8 @@ public record InferenceConfig(
                     deterministicSampling,
                     weightTransfer,
                     useLora,
-                    loraName);
+                    loraName,
+                    vllmApi);
         }
     }
 }

@@ -36,6 +36,7 @@ final class InferenceConfigMap {
                 case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig(string(key, v)));
                 case "use_lora" -> b.useLora(bool(key, v));
                 case "lora_name" -> b.loraName(string(key, v));
+                case "vllm_api" -> b.vllmApi(string(key, v));
                 default ->
                     throw new InvalidConfigException(
                             key, v, "one of the keys " + String.join(", ", InferenceConfig.KEYS));

@@ -70,6 +70,7 @@ final class InferenceSection {
         put(v, "weight_transfer", r.string("rollout.weight_transfer", false, "disk or http"));
         put(v, "use_lora", r.bool("rollout.use_lora"));
         put(v, "lora_name", r.string("rollout.lora_name", false, "a non-blank name without blanks"));
+        put(v, "vllm_api", r.string("rollout.vllm_api", false, "areal or upstream"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
                 "health_check_interval",
@@ -124,6 +125,7 @@ final class InferenceSection {
                 case "weight_transfer" -> b.weightTransfer(WeightTransfer.fromConfig((String) x));
                 case "use_lora" -> b.useLora((Boolean) x);
                 case "lora_name" -> b.loraName((String) x);
+                case "vllm_api" -> b.vllmApi((String) x);
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }

@@ -1,6 +1,8 @@
 package org.rollout.config;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueType;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -337,6 +339,23 @@ public final class RolloutSettings {
      * @param port the port: 0 for any free one, -1 for no listener
      */
     public record Metrics(String host, int port) {}
+
+    /** {@code rollout.server_file}: the file of inference servers re-read while the node runs, if any. */
+    public Optional<Path> serverFile() {
+        String key = "rollout.server_file";
+        return config.hasPath(key) ? Optional.of(Path.of(config.getString(key))) : Optional.empty();
+    }
+
+    /** {@code rollout.server_file_interval}, validated when the settings were read. */
+    public Duration serverFileInterval() {
+        String key = "rollout.server_file_interval";
+        ConfigValue v = config.getValue(key);
+        String text = String.valueOf(v.unwrapped()).strip();
+        if (v.valueType() == ConfigValueType.NUMBER || text.matches("[0-9]*\\.?[0-9]+")) {
+            return Duration.ofNanos(Math.round(Double.parseDouble(text) * 1e9));
+        }
+        return config.getDuration(key);
+    }
 
     /** {@code rollout.metrics.*}, validated when the settings were read. */
     public Metrics metrics() {

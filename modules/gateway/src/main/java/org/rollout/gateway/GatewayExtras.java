@@ -16,10 +16,20 @@ import java.util.function.Supplier;
  * @param registry where the gateway's meters go, or null for none
  * @param health the health checks, or null to always answer ok
  * @param routes path prefix to handler, e.g. {@code /metrics}
+ * @param servers the inference servers behind {@code /v1/servers} (token-protected), or null for none
  */
-public record GatewayExtras(MeterRegistry registry, Supplier<GatewayHealth> health, Map<String, HttpHandler> routes) {
+public record GatewayExtras(
+        MeterRegistry registry,
+        Supplier<GatewayHealth> health,
+        Map<String, HttpHandler> routes,
+        ServerDirectory servers) {
     public GatewayExtras {
         routes = Map.copyOf(Objects.requireNonNull(routes, "routes"));
+    }
+
+    /** No server list: {@code /v1/servers} answers 404. */
+    public GatewayExtras(MeterRegistry registry, Supplier<GatewayHealth> health, Map<String, HttpHandler> routes) {
+        this(registry, health, routes, null);
     }
 
     /** Nothing added: the gateway's own endpoints, /health always ok. */

@@ -1,5 +1,9 @@
 package org.rollout.gateway;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import java.io.FilterOutputStream;
@@ -12,8 +16,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -40,6 +46,9 @@ import org.slf4j.LoggerFactory;
  *                                    on this node, then published as above → 200 | 400 | 409 | 502
  *   GET  /v1/status                  engine.status()                        → 200
  *   GET  /v1/stats?since_version=N   engine.stats(N)                        → 200 {"lines","complete_below"} | 400
+ *   GET  /v1/servers                 the inference servers, state, version → 200
+ *   POST /v1/servers                 {"address": "host:port"}: added       → 201 | 200 (already there) | 400
+ *   DELETE /v1/servers/{host:port}[?hand_over_after=S]  drained            → 202 | 200 (already) | 404 | 409
  * </pre>
  *
  * <p>Every error is {@code {"error": {"message", "code"}}} with its status. Nothing is swallowed: an
@@ -49,6 +58,11 @@ import org.slf4j.LoggerFactory;
 final class GatewayHandler implements HttpHandler {
     private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
     private static final Pattern ACK = Pattern.compile("/v1/batches/([^/]+)/ack");
+    private static final Pattern SERVER = Pattern.compile("/v1/servers/([^/]+)");
+    /** How long a drained server may finish its segments before it hands them over, unless the request says. */
+    static final Duration DEFAULT_HAND_OVER_AFTER = Duration.ofSeconds(60);
+
+    private static final ObjectMapper JSON = new ObjectMapper();
     static final int MAX_REQUEST_BYTES = 64 * 1024;
 
     private final RolloutClient engine;
@@ -56,6 +70,7 @@ final class GatewayHandler implements HttpHandler {
     private final Duration maxPollWait;
     private final HandedOutBatches handedOut = new HandedOutBatches();
     private final java.util.function.Supplier<GatewayHealth> health;
+    private final ServerDirectory servers;
     private final io.micrometer.core.instrument.DistributionSummary handoffBytes;
     private final io.micrometer.core.instrument.Timer handoffTime;
 
@@ -68,6 +83,7 @@ final class GatewayHandler implements HttpHandler {
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxPollWait = config.maxPollWait();
         this.health = extras.health() == null ? () -> GatewayHealth.OK : extras.health();
+        this.servers = extras.servers();
         if (extras.registry() != null) {
             handoffBytes = io.micrometer.core.instrument.DistributionSummary.builder("rollout_batch_handoff_size")
                     .description("bytes of one batch streamed to a trainer")
@@ -120,6 +136,7 @@ final class GatewayHandler implements HttpHandler {
             }
             authorize(ex);
             Matcher ack = ACK.matcher(path);
+            Matcher server = SERVER.matcher(path);
             switch (path) {
                 case "/v1/batches/next" -> {
                     expect(ex, "POST");
@@ -142,14 +159,28 @@ final class GatewayHandler implements HttpHandler {
                         throw new Refusal(501, "not_implemented", e.getMessage());
                     }
                 }
+                case "/v1/servers" -> {
+                    ServerDirectory directory = directory();
+                    if (ex.getRequestMethod().equals("GET")) {
+                        listServers(ex, directory);
+                    } else {
+                        expect(ex, "POST", "GET, POST");
+                        addServer(ex, directory, body);
+                    }
+                }
                 default -> {
+                    if (server.matches()) {
+                        expect(ex, "DELETE");
+                        drainServer(ex, directory(), server.group(1));
+                        return;
+                    }
                     if (!ack.matches()) {
                         throw new Refusal(
                                 404,
                                 "not_found",
                                 "no endpoint " + method + " " + path + " (endpoints: POST /v1/batches/next, POST"
-                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET"
-                                        + " /v1/stats, GET /health)");
+                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET /v1/stats,"
+                                        + " GET|POST /v1/servers, DELETE /v1/servers/{host:port}, GET /health)");
                     }
                     expect(ex, "POST");
                     acknowledge(ex, ack.group(1), body);
@@ -194,12 +225,16 @@ final class GatewayHandler implements HttpHandler {
     }
 
     private static void expect(HttpExchange ex, String method) throws Refusal {
+        expect(ex, method, method);
+    }
+
+    private static void expect(HttpExchange ex, String method, String allowed) throws Refusal {
         if (!ex.getRequestMethod().equals(method)) {
             throw new Refusal(
                     405,
                     "method_not_allowed",
-                    ex.getRequestURI().getRawPath() + " takes " + method + ", not " + ex.getRequestMethod(),
-                    method);
+                    ex.getRequestURI().getRawPath() + " takes " + allowed + ", not " + ex.getRequestMethod(),
+                    allowed);
         }
     }
 
@@ -209,6 +244,127 @@ final class GatewayHandler implements HttpHandler {
     /** Interrupts every pull waiting for a batch: each is answered 503, so its trainer tries another contact point. */
     void interruptPulls() {
         waitingPulls.forEach(Thread::interrupt);
+    }
+
+    private ServerDirectory directory() throws Refusal {
+        if (servers == null) {
+            throw new Refusal(404, "not_found", "this gateway has no inference server list (/v1/servers)");
+        }
+        return servers;
+    }
+
+    private static void listServers(HttpExchange ex, ServerDirectory directory) throws IOException {
+        ObjectNode root = JSON.createObjectNode();
+        ArrayNode list = root.putArray("servers");
+        for (ServerDirectory.Entry e : directory.list()) {
+            ObjectNode o = list.addObject();
+            o.put("address", e.address());
+            o.put("state", e.state());
+            if (e.version() == null) {
+                o.putNull("version");
+            } else {
+                o.put("version", e.version());
+            }
+            o.put("in_rotation", e.inRotation());
+            o.put("outstanding", e.outstanding());
+            o.put("requests", e.requests());
+            if (e.lastError() == null) {
+                o.putNull("last_error");
+            } else {
+                o.put("last_error", e.lastError());
+            }
+        }
+        json(ex, 200, JSON.writeValueAsBytes(root));
+    }
+
+    private static void addServer(HttpExchange ex, ServerDirectory directory, byte[] body) throws Refusal, IOException {
+        JsonNode request;
+        try {
+            request = JSON.readTree(body);
+        } catch (IOException e) {
+            throw new Refusal(400, "bad_request", "add server request: the body is not JSON (" + e.getMessage() + ")");
+        }
+        if (request == null || !request.isObject()) {
+            throw new Refusal(400, "bad_request", "add server request: the body must be {\"address\": \"host:port\"}");
+        }
+        List<String> unknown = new ArrayList<>();
+        request.fieldNames().forEachRemaining(f -> {
+            if (!f.equals("address")) {
+                unknown.add(f);
+            }
+        });
+        if (!unknown.isEmpty()) {
+            throw new Refusal(
+                    400,
+                    "bad_request",
+                    "add server request: unknown field(s) " + unknown + " (the only field is 'address')");
+        }
+        JsonNode address = request.get("address");
+        if (address == null || !address.isTextual() || address.asText().isBlank()) {
+            throw new Refusal(
+                    400,
+                    "bad_request",
+                    "add server request: field 'address' must be a string \"host:port\", got " + address);
+        }
+        boolean added;
+        try {
+            added = directory.add(address.asText());
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", "add server request: field 'address': " + e.getMessage());
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("address", address.asText().strip());
+        answer.put("added", added);
+        json(ex, added ? 201 : 200, JSON.writeValueAsBytes(answer));
+    }
+
+    private static void drainServer(HttpExchange ex, ServerDirectory directory, String rawAddress)
+            throws Refusal, IOException {
+        String address = URLDecoder.decode(rawAddress, StandardCharsets.UTF_8);
+        Duration handOverAfter = DEFAULT_HAND_OVER_AFTER;
+        String query = ex.getRequestURI().getRawQuery();
+        if (query != null && !query.isEmpty()) {
+            for (String pair : query.split("&")) {
+                int eq = pair.indexOf('=');
+                String name = eq < 0 ? pair : pair.substring(0, eq);
+                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                if (!name.equals("hand_over_after")) {
+                    throw new Refusal(
+                            400,
+                            "bad_request",
+                            "drain server request: unknown query parameter '" + name
+                                    + "' (the only one is 'hand_over_after', in seconds)");
+                }
+                try {
+                    double seconds = Double.parseDouble(value);
+                    if (!(seconds >= 0) || Double.isInfinite(seconds)) {
+                        throw new NumberFormatException();
+                    }
+                    handOverAfter = Duration.ofMillis(Math.round(seconds * 1000));
+                } catch (NumberFormatException e) {
+                    throw new Refusal(
+                            400,
+                            "bad_request",
+                            "drain server request: query parameter 'hand_over_after' must be seconds >= 0, got '"
+                                    + value + "'");
+                }
+            }
+        }
+        boolean draining;
+        try {
+            draining = directory.drain(address, handOverAfter);
+        } catch (NoSuchElementException e) {
+            throw new Refusal(404, "unknown_server", e.getMessage());
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", "drain server request: address '" + address + "': " + e.getMessage());
+        } catch (IllegalStateException e) {
+            throw new Refusal(409, "last_server", e.getMessage());
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("address", address);
+        answer.put("draining", true);
+        answer.put("hand_over_after_seconds", handOverAfter.toMillis() / 1000.0);
+        json(ex, draining ? 202 : 200, JSON.writeValueAsBytes(answer));
     }
 
     private void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {

@@ -160,7 +160,17 @@ class GatewayHttpTest {
                 .isEqualTo(error(
                         "not_found",
                         "no endpoint GET /v1/batches (endpoints: POST /v1/batches/next, POST /v1/batches/{id}/ack,"
-                                + " POST /v1/weights, GET /v1/status, GET /v1/stats, GET /health)"));
+                                + " POST /v1/weights, GET /v1/status, GET /v1/stats, GET|POST /v1/servers, DELETE"
+                                + " /v1/servers/{host:port}, GET /health)"));
+    }
+
+    @Test
+    void withoutAServerListTheServersRoutesAre404AndStillNeedTheToken() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults().withToken("t0ken"));
+        assertThat(send(g, "GET", "/v1/servers", null).status()).isEqualTo(401);
+        Answer a = send(g, "GET", "/v1/servers", null, "Authorization", "Bearer t0ken");
+        assertThat(a.status()).isEqualTo(404);
+        assertThat(a.body()).contains("this gateway has no inference server list");
     }
 
     @Test

@@ -139,7 +139,7 @@ final class InferenceMetrics {
             String name,
             String description,
             ToDoubleFunction<ServerStats> f) {
-        Gauge.builder(name, pool, p -> f.applyAsDouble(p.stats(s)))
+        Gauge.builder(name, pool, p -> p.find(s).map(f::applyAsDouble).orElse(Double.NaN))
                 .description(description)
                 .tag("server", s.toString())
                 .register(registry);
@@ -152,7 +152,7 @@ final class InferenceMetrics {
             String name,
             String description,
             ToDoubleFunction<ServerStats> f) {
-        FunctionCounter.builder(name, pool, p -> f.applyAsDouble(p.stats(s)))
+        FunctionCounter.builder(name, pool, p -> p.find(s).map(f::applyAsDouble).orElse(0.0))
                 .description(description)
                 .tag("server", s.toString())
                 .register(registry);

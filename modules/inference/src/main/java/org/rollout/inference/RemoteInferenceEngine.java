@@ -133,18 +133,14 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private RemoteInferenceEngine(
             InferenceConfig config, HttpClient client, boolean ownsClient, RandomGenerator random) {
         this.config = Objects.requireNonNull(config, "config");
-        this.protocol = ServerProtocol.of(config.backend());
+        this.protocol = ServerProtocol.of(config);
         this.discardOnAbort = config.interruptMode() == InterruptMode.DISCARD;
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.ownsClient = ownsClient;
         this.pool = ServerPool.of(config, random);
         this.updater = new WeightUpdater(config, client, random);
         this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
-        Map<ServerAddress, URI> uris = new HashMap<>();
-        for (ServerAddress s : config.addresses()) {
-            uris.put(s, s.uri(protocol.generatePath()));
-        }
-        this.generateUris = Map.copyOf(uris);
+        this.generateUris = new ConcurrentHashMap<>();
         this.healthChecker = new HealthChecker(
                 pool, protocol, http, config.healthCheckInterval(), config.healthCheckTimeout(), this::onHealthy);
         healthChecker.start();
@@ -503,7 +499,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             throws IOException, InterruptedException {
         Duration timeout = config.requestTimeout();
         try {
-            return HttpExchanges.await(http.post(generateUris.get(server), body, timeout), timeout);
+            return HttpExchanges.await(
+                    http.post(generateUris.computeIfAbsent(server, a -> a.uri(protocol.generatePath())), body, timeout),
+                    timeout);
         } catch (InterruptedException e) {
             abortOnServer(server, rid, "the caller was interrupted");
             throw e;
@@ -657,6 +655,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 for (WeightUpdateReport.ServerOutcome o : report.servers()) {
                     if (o.ok()) {
                         resyncBackoff.remove(o.server());
+                        pool.setServerVersion(o.server(), newVersion);
                         pool.clearResyncPending(o.server());
                     } else {
                         pool.markResyncPending(o.server(), String.join(", ", o.errors()));
@@ -724,10 +723,11 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 return;
             }
             LoadedWeights w = lastLoaded;
-            WeightUpdateReport.ServerOutcome o =
-                    updater.resync(server, w == null ? null : w.path(), w == null ? version.get() : w.version());
+            int resyncVersion = w == null ? version.get() : w.version();
+            WeightUpdateReport.ServerOutcome o = updater.resync(server, w == null ? null : w.path(), resyncVersion);
             if (o.ok()) {
                 resyncBackoff.remove(server);
+                pool.setServerVersion(server, resyncVersion);
                 pool.clearResyncPending(server);
                 pool.readmit(server);
             } else {
@@ -748,9 +748,84 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         return discardedTokens.sum();
     }
 
-    /** A snapshot of every server: outstanding requests, rotation, last error, counts. */
+    /** A snapshot of every server: outstanding requests, rotation, draining, version, last error, counts. */
     public List<ServerStats> serverStats() {
         return pool.stats();
+    }
+
+    /**
+     * Adds {@code server} to the pool at run time. It takes no segment before the engine has loaded
+     * the current weights on it: it joins waiting for a re-sync, so the health checker probes it and,
+     * once it answers, re-sends the last update to it ([pause →] load → continue; only the continue
+     * when no update has loaded yet) and puts it into rotation. Adding a draining server cancels
+     * its drain.
+     *
+     * @return false when it was already in the pool and not draining
+     */
+    public boolean addServer(ServerAddress server) {
+        ensureOpen();
+        return pool.add(server);
+    }
+
+    /**
+     * Drains {@code server}: no new segment goes to it; the segments in flight on it finish and it
+     * leaves the pool when the last one ends. When {@code handOverAfter} passes first, the server is
+     * asked to abort what it runs (the protocol's abort-mode pause, then continue): each aborted
+     * segment returns its partial output and the generation resumes on another server with its
+     * tokens kept, as after a weight update's abort.
+     *
+     * @return immediately; the drain completes in the background ({@link #serverStats()} shows it
+     *     as draining until it has left)
+     * @throws IllegalArgumentException when the server is not in the pool or is the last active one
+     */
+    public boolean drainServer(ServerAddress server, Duration handOverAfter) {
+        ensureOpen();
+        Objects.requireNonNull(handOverAfter, "handOverAfter");
+        if (!pool.drain(server)) {
+            return false;
+        }
+        Thread.ofVirtual().name("inference-drain-" + server).start(() -> {
+            try {
+                if (pool.awaitRemoved(server, handOverAfter) || closed || !pool.contains(server)) {
+                    return;
+                }
+                if (!pool.stats(server).draining()) {
+                    return; // added again while draining
+                }
+                log.info(
+                        "inference server {} still runs segments {} s into its drain: asking it to hand them over",
+                        server,
+                        handOverAfter.toMillis() / 1000.0);
+                handOver(server);
+                if (!pool.awaitRemoved(server, config.requestTimeout())) {
+                    log.warn("inference server {} has not finished its segments after the hand-over", server);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                log.warn("drain of inference server {} failed", server, e);
+            }
+        });
+        return true;
+    }
+
+    /**
+     * Aborts every request on {@code server} with the protocol's first pause call (abort mode: each
+     * returns its partial output with {@code abort}), then sends continue, so the server is left
+     * serving. Best effort: failures are logged.
+     */
+    private void handOver(ServerAddress server) throws InterruptedException {
+        for (ControlCall call : List.of(protocol.pauseCalls().get(0), protocol.continueCall())) {
+            try {
+                HttpResponse<byte[]> r =
+                        HttpExchanges.await(http.start(server, call, config.controlTimeout()), config.controlTimeout());
+                if (!HttpExchanges.isSuccess(r.statusCode())) {
+                    log.warn("hand-over on draining server {}: {} answered HTTP {}", server, call, r.statusCode());
+                }
+            } catch (IOException e) {
+                log.warn("hand-over on draining server {}: {} failed: {}", server, call, e.toString());
+            }
+        }
     }
 
     public InferenceConfig config() {

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -43,6 +44,10 @@ import org.slf4j.LoggerFactory;
  *       health checker calls {@link #readmit}. A server whose weight update failed is out until
  *       {@link #clearResyncPending}. When no server is in rotation, {@link #acquire} waits for one
  *       up to its deadline, then fails naming every server and its last error.
+ *   <li><b>Membership at run time</b>: {@link #add} puts a server in the pool waiting for its
+ *       weights (out of rotation until {@link #clearResyncPending}, so the health checker re-syncs
+ *       it first); {@link #drain} stops new segments going to a server, which leaves the pool when
+ *       its last lease closes.
  * </ul>
  *
  * <p>Thread-safe: one lock guards all state; no I/O happens under it.
@@ -53,24 +58,41 @@ public final class ServerPool {
 
     private static final Logger log = LoggerFactory.getLogger(ServerPool.class);
 
-    private final List<ServerAddress> servers;
-    private final Map<ServerAddress, Integer> indexOf = new HashMap<>();
     private final RoutingStrategy strategy;
     private final boolean stickyByRid;
     private final int stickySlack;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition rotationChanged = lock.newCondition();
-    private final int[] outstanding;
-    private final boolean[] ejected;
-    private final boolean[] resyncPending;
-    private final String[] lastError;
-    private final long[] requests;
-    private final long[] failures;
-    private final long[] ejections;
-    private final LinkedHashMap<String, Integer> stickyServer;
+    /** The servers in the pool, in the order they joined (configuration order first). Under the lock. */
+    private final List<Slot> slots = new ArrayList<>();
+
+    private final Map<ServerAddress, Slot> byAddress = new HashMap<>();
+    private final LinkedHashMap<String, Slot> stickyServer;
     private int next;
     private boolean closed;
+
+    /** One server's state. Fields under the pool's lock. */
+    private static final class Slot {
+        final ServerAddress address;
+        int outstanding;
+        boolean ejected;
+        boolean resyncPending;
+        boolean draining;
+        boolean removed;
+        /** The weight version it serves as far as this engine knows; -1 until its first load. */
+        int version;
+
+        String lastError;
+        long requests;
+        long failures;
+        long ejections;
+
+        Slot(ServerAddress address, int version) {
+            this.address = address;
+            this.version = version;
+        }
+    }
 
     /**
      * A pool over {@code servers}, all in rotation.
@@ -83,14 +105,16 @@ public final class ServerPool {
             boolean stickyByRid,
             int stickySlack,
             RandomGenerator random) {
-        this.servers = List.copyOf(servers);
-        if (this.servers.isEmpty()) {
+        List<ServerAddress> initial = List.copyOf(servers);
+        if (initial.isEmpty()) {
             throw new IllegalArgumentException("a server pool needs at least one server");
         }
-        for (int i = 0; i < this.servers.size(); i++) {
-            if (indexOf.put(this.servers.get(i), i) != null) {
-                throw new IllegalArgumentException("duplicate server " + this.servers.get(i));
+        for (ServerAddress a : initial) {
+            Slot slot = new Slot(a, 0);
+            if (byAddress.put(a, slot) != null) {
+                throw new IllegalArgumentException("duplicate server " + a);
             }
+            slots.add(slot);
         }
         if (stickySlack < 0) {
             throw new IllegalArgumentException("sticky_slack must be >= 0, not " + stickySlack);
@@ -98,21 +122,13 @@ public final class ServerPool {
         this.strategy = Objects.requireNonNull(strategy, "strategy");
         this.stickyByRid = stickyByRid;
         this.stickySlack = stickySlack;
-        int n = this.servers.size();
-        outstanding = new int[n];
-        ejected = new boolean[n];
-        resyncPending = new boolean[n];
-        lastError = new String[n];
-        requests = new long[n];
-        failures = new long[n];
-        ejections = new long[n];
         stickyServer = new LinkedHashMap<>(RID_CACHE_SIZE * 2, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
+            protected boolean removeEldestEntry(Map.Entry<String, Slot> eldest) {
                 return size() > RID_CACHE_SIZE;
             }
         };
-        next = random.nextInt(n);
+        next = random.nextInt(initial.size());
     }
 
     /** A pool for {@code config}'s addresses, strategy and stickiness. */
@@ -121,9 +137,139 @@ public final class ServerPool {
                 config.addresses(), config.routingStrategy(), config.stickyByRid(), config.stickySlack(), random);
     }
 
-    /** Every server, in configuration order. */
+    /** Every server in the pool now (draining ones included), in the order they joined. */
     public List<ServerAddress> servers() {
-        return servers;
+        lock.lock();
+        try {
+            return slots.stream().map(s -> s.address).toList();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** True while {@code server} is in the pool (draining or not). */
+    public boolean contains(ServerAddress server) {
+        lock.lock();
+        try {
+            return byAddress.containsKey(server);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Adds {@code server} out of rotation, waiting for a weight re-sync: it serves nothing before
+     * the engine has loaded the current weights on it. Adding a server that is draining takes it back
+     * (it stays in rotation if it was).
+     *
+     * @return false when it was already in the pool and not draining (nothing changes)
+     */
+    public boolean add(ServerAddress server) {
+        Objects.requireNonNull(server, "server");
+        lock.lock();
+        try {
+            ensureOpen("add " + server);
+            Slot s = byAddress.get(server);
+            if (s != null) {
+                if (!s.draining) {
+                    return false;
+                }
+                s.draining = false;
+                log.info("inference server {} is active again (its drain is cancelled)", server);
+                rotationChanged.signalAll();
+                return true;
+            }
+            s = new Slot(server, -1);
+            s.resyncPending = true;
+            s.lastError = "added at run time: waiting for the current weights";
+            slots.add(s);
+            byAddress.put(server, s);
+            log.info("added inference server {}; it enters rotation once it has the current weights", server);
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Stops routing new segments to {@code server}; segments in flight on it finish, and it leaves
+     * the pool when the last one's lease closes (at once when none is in flight). Draining the last
+     * server that is not draining is refused: generations would have nowhere to go.
+     *
+     * @return false when it is already draining
+     * @throws IllegalArgumentException when it is not in the pool, or is the last active server
+     */
+    public boolean drain(ServerAddress server) {
+        lock.lock();
+        try {
+            Slot s = slot(server);
+            if (s.draining) {
+                return false;
+            }
+            long active = slots.stream().filter(o -> !o.draining).count();
+            if (active <= 1) {
+                throw new IllegalArgumentException(
+                        "cannot drain " + server + ": it is the only server that is not draining (add another first)");
+            }
+            s.draining = true;
+            log.info("draining inference server {} ({} segment(s) in flight on it)", server, s.outstanding);
+            removeIfDrained(s);
+            rotationChanged.signalAll();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits until {@code server} has left the pool (a drained server leaves when its last segment
+     * ends).
+     *
+     * @return true when it left, false when {@code maxWait} passed first
+     */
+    public boolean awaitRemoved(ServerAddress server, Duration maxWait) throws InterruptedException {
+        long deadline = System.nanoTime() + maxWait.toNanos();
+        lock.lockInterruptibly();
+        try {
+            while (byAddress.containsKey(server)) {
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0 || closed) {
+                    return false;
+                }
+                rotationChanged.awaitNanos(remaining);
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Removes a draining slot with nothing in flight. Called under the lock. */
+    private void removeIfDrained(Slot s) {
+        if (s.draining && s.outstanding == 0 && !s.removed) {
+            s.removed = true;
+            slots.remove(s);
+            byAddress.remove(s.address);
+            stickyServer.values().removeIf(v -> v == s);
+            if (!slots.isEmpty()) {
+                next = next % slots.size();
+            }
+            log.info("inference server {} is drained and has left the pool", s.address);
+            rotationChanged.signalAll();
+        }
+    }
+
+    /** Records that {@code server} now serves weight {@code version}; ignored for a server no longer in the pool. */
+    public void setServerVersion(ServerAddress server, int version) {
+        lock.lock();
+        try {
+            Slot s = byAddress.get(server);
+            if (s != null) {
+                s.version = version;
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -143,13 +289,11 @@ public final class ServerPool {
         lock.lockInterruptibly();
         try {
             while (true) {
-                if (closed) {
-                    throw new IllegalStateException("the server pool is closed (rid " + rid + ")");
-                }
-                int chosen = choose(rid, avoid);
-                if (chosen >= 0) {
-                    outstanding[chosen]++;
-                    requests[chosen]++;
+                ensureOpen("rid " + rid);
+                Slot chosen = choose(rid, avoid);
+                if (chosen != null) {
+                    chosen.outstanding++;
+                    chosen.requests++;
                     if (stickyByRid && rid != null) {
                         stickyServer.put(rid, chosen);
                     }
@@ -167,6 +311,12 @@ public final class ServerPool {
         }
     }
 
+    private void ensureOpen(String what) {
+        if (closed) {
+            throw new IllegalStateException("the server pool is closed (" + what + ")");
+        }
+    }
+
     /** Fails every waiting and future {@link #acquire}; leases already given stay valid. */
     public void close() {
         lock.lock();
@@ -178,74 +328,79 @@ public final class ServerPool {
         }
     }
 
-    /** Index of the chosen server, or -1 when none is in rotation. Called under the lock. */
-    private int choose(String rid, Set<ServerAddress> avoid) {
-        int n = servers.size();
+    /** The chosen server, or null when none is in rotation. Called under the lock. */
+    private Slot choose(String rid, Set<ServerAddress> avoid) {
+        int n = slots.size();
         boolean anyPreferred = false;
         boolean anyInRotation = false;
-        for (int i = 0; i < n; i++) {
-            if (inRotation(i)) {
+        for (Slot s : slots) {
+            if (inRotation(s)) {
                 anyInRotation = true;
-                if (!avoid.contains(servers.get(i))) {
+                if (!avoid.contains(s.address)) {
                     anyPreferred = true;
                 }
             }
         }
         if (!anyInRotation) {
-            return -1;
+            return null;
         }
         boolean useAvoided = !anyPreferred;
         int least = Integer.MAX_VALUE;
-        for (int i = 0; i < n; i++) {
-            if (candidate(i, avoid, useAvoided)) {
-                least = Math.min(least, outstanding[i]);
+        for (Slot s : slots) {
+            if (candidate(s, avoid, useAvoided)) {
+                least = Math.min(least, s.outstanding);
             }
         }
         if (stickyByRid && rid != null) {
-            Integer s = stickyServer.get(rid);
-            if (s != null && candidate(s, avoid, useAvoided) && outstanding[s] <= least + stickySlack) {
+            Slot s = stickyServer.get(rid);
+            if (s != null && !s.removed && candidate(s, avoid, useAvoided) && s.outstanding <= least + stickySlack) {
                 return s;
             }
         }
         int chosen = -1;
         for (int k = 0; k < n; k++) {
             int i = (next + k) % n;
-            if (!candidate(i, avoid, useAvoided)) {
+            Slot s = slots.get(i);
+            if (!candidate(s, avoid, useAvoided)) {
                 continue;
             }
             if (strategy == RoutingStrategy.ROUND_ROBIN) {
                 chosen = i;
                 break;
             }
-            if (chosen < 0 || outstanding[i] < outstanding[chosen]) {
+            if (chosen < 0 || s.outstanding < slots.get(chosen).outstanding) {
                 chosen = i;
             }
         }
         next = (chosen + 1) % n;
-        return chosen;
+        return slots.get(chosen);
     }
 
-    private boolean inRotation(int i) {
-        return !ejected[i] && !resyncPending[i];
+    private static boolean inRotation(Slot s) {
+        return !s.ejected && !s.resyncPending && !s.draining;
     }
 
-    private boolean candidate(int i, Set<ServerAddress> avoid, boolean useAvoided) {
-        return inRotation(i) && (useAvoided || !avoid.contains(servers.get(i)));
+    private static boolean candidate(Slot s, Set<ServerAddress> avoid, boolean useAvoided) {
+        return inRotation(s) && (useAvoided || !avoid.contains(s.address));
     }
 
     /**
      * Records a failed attempt on {@code server}; with {@code eject} (a connection error, a timeout,
-     * a 5xx or a malformed response) the server leaves rotation until {@link #readmit}.
+     * a 5xx or a malformed response) the server leaves rotation until {@link #readmit}. Ignored for a
+     * server that has left the pool.
      */
     public void recordFailure(ServerAddress server, String error, boolean eject) {
-        int i = index(server);
         lock.lock();
         try {
-            failures[i]++;
-            lastError[i] = error;
-            if (eject && !ejected[i]) {
-                ejected[i] = true;
-                ejections[i]++;
+            Slot s = byAddress.get(server);
+            if (s == null) {
+                return;
+            }
+            s.failures++;
+            s.lastError = error;
+            if (eject && !s.ejected) {
+                s.ejected = true;
+                s.ejections++;
                 log.warn("ejected inference server {}: {}", server, error);
             }
         } finally {
@@ -259,15 +414,18 @@ public final class ServerPool {
      * failure that took it out says more than a probe confirming it is still down.
      */
     public void eject(ServerAddress server, String reason) {
-        int i = index(server);
         lock.lock();
         try {
-            if (inRotation(i)) {
-                lastError[i] = reason;
+            Slot s = byAddress.get(server);
+            if (s == null) {
+                return;
             }
-            if (!ejected[i]) {
-                ejected[i] = true;
-                ejections[i]++;
+            if (inRotation(s)) {
+                s.lastError = reason;
+            }
+            if (!s.ejected) {
+                s.ejected = true;
+                s.ejections++;
                 log.warn("ejected inference server {}: {}", server, reason);
             }
         } finally {
@@ -277,11 +435,11 @@ public final class ServerPool {
 
     /** Puts an ejected {@code server} back into rotation (its health probe passed). */
     public void readmit(ServerAddress server) {
-        int i = index(server);
         lock.lock();
         try {
-            if (ejected[i]) {
-                ejected[i] = false;
+            Slot s = slot(server);
+            if (s.ejected) {
+                s.ejected = false;
                 log.info("re-admitted inference server {}", server);
                 rotationChanged.signalAll();
             }
@@ -290,14 +448,17 @@ public final class ServerPool {
         }
     }
 
-    /** Takes {@code server} out of rotation until a weight update succeeds on it. */
+    /** Takes {@code server} out of rotation until a weight update succeeds on it. Ignored for a server that left. */
     public void markResyncPending(ServerAddress server, String reason) {
-        int i = index(server);
         lock.lock();
         try {
-            lastError[i] = reason;
-            if (!resyncPending[i]) {
-                resyncPending[i] = true;
+            Slot s = byAddress.get(server);
+            if (s == null) {
+                return;
+            }
+            s.lastError = reason;
+            if (!s.resyncPending) {
+                s.resyncPending = true;
                 log.warn("inference server {} is out of rotation until its weights are re-synced: {}", server, reason);
             }
         } finally {
@@ -307,11 +468,11 @@ public final class ServerPool {
 
     /** Marks {@code server}'s weights current again; it returns to rotation unless ejected. */
     public void clearResyncPending(ServerAddress server) {
-        int i = index(server);
         lock.lock();
         try {
-            if (resyncPending[i]) {
-                resyncPending[i] = false;
+            Slot s = byAddress.get(server);
+            if (s != null && s.resyncPending) {
+                s.resyncPending = false;
                 log.info("inference server {} has current weights again", server);
                 rotationChanged.signalAll();
             }
@@ -320,25 +481,28 @@ public final class ServerPool {
         }
     }
 
-    /** True when {@code server} waits for a weight re-sync. */
+    /** True when {@code server} waits for a weight re-sync (false once it has left the pool). */
     public boolean isResyncPending(ServerAddress server) {
-        int i = index(server);
         lock.lock();
         try {
-            return resyncPending[i];
+            Slot s = byAddress.get(server);
+            return s != null && s.resyncPending;
         } finally {
             lock.unlock();
         }
     }
 
-    /** The servers out of rotation (ejected or waiting for a re-sync), in configuration order. */
+    /**
+     * The servers out of rotation (ejected or waiting for a re-sync) that are not draining, in pool
+     * order: the ones the health checker probes.
+     */
     public List<ServerAddress> outOfRotation() {
         lock.lock();
         try {
             List<ServerAddress> out = new ArrayList<>();
-            for (int i = 0; i < servers.size(); i++) {
-                if (!inRotation(i)) {
-                    out.add(servers.get(i));
+            for (Slot s : slots) {
+                if (!s.draining && !inRotation(s)) {
+                    out.add(s.address);
                 }
             }
             return out;
@@ -354,9 +518,9 @@ public final class ServerPool {
     public Optional<ServerAddress> stickyServer(String rid) {
         lock.lock();
         try {
-            for (Map.Entry<String, Integer> e : stickyServer.entrySet()) {
+            for (Map.Entry<String, Slot> e : stickyServer.entrySet()) {
                 if (e.getKey().equals(rid)) {
-                    return Optional.of(servers.get(e.getValue()));
+                    return Optional.of(e.getValue().address);
                 }
             }
             return Optional.empty();
@@ -365,13 +529,13 @@ public final class ServerPool {
         }
     }
 
-    /** A snapshot of every server, in configuration order. */
+    /** A snapshot of every server in the pool, in pool order. */
     public List<ServerStats> stats() {
         lock.lock();
         try {
-            List<ServerStats> out = new ArrayList<>(servers.size());
-            for (int i = 0; i < servers.size(); i++) {
-                out.add(statsOf(i));
+            List<ServerStats> out = new ArrayList<>(slots.size());
+            for (Slot s : slots) {
+                out.add(statsOf(s));
             }
             return out;
         } finally {
@@ -381,57 +545,72 @@ public final class ServerPool {
 
     /** A snapshot of {@code server}. */
     public ServerStats stats(ServerAddress server) {
-        int i = index(server);
         lock.lock();
         try {
-            return statsOf(i);
+            return statsOf(slot(server));
         } finally {
             lock.unlock();
         }
     }
 
-    private ServerStats statsOf(int i) {
+    /** A snapshot of {@code server}, or empty once it has left the pool. */
+    public Optional<ServerStats> find(ServerAddress server) {
+        lock.lock();
+        try {
+            Slot s = byAddress.get(server);
+            return s == null ? Optional.empty() : Optional.of(statsOf(s));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static ServerStats statsOf(Slot s) {
         return new ServerStats(
-                servers.get(i),
-                outstanding[i],
-                ejected[i],
-                resyncPending[i],
-                Optional.ofNullable(lastError[i]),
-                requests[i],
-                failures[i],
-                ejections[i]);
+                s.address,
+                s.outstanding,
+                s.ejected,
+                s.resyncPending,
+                Optional.ofNullable(s.lastError),
+                s.requests,
+                s.failures,
+                s.ejections,
+                s.draining,
+                s.version < 0 ? OptionalInt.empty() : OptionalInt.of(s.version));
     }
 
     /** Every server with its state and last error, for "no server" messages. Called under the lock. */
     private String describeAll() {
         StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < servers.size(); i++) {
-            if (i > 0) {
+        for (Slot s : slots) {
+            if (sb.length() > 0) {
                 sb.append("; ");
             }
-            sb.append(servers.get(i)).append(' ');
-            if (ejected[i]) {
-                sb.append("ejected");
+            sb.append(s.address).append(' ');
+            List<String> states = new ArrayList<>();
+            if (s.ejected) {
+                states.add("ejected");
             }
-            if (resyncPending[i]) {
-                sb.append(ejected[i] ? ", " : "").append("waiting for a weight re-sync");
+            if (s.resyncPending) {
+                states.add("waiting for a weight re-sync");
             }
-            if (inRotation(i)) {
-                sb.append("in rotation");
+            if (s.draining) {
+                states.add("draining");
             }
+            sb.append(states.isEmpty() ? "in rotation" : String.join(", ", states));
             sb.append(" (last error: ")
-                    .append(lastError[i] == null ? "none" : lastError[i])
+                    .append(s.lastError == null ? "none" : s.lastError)
                     .append(')');
         }
         return sb.toString();
     }
 
-    private int index(ServerAddress server) {
-        Integer i = indexOf.get(server);
-        if (i == null) {
-            throw new IllegalArgumentException("unknown server " + server + "; the pool has " + servers);
+    private Slot slot(ServerAddress server) {
+        Slot s = byAddress.get(server);
+        if (s == null) {
+            throw new IllegalArgumentException("unknown server " + server + "; the pool has "
+                    + slots.stream().map(o -> o.address).toList());
         }
-        return i;
+        return s;
     }
 
     private static String seconds(Duration d) {
@@ -440,19 +619,20 @@ public final class ServerPool {
 
     /**
      * One segment's claim on a server: counted as outstanding until {@link #close()}. Close it in a
-     * {@code finally}; closing twice has no further effect.
+     * {@code finally}; closing twice has no further effect. A draining server leaves the pool when
+     * its last lease closes.
      */
     public final class Lease implements AutoCloseable {
-        private final int index;
+        private final Slot slot;
         private boolean closed;
 
-        private Lease(int index) {
-            this.index = index;
+        private Lease(Slot slot) {
+            this.slot = slot;
         }
 
         /** The chosen server. */
         public ServerAddress address() {
-            return servers.get(index);
+            return slot.address;
         }
 
         @Override
@@ -461,7 +641,8 @@ public final class ServerPool {
             try {
                 if (!closed) {
                     closed = true;
-                    outstanding[index]--;
+                    slot.outstanding--;
+                    removeIfDrained(slot);
                 }
             } finally {
                 lock.unlock();

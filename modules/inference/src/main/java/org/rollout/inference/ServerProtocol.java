@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 import org.rollout.api.GenerationConfig;
 import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
 import org.rollout.config.ServerAddress;
 
 /**
@@ -31,6 +32,17 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
             case SGLANG -> SglangProtocol.INSTANCE;
             case VLLM -> VllmProtocol.INSTANCE;
         };
+    }
+
+    /**
+     * The protocol of {@code config}'s backend; for vLLM, with the control routes of its {@code
+     * vllm_api} (AReaL's extension or upstream vLLM's own).
+     */
+    static ServerProtocol of(InferenceConfig config) {
+        if (config.backend() == Backend.VLLM && InferenceConfig.VLLM_API_UPSTREAM.equals(config.vllmApi())) {
+            return VllmProtocol.UPSTREAM;
+        }
+        return of(config.backend());
     }
 
     /** The backend whose protocol this is. */

@@ -1,6 +1,7 @@
 package org.rollout.inference;
 
 import java.util.Optional;
+import java.util.OptionalInt;
 import org.rollout.config.ServerAddress;
 
 /**
@@ -15,6 +16,9 @@ import org.rollout.config.ServerAddress;
  * @param requests attempts sent to it (generate segments)
  * @param failures attempts that failed on it
  * @param ejections times it left rotation after a failure or a failed health probe
+ * @param draining true while it takes no new segments and leaves the pool when those in flight end
+ * @param version the weight version it serves as far as the engine knows; empty for a server added
+ *     at run time until its first load
  */
 public record ServerStats(
         ServerAddress address,
@@ -24,10 +28,40 @@ public record ServerStats(
         Optional<String> lastError,
         long requests,
         long failures,
-        long ejections) {
+        long ejections,
+        boolean draining,
+        OptionalInt version) {
+
+    /** A server that is not draining, at version 0. */
+    public ServerStats(
+            ServerAddress address,
+            int outstanding,
+            boolean ejected,
+            boolean resyncPending,
+            Optional<String> lastError,
+            long requests,
+            long failures,
+            long ejections) {
+        this(
+                address,
+                outstanding,
+                ejected,
+                resyncPending,
+                lastError,
+                requests,
+                failures,
+                ejections,
+                false,
+                OptionalInt.of(0));
+    }
 
     /** True when new segments may be routed to it. */
     public boolean inRotation() {
-        return !ejected && !resyncPending;
+        return !ejected && !resyncPending && !draining;
+    }
+
+    /** {@code draining} or {@code active}, as {@code GET /v1/servers} shows it. */
+    public String state() {
+        return draining ? "draining" : "active";
     }
 }

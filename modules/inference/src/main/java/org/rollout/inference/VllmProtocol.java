@@ -36,13 +36,30 @@ import org.rollout.config.ServerAddress;
  * <p>Stateless and thread-safe.
  */
 public final class VllmProtocol implements ServerProtocol {
-    public static final VllmProtocol INSTANCE = new VllmProtocol();
+    /** Driven through AReaL's server extension ({@code /areal_*} control routes). */
+    public static final VllmProtocol INSTANCE = new VllmProtocol(false);
+
+    /**
+     * Driven through upstream vLLM's own control API (its dev-mode RLHF routes, {@code
+     * VLLM_SERVER_DEV_MODE=1}): {@code POST /pause?mode=abort}, {@code POST /collective_rpc
+     * {"method": "reload_weights", "kwargs": {"weights_path": …}}}, {@code POST /resume}.
+     */
+    public static final VllmProtocol UPSTREAM = new VllmProtocol(true);
+
+    private final boolean upstream;
 
     private static final String TOKEN_PREFIX = "token_id:";
     private static final String TOKENS = "choices[0].logprobs.tokens";
     private static final String LOGPROBS = "choices[0].logprobs.token_logprobs";
 
-    private VllmProtocol() {}
+    private VllmProtocol(boolean upstream) {
+        this.upstream = upstream;
+    }
+
+    /** True for {@link #UPSTREAM}. */
+    public boolean upstream() {
+        return upstream;
+    }
 
     @Override
     public Backend backend() {
@@ -113,7 +130,10 @@ public final class VllmProtocol implements ServerProtocol {
 
     @Override
     public List<ControlCall> pauseCalls() {
-        return List.of(ControlCall.post("/areal_pause_generation", "{}"));
+        return List.of(
+                upstream
+                        ? ControlCall.post("/pause?mode=abort", "{}")
+                        : ControlCall.post("/areal_pause_generation", "{}"));
     }
 
     /**
@@ -128,7 +148,7 @@ public final class VllmProtocol implements ServerProtocol {
 
     @Override
     public ControlCall continueCall() {
-        return ControlCall.post("/areal_continue_generation", "{}");
+        return upstream ? ControlCall.post("/resume", "{}") : ControlCall.post("/areal_continue_generation", "{}");
     }
 
     @Override
@@ -138,6 +158,12 @@ public final class VllmProtocol implements ServerProtocol {
 
     @Override
     public ControlCall updateWeightsCall(Path modelPath, int version) {
+        if (upstream) {
+            return ControlCall.post(
+                    "/collective_rpc",
+                    "{\"method\":\"reload_weights\",\"kwargs\":" + WireJson.object("weights_path", modelPath.toString())
+                            + "}");
+        }
         return ControlCall.post("/areal_update_weights", WireJson.object("model_path", modelPath.toString()));
     }
 

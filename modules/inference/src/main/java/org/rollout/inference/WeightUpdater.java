@@ -88,7 +88,7 @@ public final class WeightUpdater {
 
     /** As {@link #WeightUpdater(InferenceConfig, HttpClient)}, with the back-off jitter drawn from {@code random}. */
     public WeightUpdater(InferenceConfig config, HttpClient client, RandomGenerator random) {
-        this.protocol = ServerProtocol.of(config.backend());
+        this.protocol = ServerProtocol.of(config);
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.controlTimeout = config.controlTimeout();
         this.updateTimeout = config.requestTimeout();

@@ -10,12 +10,13 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.StopReason;
 import org.rollout.config.Backend;
+import org.rollout.config.InferenceConfig;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.modelserver.TinyLmWeights;
@@ -47,17 +48,23 @@ class UpdateMidGenerationTest {
     }
 
     @ParameterizedTest
-    @EnumSource(Backend.class)
-    void anUpdateMidGenerationSplitsVersionsAtTheInterruptionAndTheRestComesFromTheNewWeights(Backend backend)
+    @ValueSource(strings = {"sglang", "vllm", "vllm-upstream"})
+    void anUpdateMidGenerationSplitsVersionsAtTheInterruptionAndTheRestComesFromTheNewWeights(String flavour)
             throws Exception {
+        // vllm: AReaL's /areal_* control routes; vllm-upstream: vLLM's own /pause, /collective_rpc, /resume.
+        Backend backend = flavour.equals("sglang") ? Backend.SGLANG : Backend.VLLM;
+        String vllmApi =
+                flavour.equals("vllm-upstream") ? InferenceConfig.VLLM_API_UPSTREAM : InferenceConfig.VLLM_API_AREAL;
         TinyLmWeights v0 = LiveServers.weights(7, 0);
         TinyLmWeights v1 = LiveServers.weights(8, 1);
         Path v1Path = dir.resolve("weights-v1.rlm");
         v1.write(v1Path);
         ModelServer server =
                 servers.start(ModelServerConfig.defaults().withWeights(v0).withLatency(LiveServers.SLOW_DECODE));
-        engine = TestSupport.engine(
-                TestSupport.config(LiveServers.address(server)).backend(backend).build());
+        engine = TestSupport.engine(TestSupport.config(LiveServers.address(server))
+                .backend(backend)
+                .vllmApi(vllmApi)
+                .build());
         GenerationConfig g = LiveServers.seededToLength(BUDGET, SEED, TEMPERATURE);
 
         BackgroundGenerate call = BackgroundGenerate.start(engine, ModelRequest.of(PROMPT, g));

@@ -11,6 +11,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.StopReason;
+import org.rollout.config.Backend;
 import org.rollout.config.ServerAddress;
 
 class VllmProtocolTest {
@@ -48,6 +49,31 @@ class VllmProtocolTest {
         assertThat(json.get("seed").longValue()).isEqualTo(11L);
         assertThat(json.has("sampling_params")).isFalse();
         assertThat(json.has("rid")).isFalse();
+    }
+
+    @Test
+    void theUpstreamFlavourDrivesVllmsOwnControlRoutesAndTheArealFlavourItsExtension() throws Exception {
+        Path weights = Path.of("/shared/weights/v4.rlm");
+        VllmProtocol up = VllmProtocol.UPSTREAM;
+        assertThat(up.pauseCalls()).extracting(ControlCall::path).containsExactly("/pause?mode=abort");
+        assertThat(up.continueCall().path()).isEqualTo("/resume");
+        ControlCall load = up.updateWeightsCall(weights, 4);
+        assertThat(load.path()).isEqualTo("/collective_rpc");
+        JsonNode body = FakeInferenceServer.JSON.readTree(load.body());
+        assertThat(body.get("method").asText()).isEqualTo("reload_weights");
+        assertThat(body.get("kwargs").get("weights_path").asText()).isEqualTo(weights.toString());
+        assertThat(up.generatePath()).isEqualTo(P.generatePath());
+
+        assertThat(P.pauseCalls()).extracting(ControlCall::path).containsExactly("/areal_pause_generation");
+        assertThat(P.continueCall().path()).isEqualTo("/areal_continue_generation");
+        assertThat(P.updateWeightsCall(weights, 4).path()).isEqualTo("/areal_update_weights");
+        assertThat(ServerProtocol.of(TestSupport.config(SERVER)
+                        .backend(Backend.VLLM)
+                        .vllmApi("upstream")
+                        .build()))
+                .isSameAs(VllmProtocol.UPSTREAM);
+        assertThatThrownBy(() -> TestSupport.config(SERVER).vllmApi("openai").build())
+                .hasMessageContaining("vllm_api");
     }
 
     @Test

@@ -240,6 +240,11 @@ public final class ModelServer implements AutoCloseable {
                 case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
                 case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
                 case "/update_weights_from_bytes" -> post(req, () -> updateWeightsFromBytes(req));
+                // Upstream vLLM's own control routes (its dev-mode RLHF API), besides AReaL's /areal_* ones.
+                case "/pause" -> post(req, () -> upstreamPause(req));
+                case "/resume" -> post(req, () -> upstreamResume());
+                case "/is_paused" -> get(req, this::isPaused);
+                case "/collective_rpc" -> post(req, () -> collectiveRpc(req));
                 case "/load_lora_adapter", "/v1/load_lora_adapter" -> post(req, () -> loadLora(req));
                 case "/unload_lora_adapter", "/v1/unload_lora_adapter" -> post(req, () -> unloadLora(req));
                 case "/health" -> get(req, () -> new Http1Server.Response(200, null, new byte[0]));
@@ -391,6 +396,73 @@ public final class ModelServer implements AutoCloseable {
         int aborted = await(scheduler.pause(abortMode), "pause");
         return success("Generation paused (" + (abortMode ? "abort" : "in_place") + " mode); " + aborted
                 + " requests aborted.");
+    }
+
+    /** Upstream vLLM {@code POST /pause?mode=abort|keep}: abort (the default) ends what runs with abort. */
+    private Http1Server.Response upstreamPause(Http1Server.Request req) {
+        String mode = "abort";
+        for (String pair : req.query().split("&")) {
+            if (pair.startsWith("mode=")) {
+                mode = pair.substring("mode=".length());
+            }
+        }
+        boolean abortMode = switch (mode) {
+            case "abort" -> true;
+            case "keep" -> false;
+            default ->
+                throw new BadRequestException(
+                        "mode", "mode '" + mode + "' is not supported by the built-in server: abort or keep");
+        };
+        await(scheduler.pause(abortMode), "pause");
+        ObjectNode o = Json.object();
+        o.put("status", "paused");
+        return ok(o);
+    }
+
+    /** Upstream vLLM {@code POST /resume}. */
+    private Http1Server.Response upstreamResume() {
+        await(scheduler.resume(), "resume");
+        ObjectNode o = Json.object();
+        o.put("status", "resumed");
+        return ok(o);
+    }
+
+    /** Upstream vLLM {@code GET /is_paused}. */
+    private Http1Server.Response isPaused() {
+        ObjectNode o = Json.object();
+        o.put("is_paused", stats().paused());
+        return ok(o);
+    }
+
+    /**
+     * Upstream vLLM {@code POST /collective_rpc}: of the worker methods, {@code reload_weights}
+     * with {@code kwargs.weights_path} (the weight file, loaded as from disk, nothing aborted).
+     */
+    private Http1Server.Response collectiveRpc(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        JsonNode method = body.get("method");
+        if (method == null || !method.isTextual()) {
+            throw new BadRequestException("method", "Missing 'method' in request body");
+        }
+        if (!method.asText().equals("reload_weights")) {
+            throw new BadRequestException(
+                    "method", "method '" + method.asText() + "' is not served by the built-in server: reload_weights");
+        }
+        JsonNode path = body.path("kwargs").get("weights_path");
+        if (path == null || !path.isTextual() || path.asText().isEmpty()) {
+            throw new BadRequestException("kwargs.weights_path", "kwargs.weights_path must be a non-empty string");
+        }
+        try {
+            updateWeightsFromDisk(Path.of(path.asText()), OptionalInt.empty(), false);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: weight reload refused: {}", baseUrl(), e.getMessage());
+            return Http1Server.Response.json(400, Json.failureBody(e.getMessage()));
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
+        }
+        ObjectNode o = Json.object();
+        o.putArray("results").addNull();
+        return ok(o);
     }
 
     private Http1Server.Response resume(Http1Server.Request req) {

@@ -17,7 +17,8 @@ import org.rollout.modelserver.FaultPlan;
  * walking away from a pulled batch and reconnecting through another gateway), a chaos thread
  * injects one fault after another at random: SIGKILL of a rollout node (restarted after a while),
  * SIGKILL of the singletons' node, model servers crashed and restarted, hung (SIGSTOP) and resumed,
- * answering 5xx, answering malformed bodies of every kind, answering slowly. Then the run is
+ * answering 5xx, answering malformed bodies of every kind, answering slowly, drained from the
+ * run-time server list through a gateway and added back. Then the run is
  * drained and every task accounted for.
  *
  * <p>Its length is {@code -Drollout.soak.tasks} tasks delivered (default: the pom's, sized for CI), and
@@ -40,7 +41,9 @@ class SoakTest {
             "server_malformed",
             "server_malformed",
             "server_malformed",
-            "server_slow");
+            "server_slow",
+            "server_drain",
+            "server_drain");
 
     /**
      * After a killed node is back, the next node fault waits this long: server faults go on, and
@@ -202,6 +205,21 @@ class SoakTest {
                 }
                 case "server_slow" ->
                     episode(server, "server_slow", "{\"slow_ms\": " + (500 + random.nextInt(3000)) + "}");
+                case "server_drain" -> {
+                    // Drained through a node's gateway (segments handed over after 0.5-3 s), gone from
+                    // every live node, then added back: loaded with the current weights before it serves.
+                    c.drainServer(server, Duration.ofMillis(500 + random.nextInt(2500)));
+                    Waits.untilTrue(
+                            "server-" + server + " drained from every live node",
+                            Duration.ofSeconds(60),
+                            () -> c.serverGoneFromLiveNodes(server));
+                    pause(500, 3000);
+                    c.addServer(server);
+                    Waits.untilTrue(
+                            "server-" + server + " back in rotation on every live node",
+                            Duration.ofSeconds(60),
+                            () -> c.serverListedOnLiveNodes(server, true));
+                }
                 default -> throw new IllegalArgumentException(kind);
             }
         }

@@ -797,6 +797,105 @@ final class TestCluster implements AutoCloseable {
         log("server-" + index + " now runs with " + String.join(" ", flags));
     }
 
+    /**
+     * Drains model server {@code index} from the run-time server list through the gateway of the
+     * first node that answers ({@code DELETE /v1/servers/{host:port}}): every node stops sending it
+     * segments and, after {@code handOverAfter}, hands what it runs over to the other servers.
+     */
+    void drainServer(int index, Duration handOverAfter) throws IOException, InterruptedException {
+        String address = serverHost() + ":" + server(index).port;
+        gatewayCall("DELETE", "/v1/servers/" + address + "?hand_over_after=" + handOverAfter.toMillis() / 1000.0, null);
+        faults.inject("server_drained");
+        log("drained server-" + index + " (hand-over after " + handOverAfter.toMillis() + " ms)");
+    }
+
+    /** Adds model server {@code index} to the run-time server list through a node's gateway ({@code POST /v1/servers}). */
+    void addServer(int index) throws IOException, InterruptedException {
+        String address = serverHost() + ":" + server(index).port;
+        gatewayCall("POST", "/v1/servers", "{\"address\":\"" + address + "\"}");
+        faults.inject("server_added");
+        log("added server-" + index);
+    }
+
+    /**
+     * Whether every live node's gateway lists model server {@code index} ({@code GET /v1/servers}),
+     * in rotation when {@code inRotation}; false while a live node does not answer.
+     */
+    boolean serverListedOnLiveNodes(int index, boolean inRotation) throws InterruptedException {
+        return liveNodesAgree(
+                index, listed -> listed != null && (!inRotation || listed.contains("\"in_rotation\":true")));
+    }
+
+    /** Whether no live node's gateway lists model server {@code index}; false while a live node does not answer. */
+    boolean serverGoneFromLiveNodes(int index) throws InterruptedException {
+        return liveNodesAgree(index, listed -> listed == null);
+    }
+
+    private boolean liveNodesAgree(int index, java.util.function.Predicate<String> entryHolds)
+            throws InterruptedException {
+        String address = "\"address\":\"" + serverHost() + ":" + server(index).port + "\"";
+        for (NodeSlot n : nodes) {
+            if (!n.alive()) {
+                continue;
+            }
+            String body;
+            try {
+                HttpResponse<String> r = nodeHttp(n, "GET", "/v1/servers", null);
+                if (r.statusCode() != 200) {
+                    return false;
+                }
+                body = r.body();
+            } catch (IOException e) {
+                return false; // starting or stopping
+            }
+            String entry = null;
+            int at = body.indexOf(address);
+            if (at >= 0) {
+                entry = body.substring(at, body.indexOf('}', at) + 1);
+            }
+            if (!entryHolds.test(entry)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** One call on the first live node whose gateway answers 2xx; fails naming each node's answer. */
+    private void gatewayCall(String method, String path, String body) throws IOException, InterruptedException {
+        List<String> answers = new ArrayList<>();
+        for (NodeSlot n : nodes) {
+            if (!n.alive()) {
+                continue;
+            }
+            try {
+                HttpResponse<String> r = nodeHttp(n, method, path, body);
+                if (r.statusCode() / 100 == 2) {
+                    return;
+                }
+                answers.add(n.name + ": " + r.statusCode() + " " + r.body());
+            } catch (IOException e) {
+                answers.add(n.name + ": " + e);
+            }
+        }
+        throw new IOException(method + " " + path + " succeeded on no node: " + answers);
+    }
+
+    private HttpResponse<String> nodeHttp(NodeSlot n, String method, String path, String body)
+            throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + hostOf(n) + ":" + n.gatewayPort + path))
+                .timeout(Duration.ofSeconds(20))
+                .method(
+                        method,
+                        body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+                .build();
+        try (HttpClient http = HttpClient.newBuilder()
+                .connectTimeout(Duration.ofSeconds(5))
+                .version(HttpClient.Version.HTTP_1_1)
+                .build()) {
+            return http.send(request, HttpResponse.BodyHandlers.ofString());
+        }
+    }
+
     /** SIGSTOP of model server {@code index}: it keeps its connections and answers nothing. */
     void hangServer(int index) throws IOException, InterruptedException {
         server(index).process.suspend();
