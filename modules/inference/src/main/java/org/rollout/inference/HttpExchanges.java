@@ -104,6 +104,13 @@ final class HttpExchanges {
             if (cause instanceof IOException io) {
                 throw io;
             }
+            // The JDK's client reports a socket it could not open (the process is out of file
+            // descriptors: "Too many open files") as an InternalError around the SocketException.
+            // It is a transport failure like a refused connection: retried on a server after the
+            // backoff, not a failed group.
+            if (cause instanceof InternalError ie && ie.getCause() instanceof IOException io) {
+                throw io;
+            }
             if (cause instanceof RuntimeException re) {
                 throw re;
             }

@@ -94,7 +94,7 @@ class ClusterBootstrapTest {
     }
 
     /** The addresses of the members whose status is Up, from {@code GET /cluster/members}. */
-    private static List<String> upMembers(URI members) throws IOException, InterruptedException {
+    static List<String> upMembers(URI members) throws IOException, InterruptedException {
         HttpResponse<String> r = get(members);
         if (r.statusCode() != 200) {
             return List.of();
@@ -109,7 +109,7 @@ class ClusterBootstrapTest {
         return up;
     }
 
-    private static HttpResponse<String> get(URI uri) throws IOException, InterruptedException {
+    static HttpResponse<String> get(URI uri) throws IOException, InterruptedException {
         try {
             return HTTP.send(
                     HttpRequest.newBuilder(uri)

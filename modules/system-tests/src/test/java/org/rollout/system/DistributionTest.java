@@ -3,6 +3,7 @@ package org.rollout.system;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
@@ -11,6 +12,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -18,6 +20,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.RolloutClient;
 
 /**
  * The release tarball as a user gets it: {@code modules/dist/target/rollout-VERSION.tar.gz} (built
@@ -114,6 +118,152 @@ class DistributionTest {
         assertThat(fileroot).isDirectory();
     }
 
+    /**
+     * Two built-in model servers and three {@code rollout node} processes, all from the unpacked
+     * tarball, find each other by Cluster Bootstrap with config discovery (no seed nodes): one
+     * cluster of three Up members seen by every node, {@code /ready} on each, and a trainer (the
+     * Java client over HTTP, through every node's gateway) trains a few steps.
+     */
+    @Test
+    @Timeout(420)
+    void threeNodesFromTheTarballBootstrapOneClusterAndTrain() throws Exception {
+        ManagedProcess demo = launch(
+                "demo-weights",
+                List.of("demo-weights", run.dir().resolve("weights").toString()),
+                javaHome());
+        assertThat(demo.awaitExit(QUICK)).as("demo-weights; " + demo.lines()).isZero();
+        Path weights = Path.of(demo.lines().getLast().strip());
+        assertThat(weights).isRegularFile();
+
+        List<String> servers = new ArrayList<>();
+        List<ManagedProcess> serverProcesses = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            int port = TestCluster.freePort();
+            servers.add("127.0.0.1:" + port);
+            serverProcesses.add(launch(
+                    "server-" + i,
+                    List.of(
+                            "model-server",
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            Integer.toString(port),
+                            "--weights",
+                            weights.toString()),
+                    javaHome(),
+                    "-Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"));
+        }
+        for (ManagedProcess s : serverProcesses) {
+            s.awaitLine(TestCluster.SERVER_UP, RUN_TIMEOUT);
+        }
+
+        int[] ports = new int[3];
+        int[] gateways = new int[3];
+        int[] management = new int[3];
+        StringBuilder endpoints = new StringBuilder("pekko.discovery.config.services.rollout.endpoints = [\n");
+        for (int i = 0; i < 3; i++) {
+            ports[i] = TestCluster.freePort();
+            gateways[i] = TestCluster.freePort();
+            management[i] = TestCluster.freePort();
+            endpoints
+                    .append("  { host = \"127.0.0.1\", port = ")
+                    .append(management[i])
+                    .append(" }\n");
+        }
+        // Every contact point on 127.0.0.1 with a port of its own: keep them all, and form only when
+        // all three answer (docs/deploy.md, "Cluster Bootstrap").
+        endpoints
+                .append("]\n")
+                .append("pekko.management.cluster.bootstrap.contact-point.filter-on-fallback-port = false\n")
+                .append("pekko.management.cluster.bootstrap.contact-point-discovery.required-contact-point-nr = 3\n");
+        Path profile = run.dir().resolve("bootstrap.conf");
+        Files.writeString(profile, endpoints.toString());
+
+        List<ManagedProcess> nodes = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String name = "node-" + (i + 1);
+            nodes.add(launch(
+                    name,
+                    List.of(
+                            "node",
+                            "--demo",
+                            "--name",
+                            name,
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            Integer.toString(ports[i]),
+                            "--roles",
+                            i < 2 ? "coordinator,rollout,gateway" : "rollout,gateway",
+                            "--gateway-host",
+                            "127.0.0.1",
+                            "--gateway-port",
+                            Integer.toString(gateways[i]),
+                            "--discovery",
+                            "config",
+                            "--management-host",
+                            "127.0.0.1",
+                            "--management-port",
+                            Integer.toString(management[i]),
+                            "--profile",
+                            profile.toString(),
+                            "rollout.servers=" + String.join(",", servers),
+                            "rollout.fileroot=" + run.dir().resolve("out"),
+                            "rollout.dump_to_file=false",
+                            "rollout.consumer_batch_size=4",
+                            "rollout.max_concurrent_rollouts=12",
+                            "rollout.eval_every=1000"),
+                    javaHome(),
+                    "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"));
+        }
+        for (ManagedProcess n : nodes) {
+            n.awaitLine(TestCluster.GATEWAY, RUN_TIMEOUT);
+        }
+
+        // One cluster: every node's management endpoint lists the same three Up members.
+        for (int i = 0; i < 3; i++) {
+            URI members = URI.create("http://127.0.0.1:" + management[i] + "/cluster/members");
+            List<String> up = Waits.until("three Up members seen by node-" + (i + 1), RUN_TIMEOUT, () -> {
+                List<String> u = ClusterBootstrapTest.upMembers(members);
+                return u.size() == 3 ? Optional.of(u) : Optional.empty();
+            });
+            assertThat(up).hasSize(3);
+        }
+        for (int i = 0; i < 3; i++) {
+            URI ready = URI.create("http://127.0.0.1:" + management[i] + "/ready");
+            Waits.untilTrue(
+                    "node-" + (i + 1) + " ready (GET " + ready + ")",
+                    QUICK,
+                    () -> ClusterBootstrapTest.get(ready).statusCode() == 200);
+        }
+
+        // A trainer through the three gateways: pull, acknowledge, publish the next version.
+        List<String> urls = new ArrayList<>();
+        for (int g : gateways) {
+            urls.add("http://127.0.0.1:" + g);
+        }
+        int steps = 3;
+        try (RolloutClient trainer = RolloutClient.connect(TestCluster.clientConfig(urls))) {
+            long deadline = System.nanoTime() + RUN_TIMEOUT.toNanos();
+            for (int step = 0; step < steps; step++) {
+                Optional<TrainingBatch> batch = Optional.empty();
+                while (batch.isEmpty()) {
+                    assertThat(System.nanoTime() - deadline)
+                            .as("step " + (step + 1) + " of " + steps + " within " + RUN_TIMEOUT)
+                            .isNegative();
+                    batch = trainer.nextBatch(Duration.ofSeconds(2));
+                }
+                assertThat(batch.get().groups()).hasSize(4);
+                trainer.acknowledge(batch.get());
+                trainer.publishWeights(step + 1, weights);
+            }
+            assertThat(trainer.status().version()).isEqualTo(steps);
+        }
+        for (ManagedProcess n : nodes) {
+            assertThat(n.isAlive()).as(n + " alive after training").isTrue();
+        }
+    }
+
     @Test
     void anOldJavaIsRefusedNamingItsVersion() throws Exception {
         // A runtime that says it is Java 17, as an old JAVA_HOME would.
@@ -156,14 +306,19 @@ class DistributionTest {
 
     /** bin/rollout of the unpacked tarball, from a working directory of its own, with {@code PATH} = the tools. */
     private ManagedProcess launch(String name, List<String> args, Path javaHome) throws IOException {
+        // 2 cores shared with other tests: a small heap and a quick JIT, as the other system tests' JVMs.
+        return launch(name, args, javaHome, "-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1");
+    }
+
+    /** As {@link #launch(String, List, Path)}, with {@code ROLLOUT_JAVA_OPTS} = {@code javaOpts}. */
+    private ManagedProcess launch(String name, List<String> args, Path javaHome, String javaOpts) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(home.resolve("bin/rollout").toString());
         cmd.addAll(args);
         Map<String, String> env = new HashMap<>();
         env.put("PATH", tools.toString());
         env.put("JAVA_HOME", javaHome.toString());
-        // 2 cores shared with other tests: a small heap and a quick JIT, as the other system tests' JVMs.
-        env.put("ROLLOUT_JAVA_OPTS", "-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1");
+        env.put("ROLLOUT_JAVA_OPTS", javaOpts);
         Path work = run.dir().resolve("work-" + name);
         Files.createDirectories(work);
         return run.register(ManagedProcess.start(name, cmd, env, work, run.dir().resolve(name + ".log")));

@@ -100,6 +100,7 @@ final class TestCluster implements AutoCloseable {
         private boolean namespaces;
         private final List<String> nodeProfiles = new ArrayList<>();
         private boolean bootstrap;
+        private int nodeFileLimit;
 
         private Builder(SystemTestRun run) {
             this.run = run;
@@ -166,6 +167,15 @@ final class TestCluster implements AutoCloseable {
          */
         Builder withBootstrap() {
             this.bootstrap = true;
+            return this;
+        }
+
+        /**
+         * Every node JVM started under {@code ulimit -n limit} (a shell that sets it and execs the
+         * JVM, so the node's pid is the shell's).
+         */
+        Builder withNodeFileLimit(int limit) {
+            this.nodeFileLimit = limit;
             return this;
         }
 
@@ -427,7 +437,8 @@ final class TestCluster implements AutoCloseable {
                 // graph; the JVM reports that as an error line in every node log otherwise.
                 jvm.add("-Xlog:cds=off");
                 jvm.add("-Xlog:aot=off");
-            } else if (!archiveInProgress) {
+            } else if (!archiveInProgress && spec.nodeFileLimit == 0) {
+                // (Not under a file limit: recording the archive needs descriptors of its own.)
                 // This node records the classes it loads; a clean exit writes the archive that
                 // later nodes start from (JVM start is most of a node's start-up on 2 cores).
                 archiveInProgress = true;
@@ -488,6 +499,9 @@ final class TestCluster implements AutoCloseable {
         args.addAll(defaults());
         args.addAll(spec.config);
         List<String> command = new ArrayList<>(netns != null ? netns.exec(n.index) : List.of());
+        if (spec.nodeFileLimit > 0) {
+            command.addAll(List.of("bash", "-c", "ulimit -n " + spec.nodeFileLimit + " && exec \"$@\"", "bash"));
+        }
         command.addAll(cliCommand(jvm, args));
         ManagedProcess p =
                 run.register(ManagedProcess.start(n.name, command, env, dir, dir.resolve("logs/" + logName + ".log")));
