@@ -94,7 +94,7 @@ class NodeChaosTest {
             double baselineSecondsPerBatch = (System.nanoTime() - before) / 1e9 / 4;
             List<String> restarts = new ArrayList<>();
             for (int victim = 1; victim <= 3; victim++) {
-                NodeLossTest.awaitInFlightOn(c, t, "node-" + victim, 1);
+                NodeLossTest.awaitDispatchTo(c, t, "node-" + victim);
                 int acked = t.batchesAcknowledged();
                 long sigterm = System.nanoTime();
                 int status = c.terminateNode(victim, Duration.ofSeconds(40));

@@ -149,6 +149,26 @@ class NodeLossTest {
         });
     }
 
+    /**
+     * Waits until {@code node} has been given a group since this call (it is taking work), training
+     * meanwhile. Unlike {@link #awaitInFlightOn} this does not need to catch a group while it runs,
+     * which groups of a few milliseconds make a matter of luck.
+     */
+    static void awaitDispatchTo(TestCluster c, CheckedTrainer t, String node) throws InterruptedException {
+        long[] before = {-1};
+        Waits.untilTrue("a group dispatched to " + node, Duration.ofSeconds(120), () -> {
+            long now = TaskAccounting.read(c.nodeProcesses()).dispatchesTo(node);
+            if (before[0] < 0) {
+                before[0] = now;
+            }
+            if (now > before[0]) {
+                return true;
+            }
+            t.step(Duration.ofMillis(500), true);
+            return false;
+        });
+    }
+
     /** Trains until {@code acknowledged} batches were acknowledged, publishing after each. */
     static void steps(CheckedTrainer t, int acknowledged) throws InterruptedException {
         Waits.untilTrue(acknowledged + " acknowledged batches", Duration.ofSeconds(180), () -> {

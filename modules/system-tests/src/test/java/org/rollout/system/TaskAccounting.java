@@ -161,6 +161,11 @@ final class TaskAccounting {
         return running;
     }
 
+    /** How many dispatches went to {@code node} (every attempt counts). */
+    long dispatchesTo(String node) {
+        return dispatchesByNode.getOrDefault(node, 0L);
+    }
+
     /** Whether task {@code task} has an outcome or a discard. */
     boolean ended(long task) {
         return ends.containsKey(task);
