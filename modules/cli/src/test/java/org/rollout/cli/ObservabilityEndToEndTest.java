@@ -23,9 +23,7 @@ import org.rollout.api.TrainingBatch;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
 import org.rollout.modelserver.LatencyModel;
-import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
-import org.rollout.trainer.RolloutStatus;
 
 /**
  * {@code /metrics} during a real {@code rollout local} run (built-in model servers, the actor
@@ -38,7 +36,16 @@ class ObservabilityEndToEndTest {
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     /** Runs {@code atBatch} on the trainer's thread when it has pulled batch {@code n}, while the engine runs. */
-    record AtBatch(RolloutClient inner, AtomicInteger pulled, Map<Integer, Runnable> atBatch) implements RolloutClient {
+    static final class AtBatch extends ForwardingRolloutClient {
+        private final AtomicInteger pulled;
+        private final Map<Integer, Runnable> atBatch;
+
+        AtBatch(RolloutClient inner, AtomicInteger pulled, Map<Integer, Runnable> atBatch) {
+            super(inner);
+            this.pulled = pulled;
+            this.atBatch = atBatch;
+        }
+
         @Override
         public TrainingBatch nextBatch() throws InterruptedException {
             return seen(inner.nextBatch());
@@ -55,26 +62,6 @@ class ObservabilityEndToEndTest {
                 r.run();
             }
             return b;
-        }
-
-        @Override
-        public void acknowledge(TrainingBatch batch) throws InterruptedException {
-            inner.acknowledge(batch);
-        }
-
-        @Override
-        public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
-            return inner.publishWeights(version, weights);
-        }
-
-        @Override
-        public RolloutStatus status() throws InterruptedException {
-            return inner.status();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
