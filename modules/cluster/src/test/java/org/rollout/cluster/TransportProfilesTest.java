@@ -80,6 +80,9 @@ class TransportProfilesTest {
                     pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                     pekko.coordinated-shutdown.exit-jvm = off
                     pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+                    # A TLS node shut down while its refused peer still dials it can take longer than the
+                    # test kit's 10 s default to close its streams on two busy cores.
+                    pekko.actor.testkit.typed.system-shutdown-default = 30s
                     """);
 
     private final List<ActorTestKit> running = new ArrayList<>();
