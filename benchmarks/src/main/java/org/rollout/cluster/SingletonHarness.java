@@ -243,6 +243,7 @@ public final class SingletonHarness {
         private final ActorRef<WeightVersion.Command> weightVersion;
         private final AtomicBoolean stop = new AtomicBoolean();
         private final AtomicReference<Throwable> trainerError = new AtomicReference<>();
+        private final List<ActorSystem<Void>> others;
         private Thread trainer;
 
         Running(
@@ -252,6 +253,18 @@ public final class SingletonHarness {
                 Counter taken,
                 LocalRolloutClient client,
                 ActorRef<WeightVersion.Command> weightVersion) {
+            this(system, dispatched, prepared, taken, client, weightVersion, List.of());
+        }
+
+        Running(
+                ActorSystem<Void> system,
+                Counter dispatched,
+                Counter prepared,
+                Counter taken,
+                LocalRolloutClient client,
+                ActorRef<WeightVersion.Command> weightVersion,
+                List<ActorSystem<Void>> others) {
+            this.others = List.copyOf(others);
             this.system = system;
             this.dispatched = dispatched;
             this.prepared = prepared;
@@ -323,8 +336,12 @@ public final class SingletonHarness {
         public void close() {
             stop.set(true);
             system.terminate();
+            others.forEach(ActorSystem::terminate);
             try {
                 system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                for (ActorSystem<Void> o : others) {
+                    o.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                }
                 if (trainer != null) {
                     trainer.join(Duration.ofSeconds(10));
                 }
@@ -364,6 +381,17 @@ public final class SingletonHarness {
      */
     public static Running coordinator(int runners, int capacity, int batch, TensorDict rows, Config pekko)
             throws Exception {
+        return coordinator(runners, capacity, batch, rows, pekko, 0);
+    }
+
+    /**
+     * As {@link #coordinator(int, int, int, TensorDict, Config)}; with {@code ledgerNodes} &gt; 0 the
+     * coordinator's actor system is one of {@code ledgerNodes} cluster nodes in this JVM (Artery TCP
+     * on 127.0.0.1) and its ledger is the cluster's {@link ReplicatedState}, as {@code rollout node}
+     * runs it: every ledger write waits for a majority of the nodes.
+     */
+    public static Running coordinator(
+            int runners, int capacity, int batch, TensorDict rows, Config pekko, int ledgerNodes) throws Exception {
         Counter dispatched = new Counter();
         Counter prepared = new Counter();
         CompletableFuture<Boolean> up = new CompletableFuture<>();
@@ -371,6 +399,9 @@ public final class SingletonHarness {
             ActorRef<Collector.AckReply> acks = ctx.spawn(Behaviors.ignore(), "acks");
             ActorRef<Collector.Command> collector = ctx.spawn(standInCollector(batch, acks), "collector");
             int total = runners * capacity;
+            DurableState state = ledgerNodes > 0
+                    ? new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10))
+                    : DurableState.inMemory();
             ctx.spawn(
                     RolloutCoordinator.create(
                             openBudget(total, batch),
@@ -380,15 +411,74 @@ public final class SingletonHarness {
                             1,
                             4 * total + batch,
                             collector,
-                            DurableState.inMemory(),
+                            state,
                             Duration.ofSeconds(10)),
                     "coordinator");
             spawnRunners(ctx, runners, capacity, rows, rows.batchSize(), dispatched, prepared);
             up.complete(true);
             return Behaviors.empty();
         });
-        ActorSystem<Void> system = system(guardian, "bench-coordinator", pekko, up);
-        return new Running(system, dispatched, prepared, new Counter(), null, null);
+        if (ledgerNodes <= 0) {
+            ActorSystem<Void> system = system(guardian, "bench-coordinator", pekko, up);
+            return new Running(system, dispatched, prepared, new Counter(), null, null);
+        }
+        // The other nodes first: the coordinator's first ledger read needs a majority.
+        Config cluster = CLUSTER.withFallback(pekko);
+        List<ActorSystem<Void>> others = new ArrayList<>();
+        try {
+            for (int i = 1; i < ledgerNodes; i++) {
+                ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "bench-coordinator", cluster);
+                others.add(node);
+                // Every node of a rollout cluster runs the replicator (ClusterRollout starts its
+                // ReplicatedState on each); it starts on first use, so start it here.
+                org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData.get(node)
+                        .replicator();
+            }
+            ActorSystem<Void> system = ActorSystem.create(guardian, "bench-coordinator", cluster);
+            others.add(0, system);
+            org.apache.pekko.cluster.typed.Cluster first = org.apache.pekko.cluster.typed.Cluster.get(system);
+            for (ActorSystem<Void> node : others) {
+                org.apache.pekko.cluster.typed.Cluster.get(node)
+                        .manager()
+                        .tell(org.apache.pekko.cluster.typed.Join.create(
+                                first.selfMember().address()));
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (upCount(system) < ledgerNodes) {
+                if (System.nanoTime() > deadline) {
+                    throw new TimeoutException(
+                            "only " + upCount(system) + " of " + ledgerNodes + " ledger nodes were Up after 60 s");
+                }
+                Thread.onSpinWait();
+            }
+            up.get(30, TimeUnit.SECONDS);
+            return new Running(
+                    system, dispatched, prepared, new Counter(), null, null, others.subList(1, others.size()));
+        } catch (Exception e) {
+            others.forEach(ActorSystem::terminate);
+            throw e;
+        }
+    }
+
+    /** Three or more nodes of one cluster in this JVM, as the multi-node tests run them. */
+    private static final Config CLUSTER = com.typesafe.config.ConfigFactory.parseString("""
+                    pekko.actor.provider = cluster
+                    pekko.remote.artery.transport = tcp
+                    pekko.remote.artery.canonical.hostname = "127.0.0.1"
+                    pekko.remote.artery.canonical.port = 0
+                    pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                    pekko.cluster.failure-detector.acceptable-heartbeat-pause = 30 s
+                    """);
+
+    private static long upCount(ActorSystem<?> system) {
+        return java.util.stream.StreamSupport.stream(
+                        org.apache.pekko.cluster.typed.Cluster.get(system)
+                                .state()
+                                .getMembers()
+                                .spliterator(),
+                        false)
+                .filter(m -> m.status() == org.apache.pekko.cluster.MemberStatus.up())
+                .count();
     }
 
     /** Stands in for the collector: every outcome is answered at once, every {@code batch} accepted are acknowledged. */
@@ -451,28 +541,125 @@ public final class SingletonHarness {
     }
 
     /**
-     * Stands in for the coordinator (it is the collector's coordinator) and for the runners: sends
-     * {@code window} groups when the collector announces itself, one more per {@code TaskFinished},
-     * and answers each {@code BatchConsumed} at once.
+     * As {@link #collector(int, int, TensorDict, Config)}, but the feeder runs on a second cluster
+     * node in this JVM (Artery TCP on 127.0.0.1): every group reaches the collector as a runner on
+     * another node sends it ({@code Collector.deliver}: Kryo in one frame, or streamed in chunks
+     * above {@code rollout.large_payload_threshold}) and is decoded on the collector's node. The
+     * trainer thread pulls on the collector's node.
+     */
+    public static Running remoteCollector(int batch, int window, TensorDict rows, Config pekko) throws Exception {
+        Counter fed = new Counter();
+        Config cluster = CLUSTER.withFallback(pekko);
+        ActorSystem<Void> feederNode = ActorSystem.create(Behaviors.empty(), "bench-collector", cluster);
+        ActorSystem<Void> system = null;
+        try {
+            CompletableFuture<ActorRef<RolloutCoordinator.Command>> feederUp = new CompletableFuture<>();
+            LargePayloads feederPayloads = LargePayloads.get(feederNode);
+            feederNode.systemActorOf(
+                    Behaviors.<Void>setup(ctx -> {
+                        feederUp.complete(ctx.spawn(
+                                feeder(window, rows, fed, (to, g) -> Collector.deliver(to, g, feederPayloads)),
+                                "feeder"));
+                        return Behaviors.empty();
+                    }),
+                    "bench",
+                    org.apache.pekko.actor.typed.Props.empty());
+            String feederPath = org.apache.pekko.actor.typed.ActorRefResolver.get(feederNode)
+                    .toSerializationFormat(feederUp.get(30, TimeUnit.SECONDS));
+            CompletableFuture<ActorRef<Collector.Command>> up = new CompletableFuture<>();
+            Behavior<Void> guardian = Behaviors.setup(ctx -> {
+                ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                        Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+                ActorRef<RolloutCoordinator.Command> feeder = org.apache.pekko.actor.typed.ActorRefResolver.get(
+                                ctx.getSystem())
+                        .resolveActorRef(feederPath);
+                up.complete(ctx.spawn(
+                        Collector.create(
+                                batch,
+                                Duration.ofMinutes(10),
+                                Long.MAX_VALUE,
+                                new StatsBook(null),
+                                topic,
+                                feeder,
+                                false),
+                        "collector"));
+                return Behaviors.empty();
+            });
+            system = ActorSystem.create(guardian, "bench-collector", cluster);
+            org.apache.pekko.cluster.typed.Cluster first = org.apache.pekko.cluster.typed.Cluster.get(system);
+            first.manager()
+                    .tell(org.apache.pekko.cluster.typed.Join.create(
+                            first.selfMember().address()));
+            org.apache.pekko.cluster.typed.Cluster.get(feederNode)
+                    .manager()
+                    .tell(org.apache.pekko.cluster.typed.Join.create(
+                            first.selfMember().address()));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (upCount(system) < 2) {
+                if (System.nanoTime() > deadline) {
+                    throw new TimeoutException("the feeder's node did not join the collector's within 60 s");
+                }
+                Thread.onSpinWait();
+            }
+            LocalRolloutClient client = new LocalRolloutClient(
+                    system, new LocalRollout.Refs(null, up.get(30, TimeUnit.SECONDS), null), Duration.ofMinutes(1));
+            Running r = new Running(system, fed, new Counter(), new Counter(), client, null, List.of(feederNode));
+            r.startTrainer();
+            return r;
+        } catch (Exception e) {
+            feederNode.terminate();
+            if (system != null) {
+                system.terminate();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Stands in for the coordinator (it is the collector's coordinator) and for the runners: keeps
+     * groups running (sent, not yet finished) plus groups the collector holds unbatched below
+     * {@code window}, as the coordinator's admission does with {@code queue_size}, and answers each
+     * {@code BatchConsumed} at once.
      */
     private static Behavior<RolloutCoordinator.Command> feeder(int window, TensorDict rows, Counter fed) {
+        return feeder(window, rows, fed, ActorRef::tell);
+    }
+
+    /** As above; {@code send} sends a group to the collector. */
+    private static Behavior<RolloutCoordinator.Command> feeder(
+            int window,
+            TensorDict rows,
+            Counter fed,
+            java.util.function.BiConsumer<ActorRef<Collector.Command>, Collector.GroupFinished> send) {
         long tokens = rows.batchSize();
         return Behaviors.setup(ctx -> {
             long[] next = {0};
+            int[] running = {0};
+            int[] buffered = {0};
             ActorRef<Collector.Command>[] collector = new ActorRef[1];
+            Runnable feed = () -> {
+                while (running[0] + buffered[0] < window) {
+                    running[0]++;
+                    fed.increment();
+                    send.accept(collector[0], accepted(next[0]++, 0, 0, rows, tokens));
+                }
+            };
             return Behaviors.receive(RolloutCoordinator.Command.class)
                     .onMessage(RolloutCoordinator.CollectorIs.class, is -> {
                         collector[0] = is.collector();
                         collector[0].tell(new Collector.Attach(ctx.getSelf(), 0, 0, List.of(), List.of()));
-                        for (int i = 0; i < window; i++) {
-                            fed.increment();
-                            collector[0].tell(accepted(next[0]++, 0, 0, rows, tokens));
-                        }
+                        feed.run();
                         return Behaviors.same();
                     })
                     .onMessage(RolloutCoordinator.TaskFinished.class, f -> {
-                        fed.increment();
-                        collector[0].tell(accepted(next[0]++, 0, 0, rows, tokens));
+                        running[0]--;
+                        buffered[0] = f.buffered();
+                        feed.run();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RolloutCoordinator.Backlog.class, b -> {
+                        buffered[0] = b.buffered();
+                        feed.run();
                         return Behaviors.same();
                     })
                     .onMessage(RolloutCoordinator.BatchConsumed.class, c -> {

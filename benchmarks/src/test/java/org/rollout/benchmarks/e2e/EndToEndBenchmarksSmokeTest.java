@@ -170,6 +170,46 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(bad.log()).contains("--parts: unknown part 'router'");
     }
 
+    /**
+     * The cluster variants: the coordinator over the replicated ledger of three cluster nodes in
+     * this JVM, and the collector taking its groups from another node (Kryo over Artery TCP).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(240)
+    void singletonsRunsTheReplicatedLedgerAndTheRemoteCollector() {
+        Map<String, String> v = summary(
+                "singletons",
+                "--parts",
+                "coordinator,collector",
+                "--ledger-nodes",
+                "3",
+                "--collector-remote",
+                "yes",
+                "--runners",
+                "2",
+                "--capacity",
+                "2",
+                "--batch",
+                "4",
+                "--rows",
+                "2",
+                "--tokens",
+                "64",
+                "--window",
+                "8",
+                "--warmup-groups",
+                "8",
+                "--groups",
+                "20");
+        assertThat(Double.parseDouble(v.get("coordinator_r2_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("collector_t64_mb_per_s"))).isPositive();
+        Run burst = run(
+                "singletons", "--parts", "coordinator", "--runners", "10", "--capacity", "8", "--warmup-groups", "5");
+        assertThat(burst.exit()).isEqualTo(2);
+        assertThat(burst.log()).contains("--warmup-groups 5 must be at least the groups in flight", "= 80");
+        assertThat(burst.out()).isEmpty();
+    }
+
     @Test
     void anUnknownBenchmarkOrFlagOrABadValueExitsWithTwoSayingWhy() {
         Run unknown = run("quickest");
