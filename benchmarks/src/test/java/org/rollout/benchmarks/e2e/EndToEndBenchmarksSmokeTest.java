@@ -122,13 +122,101 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(v).containsKeys("p50_ms", "p99_ms", "health_fanout_p50_ms").containsEntry("failed_updates", "0");
     }
 
+    /**
+     * The singletons' benchmark runs the real coordinator, collector and weight version against
+     * simulated runners and servers: every part once, tiny, and every figure is reported; the
+     * weight fan-out itself checks that each timed publish reached every runner and server.
+     */
+    @Test
+    void singletonsRunsEveryPartAndReportsEachSaturationPoint() {
+        Map<String, String> v = summary(
+                "singletons",
+                "--runners",
+                "3",
+                "--capacity",
+                "2",
+                "--batch",
+                "4",
+                "--rows",
+                "2",
+                "--tokens",
+                "64",
+                "--window",
+                "8",
+                "--warmup-groups",
+                "20",
+                "--groups",
+                "40",
+                "--wv-runners",
+                "3",
+                "--wv-servers",
+                "5",
+                "--publishes",
+                "2");
+        assertThat(v)
+                .containsKeys(
+                        "coordinator_r3_per_s",
+                        "collector_t64_groups_per_s",
+                        "collector_t64_mb_per_s",
+                        "pipeline_r3_groups_per_s",
+                        "wv_n3_m5_p50_ms",
+                        "wv_n3_m5_p99_ms",
+                        "wv_n3_m5_servers_p99_ms");
+        assertThat(Double.parseDouble(v.get("coordinator_r3_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("collector_t64_mb_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("pipeline_r3_groups_per_s"))).isPositive();
+        Run bad = run("singletons", "--parts", "collector,router");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.log()).contains("--parts: unknown part 'router'");
+    }
+
+    /**
+     * The cluster variants: the coordinator over the replicated ledger of three cluster nodes in
+     * this JVM, and the collector taking its groups from another node (Kryo over Artery TCP).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(240)
+    void singletonsRunsTheReplicatedLedgerAndTheRemoteCollector() {
+        Map<String, String> v = summary(
+                "singletons",
+                "--parts",
+                "coordinator,collector",
+                "--ledger-nodes",
+                "3",
+                "--collector-remote",
+                "yes",
+                "--runners",
+                "2",
+                "--capacity",
+                "2",
+                "--batch",
+                "4",
+                "--rows",
+                "2",
+                "--tokens",
+                "64",
+                "--window",
+                "8",
+                "--warmup-groups",
+                "8",
+                "--groups",
+                "20");
+        assertThat(Double.parseDouble(v.get("coordinator_r2_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("collector_t64_mb_per_s"))).isPositive();
+        Run burst = run(
+                "singletons", "--parts", "coordinator", "--runners", "10", "--capacity", "8", "--warmup-groups", "5");
+        assertThat(burst.exit()).isEqualTo(2);
+        assertThat(burst.log()).contains("--warmup-groups 5 must be at least the groups in flight", "= 80");
+        assertThat(burst.out()).isEmpty();
+    }
+
     @Test
     void anUnknownBenchmarkOrFlagOrABadValueExitsWithTwoSayingWhy() {
         Run unknown = run("quickest");
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
                 .contains(
-                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, or all)");
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");

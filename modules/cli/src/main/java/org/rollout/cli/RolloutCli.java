@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
  *   rollout proxy --servers 127.0.0.1:30000 [--sessions N] [--episodes M] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
- *   rollout bench orchestration|async|interrupt|weights|scaleout|all [--flag value …]
+ *   rollout bench orchestration|async|interrupt|weights|scaleout|singletons|all [--flag value …]
  * </pre>
  *
  * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and

@@ -1,0 +1,302 @@
+package org.rollout.benchmarks.e2e;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.rollout.api.TensorDict;
+import org.rollout.cluster.SingletonHarness;
+import org.rollout.cluster.SingletonHarness.InProcessServers;
+import org.rollout.cluster.SingletonHarness.Running;
+
+/**
+ * The singletons' saturation points: the real coordinator, collector and weight version in one
+ * JVM against simulated runners (actors that answer at once) and simulated servers (the real
+ * {@code WeightUpdater} over an in-process HTTP client: no sockets), see {@link SingletonHarness}.
+ *
+ * <pre>
+ *   coordinator   admissions/s with R runners, the collector a stand-in that answers at once
+ *   collector     groups/s and MB/s taken in and handed to a trainer, per group size
+ *   pipeline      coordinator + collector + R runners + trainer: groups/s end to end
+ *   weights       publish latency (p50/p99) with N runners to prepare and M servers to update
+ * </pre>
+ *
+ * <p>Each rate is timed over {@code --groups} groups after {@code --warmup-groups}, counted where
+ * they arrive (runners for the coordinator, the trainer otherwise). The {@code need-*} flags are the
+ * 1,000-node fleet's needs (docs/scaling.md); {@code met} says whether every part met its need.
+ */
+public final class SingletonsBenchmark implements EndToEndBenchmark {
+    private static final Duration POINT_TIMEOUT = Duration.ofMinutes(5);
+    private static final int ROWS_DEFAULT = 16;
+
+    @Override
+    public String name() {
+        return "singletons";
+    }
+
+    @Override
+    public String description() {
+        return "coordinator admissions/s, collector groups/s and MB/s, weight fan-out p50/p99 to N runners and M "
+                + "servers; simulated runners and servers, one JVM";
+    }
+
+    @Override
+    public List<Flag> flags() {
+        return List.of(
+                new Flag("parts", "coordinator,collector,pipeline,weights", "which singletons to measure"),
+                new Flag("runners", "100,300,1000", "simulated runners (nodes), one point each"),
+                new Flag("capacity", "8", "groups each simulated runner takes at once"),
+                new Flag("batch", "32", "consumer_batch_size: groups per trainer batch"),
+                new Flag("rows", Integer.toString(ROWS_DEFAULT), "rows per synthetic group (n_samples)"),
+                new Flag("tokens", "1024,8192", "tokens per row (prompt + output); collector: one point each"),
+                new Flag("window", "512", "collector: groups outstanding from the feeder"),
+                new Flag("warmup-groups", "20000", "groups before the clock starts, per point"),
+                new Flag("groups", "200000", "groups timed, per point"),
+                new Flag(
+                        "ledger-nodes",
+                        "0",
+                        "coordinator: 0 for the in-memory ledger, else cluster nodes in this JVM whose majority "
+                                + "holds each ledger write (ReplicatedState)"),
+                new Flag(
+                        "collector-remote",
+                        "no",
+                        "collector: yes to send the groups from another cluster node in this JVM (Kryo over Artery "
+                                + "TCP), no to pass them by reference"),
+                new Flag("wv-runners", "100,1000", "weights: runners to prepare, one point each"),
+                new Flag("wv-servers", "100,1000,10000", "weights: simulated servers to update, one point each"),
+                new Flag("publishes", "20", "weights: publishes timed per point (after 3 untimed)"),
+                new Flag("server-call-us", "0", "weights: each simulated server's answer time per control call, µs"),
+                new Flag("need-groups-per-s", "3125", "the fleet's groups/s (docs/scaling.md)"),
+                new Flag("need-mb-per-s", "1290", "the fleet's group MB/s into the collector (docs/scaling.md)"),
+                new Flag("need-fanout-p99-ms", "1000", "the fleet's weight-version control-plane p99, ms"));
+    }
+
+    @Override
+    public SummaryLine run(Flags f, PrintStream log) throws Exception {
+        Set<String> parts = new LinkedHashSet<>(csv(f.string("parts")));
+        for (String p : parts) {
+            if (!List.of("coordinator", "collector", "pipeline", "weights").contains(p)) {
+                throw new IllegalArgumentException("bench singletons: --parts: unknown part '" + p
+                        + "' (known: coordinator, collector, pipeline, weights)");
+            }
+        }
+        int[] runners = ints(f, "runners");
+        int capacity = f.integer("capacity", 1);
+        int batch = f.integer("batch", 1);
+        int rows = f.integer("rows", 1);
+        int[] tokens = ints(f, "tokens");
+        int window = f.integer("window", 1);
+        int warmup = f.integer("warmup-groups", 0);
+        int groups = f.integer("groups", 1);
+        int ledgerNodes = f.integer("ledger-nodes", 0);
+        String remote = f.string("collector-remote");
+        if (!remote.equals("yes") && !remote.equals("no")) {
+            throw new IllegalArgumentException(
+                    "bench singletons: --collector-remote: '" + remote + "' is neither yes nor no");
+        }
+        for (int r : runners) {
+            if ((parts.contains("coordinator") || parts.contains("pipeline")) && warmup < (long) r * capacity) {
+                // The first admission pass dispatches every runner's capacity at once: timed, that
+                // burst would be taken for the coordinator's steady rate.
+                throw new IllegalArgumentException("bench singletons: --warmup-groups " + warmup
+                        + " must be at least the groups in flight, runners × capacity = " + (long) r * capacity);
+            }
+        }
+        double needGroups = f.decimal("need-groups-per-s", 0);
+        double needMb = f.decimal("need-mb-per-s", 0);
+        double needP99 = f.decimal("need-fanout-p99-ms", 0);
+        SummaryLine line = new SummaryLine(name());
+        boolean met = true;
+        TensorDict small = SingletonHarness.groupRows(rows, tokens[0]);
+
+        if (parts.contains("coordinator")) {
+            for (int r : runners) {
+                try (Running run =
+                        SingletonHarness.coordinator(r, capacity, batch, small, BenchmarkPipeline.PEKKO, ledgerNodes)) {
+                    double rate = rate(run.dispatched(), warmup, groups, "coordinator, " + r + " runners");
+                    log.printf(
+                            Locale.ROOT,
+                            "singletons: coordinator, %d runners × %d, %s ledger: %.0f admissions/s%n",
+                            r,
+                            capacity,
+                            ledgerNodes == 0 ? "in-memory" : ledgerNodes + "-node replicated",
+                            rate);
+                    line.put("coordinator_r" + r + "_per_s", rate);
+                    met &= rate >= needGroups;
+                }
+            }
+        }
+        if (parts.contains("collector")) {
+            for (int t : tokens) {
+                TensorDict g = SingletonHarness.groupRows(rows, t);
+                double mb = SingletonHarness.estimatedBytes(g) / 1e6;
+                try (Running run = (remote.equals("yes")
+                        ? SingletonHarness.remoteCollector(batch, window, g, BenchmarkPipeline.PEKKO)
+                        : SingletonHarness.collector(batch, window, g, BenchmarkPipeline.PEKKO))) {
+                    double rate = rate(run.taken(), warmup, groups, "collector, " + rows + "×" + t);
+                    run.trainerError().ifPresent(e -> {
+                        throw new IllegalStateException("the trainer thread failed: " + e, e);
+                    });
+                    log.printf(
+                            Locale.ROOT,
+                            "singletons: collector (%s), groups of %d × %d tokens (%.3f MB): %.0f groups/s = %.0f MB/s%n",
+                            remote.equals("yes") ? "groups from another node" : "groups by reference",
+                            rows,
+                            t,
+                            mb,
+                            rate,
+                            rate * mb);
+                    line.put("collector_t" + t + "_groups_per_s", rate);
+                    line.put("collector_t" + t + "_mb_per_s", rate * mb);
+                    line.put("collector_t" + t + "_group_mb", mb);
+                    met &= rate >= needGroups && rate * mb >= needMb;
+                }
+            }
+        }
+        if (parts.contains("pipeline")) {
+            for (int r : runners) {
+                try (Running run = SingletonHarness.pipeline(r, capacity, batch, small, BenchmarkPipeline.PEKKO)) {
+                    double rate = rate(run.taken(), warmup, groups, "pipeline, " + r + " runners");
+                    run.trainerError().ifPresent(e -> {
+                        throw new IllegalStateException("the trainer thread failed: " + e, e);
+                    });
+                    log.printf(
+                            Locale.ROOT, "singletons: pipeline, %d runners × %d: %.0f groups/s%n", r, capacity, rate);
+                    line.put("pipeline_r" + r + "_groups_per_s", rate);
+                    met &= rate >= needGroups;
+                }
+            }
+        }
+        if (parts.contains("weights")) {
+            int publishes = f.integer("publishes", 1);
+            Duration callDelay = Duration.ofNanos(Math.round(f.decimal("server-call-us", 0) * 1000));
+            ExecutorService blocking = Executors.newVirtualThreadPerTaskExecutor();
+            try {
+                for (int n : ints(f, "wv-runners")) {
+                    for (int m : ints(f, "wv-servers")) {
+                        double[] p = fanOut(n, m, publishes, callDelay, blocking);
+                        log.printf(
+                                Locale.ROOT,
+                                "singletons: weight version, %d runners, %d servers: publish p50 %.1f ms p99 %.1f ms; "
+                                        + "server fan-out p50 %.1f ms p99 %.1f ms%n",
+                                n,
+                                m,
+                                p[0],
+                                p[1],
+                                p[2],
+                                p[3]);
+                        String k = "wv_n" + n + "_m" + m;
+                        line.put(k + "_p50_ms", p[0]).put(k + "_p99_ms", p[1]);
+                        line.put(k + "_servers_p50_ms", p[2]).put(k + "_servers_p99_ms", p[3]);
+                        met &= p[1] <= needP99;
+                    }
+                }
+            } finally {
+                blocking.shutdownNow();
+            }
+        }
+        f.appendTo(line);
+        return line.put("met", met ? "yes" : "no");
+    }
+
+    /**
+     * Publishes {@code 3 + publishes} versions one after another; returns p50 and p99 of the
+     * publish round trip (pause, prepare every runner, update every server, record, broadcast) and
+     * of the servers' part alone, in ms. Every timed publish must have reached every runner and
+     * every server.
+     */
+    private static double[] fanOut(
+            int runners, int servers, int publishes, Duration callDelay, ExecutorService blocking) throws Exception {
+        InProcessServers sim = new InProcessServers(servers, callDelay);
+        double[] total = new double[publishes];
+        double[] fan = new double[publishes];
+        try (Running run = SingletonHarness.weights(runners, sim, blocking, BenchmarkPipeline.PEKKO)) {
+            Path weights = Path.of("/simulated/weights.rlm");
+            int version = 0;
+            // Untimed publishes: JIT, and every runner in the weight version's listing.
+            for (int w = 0; w < 3 || run.prepared().get() < (long) runners * w; w++) {
+                if (w > 50) {
+                    throw new IllegalStateException("after 50 publishes the weight version still prepares "
+                            + run.prepared().get() + " runners, not " + runners + " each time");
+                }
+                run.publish(++version, weights, POINT_TIMEOUT);
+            }
+            for (int i = 0; i < publishes; i++) {
+                long preparedBefore = run.prepared().get();
+                long t0 = System.nanoTime();
+                var reply = run.publish(++version, weights, POINT_TIMEOUT);
+                total[i] = (System.nanoTime() - t0) / 1e6;
+                fan[i] = reply.report().updateTime().toNanos() / 1e6;
+                long prepared = run.prepared().get() - preparedBefore;
+                if (prepared != runners || InProcessServers.updated(reply) != servers) {
+                    throw new IllegalStateException("publish of version " + version + " prepared " + prepared
+                            + " of " + runners + " runners and updated " + InProcessServers.updated(reply) + " of "
+                            + servers + " servers");
+                }
+            }
+            for (int s = 0; s < servers; s++) {
+                if (sim.calls(s) != 2 * version) {
+                    throw new IllegalStateException(
+                            "server " + s + " got " + sim.calls(s) + " control calls, not " + 2 * version);
+                }
+            }
+        }
+        return new double[] {percentile(total, 50), percentile(total, 99), percentile(fan, 50), percentile(fan, 99)};
+    }
+
+    /**
+     * Groups per second over the {@code groups} counted after the first {@code warmup} from now:
+     * timed from the moment the count passes the warm-up mark to the moment it passes the end mark.
+     */
+    private static double rate(SingletonHarness.Counter counter, int warmup, int groups, String what) throws Exception {
+        long base = counter.get();
+        long t0 = counter.awaitCount(base + warmup, POINT_TIMEOUT, what + " (warm-up)");
+        long t1 = counter.awaitCount(base + warmup + groups, POINT_TIMEOUT, what);
+        return groups / ((t1 - t0) / 1e9);
+    }
+
+    static double percentile(double[] values, double p) {
+        double[] s = values.clone();
+        Arrays.sort(s);
+        int i = (int) Math.ceil(p / 100.0 * s.length) - 1;
+        return s[Math.max(0, Math.min(s.length - 1, i))];
+    }
+
+    private static List<String> csv(String s) {
+        List<String> out = new ArrayList<>();
+        for (String p : s.split(",")) {
+            if (!p.isBlank()) {
+                out.add(p.trim());
+            }
+        }
+        return out;
+    }
+
+    private static int[] ints(Flags f, String name) {
+        List<String> items = csv(f.string(name));
+        if (items.isEmpty()) {
+            throw new IllegalArgumentException("bench singletons: --" + name + " needs at least one number");
+        }
+        int[] out = new int[items.size()];
+        for (int i = 0; i < out.length; i++) {
+            try {
+                out[i] = Integer.parseInt(items.get(i));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(
+                        "bench singletons: --" + name + ": '" + items.get(i) + "' is not a whole number");
+            }
+            if (out[i] < 1) {
+                throw new IllegalArgumentException(
+                        "bench singletons: --" + name + ": " + out[i] + " must be at least 1");
+            }
+        }
+        return out;
+    }
+}

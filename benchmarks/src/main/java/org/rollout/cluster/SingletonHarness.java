@@ -1,0 +1,923 @@
+package org.rollout.cluster;
+
+import com.typesafe.config.Config;
+import java.net.Authenticator;
+import java.net.CookieHandler;
+import java.net.ProxySelector;
+import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSession;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.rollout.api.ModelResponse;
+import org.rollout.api.StopReason;
+import org.rollout.api.TensorDict;
+import org.rollout.api.TrainingBatch;
+import org.rollout.api.TrainingGroup;
+import org.rollout.config.InferenceConfig;
+import org.rollout.config.ServerAddress;
+import org.rollout.core.StalenessBudget;
+import org.rollout.core.TensorDicts;
+import org.rollout.core.TrajectoryRows;
+import org.rollout.inference.WeightUpdateReport;
+import org.rollout.inference.WeightUpdater;
+import org.rollout.trainer.PublishResult;
+
+/**
+ * The engine's singletons — {@link RolloutCoordinator}, {@link Collector}, {@link WeightVersion} —
+ * the real actors, in one actor system, against simulated runners and servers, for the {@code
+ * bench singletons} benchmark. It lives in the cluster's package (the collector and its messages
+ * are package-private) but in the benchmarks module: nothing here ships with the engine.
+ *
+ * <pre>
+ *   coordinator    real coordinator ──RunGroup──► R simulated runners ──GroupFinished──► stand-in collector
+ *                  (answers TaskFinished at once, acknowledges a batch per B accepted groups)
+ *   collector      feeder (stands in for coordinator and runners: W groups outstanding) ──GroupFinished──►
+ *                  real collector ──batches──► trainer thread (pull + ack, as LocalRolloutClient)
+ *   pipeline       real coordinator + real collector + R simulated runners + trainer thread
+ *   weights        real weight version, R simulated runners (prepare answered at once), M simulated
+ *                  servers: the real WeightUpdater over an in-process HttpClient that answers each
+ *                  control call (no sockets: thousands of HTTP servers do not fit one machine)
+ * </pre>
+ *
+ * <p>A simulated runner registers under {@link GroupRunner#SERVICE_KEY} like a real one and
+ * answers every {@code RunGroup} at once with an accepted synthetic group (one prebuilt {@link
+ * TensorDict} of {@code rows × tokens}, shared by every group: in one actor system nothing is
+ * copied or serialized, so the collector's MB/s is the group bytes it takes charge of, not bytes
+ * it moves).
+ */
+public final class SingletonHarness {
+    private SingletonHarness() {}
+
+    /** A synthetic group's rows: {@code rows} single-turn rows of {@code tokens} tokens (prompt 1/8). */
+    public static TensorDict groupRows(int rows, int tokens) {
+        int prompt = Math.max(1, tokens / 8);
+        int output = Math.max(1, tokens - prompt);
+        List<TensorDict> r = new ArrayList<>(rows);
+        for (int i = 0; i < rows; i++) {
+            int[] p = new int[prompt];
+            Arrays.fill(p, 'a' + i % 26);
+            int[] out = new int[output];
+            float[] logprobs = new float[output];
+            int[] versions = new int[output];
+            for (int k = 0; k < output; k++) {
+                out[k] = 32 + (k * 13 + i) % 95;
+                logprobs[k] = -0.01f * (k % 300);
+            }
+            r.add(TrajectoryRows.singleTurn(
+                    ModelResponse.of(p, out, logprobs, versions, StopReason.STOP, Duration.ofSeconds(1)),
+                    i / (double) rows));
+        }
+        return TensorDicts.concatPadded(r);
+    }
+
+    /** The bytes a group of these rows is reckoned at when it crosses nodes ({@link LargePayloads}). */
+    public static long estimatedBytes(TensorDict rows) {
+        return LargePayloads.estimatedBytes(rows);
+    }
+
+    private static TrainingGroup group(long taskId, int attempt, TensorDict rows, int version) {
+        return new TrainingGroup(
+                taskId, attempt, rows, new int[] {0}, new int[] {rows.batchSize()}, version, version, version, version);
+    }
+
+    private static Collector.GroupFinished accepted(
+            long taskId, int attempt, int version, TensorDict rows, long tokens) {
+        return new Collector.GroupFinished(
+                taskId,
+                attempt,
+                false,
+                version,
+                version,
+                new Collector.Accepted(group(taskId, attempt, rows, version)),
+                Map.of("reward_mean", 0.5, "accepted_slots", (double) rows.batchSize()),
+                ScalarStats.Totals.EMPTY,
+                tokens);
+    }
+
+    // ---- simulated runners ----
+
+    /** Counts events and notes when the count reaches a mark. */
+    public static final class Counter {
+        private final AtomicLong count = new AtomicLong();
+        private volatile long mark = Long.MAX_VALUE;
+        private volatile CountDownLatch reached = new CountDownLatch(1);
+        private volatile long reachedAt;
+
+        void increment() {
+            long v = count.incrementAndGet();
+            if (v == mark) {
+                reachedAt = System.nanoTime();
+                reached.countDown();
+            }
+        }
+
+        public long get() {
+            return count.get();
+        }
+
+        /**
+         * Waits until the count reaches {@code n} (counting from now on), at most {@code timeout};
+         * returns the {@link System#nanoTime} at which it did.
+         */
+        public long awaitCount(long n, Duration timeout, String what) throws InterruptedException, TimeoutException {
+            CountDownLatch latch = new CountDownLatch(1);
+            reached = latch;
+            mark = n;
+            if (count.get() >= n) {
+                return System.nanoTime();
+            }
+            if (!latch.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new TimeoutException(what + ": " + count.get() + " of " + n + " after " + timeout);
+            }
+            return reachedAt;
+        }
+    }
+
+    /**
+     * A simulated runner: registers as a runner, answers {@code RunGroup} at once with an accepted
+     * group of {@code rows}, {@code PrepareWeightUpdate} at once; counts both.
+     */
+    static Behavior<GroupRunner.Command> simulatedRunner(
+            String node, int capacity, TensorDict rows, long tokensPerGroup, Counter dispatched, Counter prepared) {
+        return Behaviors.setup(ctx -> {
+            ctx.getSystem().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, ctx.getSelf()));
+            return Behaviors.receive(GroupRunner.Command.class)
+                    .onMessage(GroupRunner.RunGroup.class, run -> {
+                        dispatched.increment();
+                        run.collector()
+                                .tell(accepted(
+                                        run.taskId(), run.attempt(), run.dispatchVersion(), rows, tokensPerGroup));
+                        return Behaviors.same();
+                    })
+                    .onMessage(GroupRunner.GetInfo.class, g -> {
+                        g.replyTo().tell(new GroupRunner.Info(ctx.getSelf(), node, capacity, 0));
+                        return Behaviors.same();
+                    })
+                    .onMessage(GroupRunner.GetHoldings.class, g -> {
+                        g.replyTo().tell(new GroupRunner.Holdings(ctx.getSelf(), node, List.of()));
+                        return Behaviors.same();
+                    })
+                    .onMessage(GroupRunner.PrepareWeightUpdate.class, p -> {
+                        prepared.increment();
+                        p.replyTo().tell(new WeightVersion.RunnerPrepared(p.updateId(), ctx.getSelf()));
+                        return Behaviors.same();
+                    })
+                    .onAnyMessage(m -> Behaviors.same()) // Forget, CancelGroup, Abandon…, Resend
+                    .build();
+        });
+    }
+
+    private static void spawnRunners(
+            org.apache.pekko.actor.typed.javadsl.ActorContext<Void> ctx,
+            int runners,
+            int capacity,
+            TensorDict rows,
+            long tokensPerGroup,
+            Counter dispatched,
+            Counter prepared) {
+        for (int i = 0; i < runners; i++) {
+            ctx.spawn(simulatedRunner("sim-" + i, capacity, rows, tokensPerGroup, dispatched, prepared), "runner-" + i);
+        }
+    }
+
+    /** Waits until the Receptionist lists {@code n} runners. */
+    private static void awaitRunners(ActorSystem<Void> system, int n, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            Receptionist.Listing l = AskPattern.<Receptionist.Command, Receptionist.Listing>ask(
+                            system.receptionist(),
+                            r -> Receptionist.find(GroupRunner.SERVICE_KEY, r),
+                            Duration.ofSeconds(10),
+                            system.scheduler())
+                    .toCompletableFuture()
+                    .get(15, TimeUnit.SECONDS);
+            int listed = l.getServiceInstances(GroupRunner.SERVICE_KEY).size();
+            if (listed >= n) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new TimeoutException(
+                        "only " + listed + " of " + n + " simulated runners registered after " + timeout);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    // ---- a running scenario ----
+
+    /** A started scenario: its actor system, counters and (for the pipeline) the trainer's client. */
+    public static final class Running implements AutoCloseable {
+        private final ActorSystem<Void> system;
+        private final Counter dispatched;
+        private final Counter prepared;
+        private final Counter taken;
+        private final LocalRolloutClient client;
+        private final ActorRef<WeightVersion.Command> weightVersion;
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final AtomicReference<Throwable> trainerError = new AtomicReference<>();
+        private final List<ActorSystem<Void>> others;
+        private Thread trainer;
+
+        Running(
+                ActorSystem<Void> system,
+                Counter dispatched,
+                Counter prepared,
+                Counter taken,
+                LocalRolloutClient client,
+                ActorRef<WeightVersion.Command> weightVersion) {
+            this(system, dispatched, prepared, taken, client, weightVersion, List.of());
+        }
+
+        Running(
+                ActorSystem<Void> system,
+                Counter dispatched,
+                Counter prepared,
+                Counter taken,
+                LocalRolloutClient client,
+                ActorRef<WeightVersion.Command> weightVersion,
+                List<ActorSystem<Void>> others) {
+            this.others = List.copyOf(others);
+            this.system = system;
+            this.dispatched = dispatched;
+            this.prepared = prepared;
+            this.taken = taken;
+            this.client = client;
+            this.weightVersion = weightVersion;
+        }
+
+        /** Groups dispatched to simulated runners (coordinator admissions, re-dispatches included). */
+        public Counter dispatched() {
+            return dispatched;
+        }
+
+        /** Prepares answered by simulated runners. */
+        public Counter prepared() {
+            return prepared;
+        }
+
+        /** Groups the trainer thread took (and acknowledged). */
+        public Counter taken() {
+            return taken;
+        }
+
+        /** Starts a trainer thread that pulls and acknowledges batches until closed. */
+        void startTrainer() {
+            trainer = Thread.ofPlatform().name("bench-trainer").daemon().start(() -> {
+                try {
+                    while (!stop.get()) {
+                        Optional<TrainingBatch> b = client.nextBatch(Duration.ofMillis(500));
+                        if (b.isEmpty()) {
+                            continue;
+                        }
+                        client.acknowledge(b.get());
+                        for (int i = 0; i < b.get().size(); i++) {
+                            taken.increment();
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (RuntimeException e) {
+                    if (!stop.get()) {
+                        trainerError.set(e);
+                    }
+                }
+            });
+        }
+
+        /** The trainer thread's failure, if it failed. */
+        public Optional<Throwable> trainerError() {
+            return Optional.ofNullable(trainerError.get());
+        }
+
+        /** Publishes {@code version} and waits for the reply; throws when it failed. */
+        public WeightVersion.PublishReply publish(int version, Path path, Duration timeout) throws Exception {
+            WeightVersion.PublishReply reply = AskPattern.<WeightVersion.Command, WeightVersion.PublishReply>ask(
+                            weightVersion,
+                            r -> new WeightVersion.Publish(version, path.toString(), r),
+                            timeout,
+                            system.scheduler())
+                    .toCompletableFuture()
+                    .get(timeout.toMillis() + 5000, TimeUnit.MILLISECONDS);
+            if (!reply.ok()) {
+                throw new IllegalStateException("publish of version " + version + " failed: " + reply.error());
+            }
+            return reply;
+        }
+
+        @Override
+        public void close() {
+            stop.set(true);
+            system.terminate();
+            others.forEach(ActorSystem::terminate);
+            try {
+                system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                for (ActorSystem<Void> o : others) {
+                    o.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                }
+                if (trainer != null) {
+                    trainer.join(Duration.ofSeconds(10));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                System.err.println("the benchmark's actor system did not stop within 30 s: " + e);
+            }
+        }
+    }
+
+    private static StalenessBudget openBudget(int maxConcurrent, int batch) {
+        // η large enough never to hold admission: the singletons, not the budget, set the pace.
+        return new StalenessBudget(maxConcurrent, batch, 1_000_000_000L);
+    }
+
+    private static PromptSource prompts() {
+        return index -> Optional.of(Map.of("index", index));
+    }
+
+    private static ActorSystem<Void> system(Behavior<Void> guardian, String name, Config pekko, CompletableFuture<?> up)
+            throws Exception {
+        ActorSystem<Void> system = ActorSystem.create(guardian, name, pekko);
+        try {
+            up.get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            system.terminate();
+            throw e;
+        }
+        return system;
+    }
+
+    /**
+     * The real coordinator against {@code runners} simulated runners of {@code capacity} groups each
+     * and a stand-in collector that answers each outcome at once and acknowledges a batch for every
+     * {@code batch} accepted groups (so only the coordinator's own work is measured).
+     */
+    public static Running coordinator(int runners, int capacity, int batch, TensorDict rows, Config pekko)
+            throws Exception {
+        return coordinator(runners, capacity, batch, rows, pekko, 0);
+    }
+
+    /**
+     * As {@link #coordinator(int, int, int, TensorDict, Config)}; with {@code ledgerNodes} &gt; 0 the
+     * coordinator's actor system is one of {@code ledgerNodes} cluster nodes in this JVM (Artery TCP
+     * on 127.0.0.1) and its ledger is the cluster's {@link ReplicatedState}, as {@code rollout node}
+     * runs it: every ledger write waits for a majority of the nodes.
+     */
+    public static Running coordinator(
+            int runners, int capacity, int batch, TensorDict rows, Config pekko, int ledgerNodes) throws Exception {
+        Counter dispatched = new Counter();
+        Counter prepared = new Counter();
+        CompletableFuture<Boolean> up = new CompletableFuture<>();
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorRef<Collector.AckReply> acks = ctx.spawn(Behaviors.ignore(), "acks");
+            ActorRef<Collector.Command> collector = ctx.spawn(standInCollector(batch, acks), "collector");
+            int total = runners * capacity;
+            DurableState state = ledgerNodes > 0
+                    ? new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10))
+                    : DurableState.inMemory();
+            ctx.spawn(
+                    RolloutCoordinator.create(
+                            openBudget(total, batch),
+                            prompts(),
+                            List.of(),
+                            0,
+                            1,
+                            4 * total + batch,
+                            collector,
+                            state,
+                            Duration.ofSeconds(10)),
+                    "coordinator");
+            spawnRunners(ctx, runners, capacity, rows, rows.batchSize(), dispatched, prepared);
+            up.complete(true);
+            return Behaviors.empty();
+        });
+        if (ledgerNodes <= 0) {
+            ActorSystem<Void> system = system(guardian, "bench-coordinator", pekko, up);
+            return new Running(system, dispatched, prepared, new Counter(), null, null);
+        }
+        // The other nodes first: the coordinator's first ledger read needs a majority.
+        Config cluster = CLUSTER.withFallback(pekko);
+        List<ActorSystem<Void>> others = new ArrayList<>();
+        try {
+            for (int i = 1; i < ledgerNodes; i++) {
+                ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "bench-coordinator", cluster);
+                others.add(node);
+                // Every node of a rollout cluster runs the replicator (ClusterRollout starts its
+                // ReplicatedState on each); it starts on first use, so start it here.
+                org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData.get(node)
+                        .replicator();
+            }
+            ActorSystem<Void> system = ActorSystem.create(guardian, "bench-coordinator", cluster);
+            others.add(0, system);
+            org.apache.pekko.cluster.typed.Cluster first = org.apache.pekko.cluster.typed.Cluster.get(system);
+            for (ActorSystem<Void> node : others) {
+                org.apache.pekko.cluster.typed.Cluster.get(node)
+                        .manager()
+                        .tell(org.apache.pekko.cluster.typed.Join.create(
+                                first.selfMember().address()));
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (upCount(system) < ledgerNodes) {
+                if (System.nanoTime() > deadline) {
+                    throw new TimeoutException(
+                            "only " + upCount(system) + " of " + ledgerNodes + " ledger nodes were Up after 60 s");
+                }
+                Thread.onSpinWait();
+            }
+            up.get(30, TimeUnit.SECONDS);
+            return new Running(
+                    system, dispatched, prepared, new Counter(), null, null, others.subList(1, others.size()));
+        } catch (Exception e) {
+            others.forEach(ActorSystem::terminate);
+            throw e;
+        }
+    }
+
+    /** Three or more nodes of one cluster in this JVM, as the multi-node tests run them. */
+    private static final Config CLUSTER = com.typesafe.config.ConfigFactory.parseString("""
+                    pekko.actor.provider = cluster
+                    pekko.remote.artery.transport = tcp
+                    pekko.remote.artery.canonical.hostname = "127.0.0.1"
+                    pekko.remote.artery.canonical.port = 0
+                    pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                    pekko.cluster.failure-detector.acceptable-heartbeat-pause = 30 s
+                    """);
+
+    private static long upCount(ActorSystem<?> system) {
+        return java.util.stream.StreamSupport.stream(
+                        org.apache.pekko.cluster.typed.Cluster.get(system)
+                                .state()
+                                .getMembers()
+                                .spliterator(),
+                        false)
+                .filter(m -> m.status() == org.apache.pekko.cluster.MemberStatus.up())
+                .count();
+    }
+
+    /** Stands in for the collector: every outcome is answered at once, every {@code batch} accepted are acknowledged. */
+    private static Behavior<Collector.Command> standInCollector(int batch, ActorRef<Collector.AckReply> acks) {
+        return Behaviors.setup(ctx -> {
+            ActorRef<RolloutCoordinator.Command>[] coordinator = new ActorRef[1];
+            List<Long> pending = new ArrayList<>(batch);
+            long[] nextBatch = {0};
+            return Behaviors.receive(Collector.Command.class)
+                    .onMessage(Collector.Introduce.class, i -> {
+                        coordinator[0] = i.coordinator();
+                        i.coordinator().tell(new RolloutCoordinator.CollectorIs(ctx.getSelf()));
+                        return Behaviors.same();
+                    })
+                    .onMessage(Collector.Attach.class, a -> {
+                        coordinator[0] = a.coordinator();
+                        return Behaviors.same();
+                    })
+                    .onMessage(Collector.GroupFinished.class, g -> {
+                        coordinator[0].tell(
+                                new RolloutCoordinator.TaskFinished(g.taskId(), g.attempt(), false, true, null, 0));
+                        pending.add(g.taskId());
+                        if (pending.size() >= batch) {
+                            coordinator[0].tell(
+                                    new RolloutCoordinator.BatchConsumed(nextBatch[0]++, List.copyOf(pending), acks));
+                            pending.clear();
+                        }
+                        return Behaviors.same();
+                    })
+                    .onAnyMessage(m -> Behaviors.same())
+                    .build();
+        });
+    }
+
+    /**
+     * The real collector, fed by a stand-in for the coordinator and runners that keeps {@code
+     * window} groups outstanding (a new one for every {@code TaskFinished}), drained by a trainer
+     * thread that pulls and acknowledges batches of {@code batch}.
+     */
+    public static Running collector(int batch, int window, TensorDict rows, Config pekko) throws Exception {
+        Counter fed = new Counter();
+        CompletableFuture<ActorRef<Collector.Command>> up = new CompletableFuture<>();
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                    Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ActorRef<RolloutCoordinator.Command> feeder = ctx.spawn(feeder(window, rows, fed), "feeder");
+            ActorRef<Collector.Command> collector = ctx.spawn(
+                    Collector.create(
+                            batch, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, feeder, false),
+                    "collector");
+            up.complete(collector);
+            return Behaviors.empty();
+        });
+        ActorSystem<Void> system = system(guardian, "bench-collector", pekko, up);
+        LocalRolloutClient client =
+                new LocalRolloutClient(system, new LocalRollout.Refs(null, up.get(), null), Duration.ofMinutes(1));
+        Running r = new Running(system, fed, new Counter(), new Counter(), client, null);
+        r.startTrainer();
+        return r;
+    }
+
+    /**
+     * As {@link #collector(int, int, TensorDict, Config)}, but the feeder runs on a second cluster
+     * node in this JVM (Artery TCP on 127.0.0.1): every group reaches the collector as a runner on
+     * another node sends it ({@code Collector.deliver}: Kryo in one frame, or streamed in chunks
+     * above {@code rollout.large_payload_threshold}) and is decoded on the collector's node. The
+     * trainer thread pulls on the collector's node.
+     */
+    public static Running remoteCollector(int batch, int window, TensorDict rows, Config pekko) throws Exception {
+        Counter fed = new Counter();
+        Config cluster = CLUSTER.withFallback(pekko);
+        ActorSystem<Void> feederNode = ActorSystem.create(Behaviors.empty(), "bench-collector", cluster);
+        ActorSystem<Void> system = null;
+        try {
+            CompletableFuture<ActorRef<RolloutCoordinator.Command>> feederUp = new CompletableFuture<>();
+            LargePayloads feederPayloads = LargePayloads.get(feederNode);
+            feederNode.systemActorOf(
+                    Behaviors.<Void>setup(ctx -> {
+                        feederUp.complete(ctx.spawn(
+                                feeder(window, rows, fed, (to, g) -> Collector.deliver(to, g, feederPayloads)),
+                                "feeder"));
+                        return Behaviors.empty();
+                    }),
+                    "bench",
+                    org.apache.pekko.actor.typed.Props.empty());
+            String feederPath = org.apache.pekko.actor.typed.ActorRefResolver.get(feederNode)
+                    .toSerializationFormat(feederUp.get(30, TimeUnit.SECONDS));
+            CompletableFuture<ActorRef<Collector.Command>> up = new CompletableFuture<>();
+            Behavior<Void> guardian = Behaviors.setup(ctx -> {
+                ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                        Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+                ActorRef<RolloutCoordinator.Command> feeder = org.apache.pekko.actor.typed.ActorRefResolver.get(
+                                ctx.getSystem())
+                        .resolveActorRef(feederPath);
+                up.complete(ctx.spawn(
+                        Collector.create(
+                                batch,
+                                Duration.ofMinutes(10),
+                                Long.MAX_VALUE,
+                                new StatsBook(null),
+                                topic,
+                                feeder,
+                                false),
+                        "collector"));
+                return Behaviors.empty();
+            });
+            system = ActorSystem.create(guardian, "bench-collector", cluster);
+            org.apache.pekko.cluster.typed.Cluster first = org.apache.pekko.cluster.typed.Cluster.get(system);
+            first.manager()
+                    .tell(org.apache.pekko.cluster.typed.Join.create(
+                            first.selfMember().address()));
+            org.apache.pekko.cluster.typed.Cluster.get(feederNode)
+                    .manager()
+                    .tell(org.apache.pekko.cluster.typed.Join.create(
+                            first.selfMember().address()));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (upCount(system) < 2) {
+                if (System.nanoTime() > deadline) {
+                    throw new TimeoutException("the feeder's node did not join the collector's within 60 s");
+                }
+                Thread.onSpinWait();
+            }
+            LocalRolloutClient client = new LocalRolloutClient(
+                    system, new LocalRollout.Refs(null, up.get(30, TimeUnit.SECONDS), null), Duration.ofMinutes(1));
+            Running r = new Running(system, fed, new Counter(), new Counter(), client, null, List.of(feederNode));
+            r.startTrainer();
+            return r;
+        } catch (Exception e) {
+            feederNode.terminate();
+            if (system != null) {
+                system.terminate();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Stands in for the coordinator (it is the collector's coordinator) and for the runners: keeps
+     * groups running (sent, not yet finished) plus groups the collector holds unbatched below
+     * {@code window}, as the coordinator's admission does with {@code queue_size}, and answers each
+     * {@code BatchConsumed} at once.
+     */
+    private static Behavior<RolloutCoordinator.Command> feeder(int window, TensorDict rows, Counter fed) {
+        return feeder(window, rows, fed, ActorRef::tell);
+    }
+
+    /** As above; {@code send} sends a group to the collector. */
+    private static Behavior<RolloutCoordinator.Command> feeder(
+            int window,
+            TensorDict rows,
+            Counter fed,
+            java.util.function.BiConsumer<ActorRef<Collector.Command>, Collector.GroupFinished> send) {
+        long tokens = rows.batchSize();
+        return Behaviors.setup(ctx -> {
+            long[] next = {0};
+            int[] running = {0};
+            int[] buffered = {0};
+            ActorRef<Collector.Command>[] collector = new ActorRef[1];
+            Runnable feed = () -> {
+                while (running[0] + buffered[0] < window) {
+                    running[0]++;
+                    fed.increment();
+                    send.accept(collector[0], accepted(next[0]++, 0, 0, rows, tokens));
+                }
+            };
+            return Behaviors.receive(RolloutCoordinator.Command.class)
+                    .onMessage(RolloutCoordinator.CollectorIs.class, is -> {
+                        collector[0] = is.collector();
+                        collector[0].tell(new Collector.Attach(ctx.getSelf(), 0, 0, List.of(), List.of()));
+                        feed.run();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RolloutCoordinator.TaskFinished.class, f -> {
+                        running[0]--;
+                        buffered[0] = f.buffered();
+                        feed.run();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RolloutCoordinator.Backlog.class, b -> {
+                        buffered[0] = b.buffered();
+                        feed.run();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RolloutCoordinator.BatchConsumed.class, c -> {
+                        c.replyTo().tell(new Collector.AckReply(c.batchId(), true));
+                        return Behaviors.same();
+                    })
+                    .onAnyMessage(m -> Behaviors.same())
+                    .build();
+        });
+    }
+
+    /**
+     * The real coordinator and collector against {@code runners} simulated runners, drained by a
+     * trainer thread: the engine's control plane end to end, generation costing nothing.
+     */
+    public static Running pipeline(int runners, int capacity, int batch, TensorDict rows, Config pekko)
+            throws Exception {
+        Counter dispatched = new Counter();
+        Counter prepared = new Counter();
+        CompletableFuture<LocalRollout.Refs> up = new CompletableFuture<>();
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                    Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ActorRef<Collector.Command> collector = ctx.spawn(
+                    Collector.create(
+                            batch, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                    "collector");
+            int total = runners * capacity;
+            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
+                    RolloutCoordinator.create(
+                            openBudget(total, batch),
+                            prompts(),
+                            List.of(),
+                            0,
+                            1,
+                            4 * total + batch,
+                            collector,
+                            DurableState.inMemory(),
+                            Duration.ofSeconds(10)),
+                    "coordinator");
+            spawnRunners(ctx, runners, capacity, rows, rows.batchSize(), dispatched, prepared);
+            up.complete(new LocalRollout.Refs(coordinator, collector, null));
+            return Behaviors.empty();
+        });
+        ActorSystem<Void> system = system(guardian, "bench-pipeline", pekko, up);
+        LocalRolloutClient client = new LocalRolloutClient(system, up.get(), Duration.ofMinutes(1));
+        Running r = new Running(system, dispatched, prepared, new Counter(), client, null);
+        r.startTrainer();
+        return r;
+    }
+
+    /**
+     * The real weight version with {@code runners} simulated runners and {@code servers} simulated
+     * servers reached through the real {@link WeightUpdater} ({@link InProcessServers}); the
+     * coordinator is a stand-in that ignores pause and resume. Returns once every runner is listed.
+     */
+    public static Running weights(int runners, InProcessServers servers, ExecutorService blocking, Config pekko)
+            throws Exception {
+        Counter prepared = new Counter();
+        CompletableFuture<ActorRef<WeightVersion.Command>> up = new CompletableFuture<>();
+        TensorDict rows = groupRows(1, 8);
+        Behavior<Void> guardian = Behaviors.setup(ctx -> {
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
+                    Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
+            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(Behaviors.ignore(), "coordinator");
+            ActorRef<WeightVersion.Command> wv = ctx.spawn(
+                    WeightVersion.create(
+                            0,
+                            servers.publisher(),
+                            coordinator,
+                            topic,
+                            blocking,
+                            Duration.ofSeconds(60),
+                            DurableState.inMemory()),
+                    "weight-version");
+            spawnRunners(ctx, runners, 1, rows, 1, new Counter(), prepared);
+            up.complete(wv);
+            return Behaviors.empty();
+        });
+        ActorSystem<Void> system = system(guardian, "bench-weights", pekko, up);
+        try {
+            awaitRunners(system, runners, Duration.ofSeconds(60));
+        } catch (Exception e) {
+            system.terminate();
+            throw e;
+        }
+        return new Running(system, new Counter(), prepared, new Counter(), null, up.get());
+    }
+
+    // ---- simulated servers ----
+
+    /**
+     * {@code n} simulated inference servers behind an in-process {@link HttpClient}: every control
+     * call (SGLang's {@code update_weights_from_disk}, {@code continue_generation}) succeeds after
+     * {@code callDelay} (zero: at once), and is counted per server. The publisher is the engine's
+     * own: {@link WeightUpdater#update} (one virtual thread per server, timeouts, retries, the
+     * report) and {@link RemoteEngines#toReport}.
+     */
+    public static final class InProcessServers {
+        private final List<ServerAddress> addresses;
+        private final AtomicIntegerArray calls;
+        private final WeightUpdater updater;
+
+        public InProcessServers(int n, Duration callDelay) {
+            if (n < 1 || n > 65_000) {
+                throw new IllegalArgumentException("servers must be in 1..65000, not " + n);
+            }
+            List<ServerAddress> a = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                a.add(new ServerAddress("127.0.0.1", i + 1));
+            }
+            this.addresses = List.copyOf(a);
+            this.calls = new AtomicIntegerArray(n + 1);
+            this.updater = new WeightUpdater(
+                    InferenceConfig.builder()
+                            .addresses(addresses.get(0).toString())
+                            .build(),
+                    new AnsweringClient(calls, callDelay));
+        }
+
+        WeightPublisher publisher() {
+            return (weights, version) -> {
+                WeightUpdateReport report = updater.update(addresses, weights, version);
+                return RemoteEngines.toReport(report);
+            };
+        }
+
+        /** Calls server {@code i} (0-based) received so far. */
+        public int calls(int i) {
+            return calls.get(i + 1);
+        }
+
+        public int size() {
+            return addresses.size();
+        }
+
+        /** The report's server count that loaded, for a check on {@code reply}. */
+        public static int updated(WeightVersion.PublishReply reply) {
+            PublishResult r = reply.report();
+            return r == null ? 0 : r.serversUpdated();
+        }
+    }
+
+    /** An {@link HttpClient} that answers every request in process with {@code {"success":true}}. */
+    private static final class AnsweringClient extends HttpClient {
+        private static final byte[] OK = "{\"success\":true}".getBytes(StandardCharsets.UTF_8);
+        private final AtomicIntegerArray calls;
+        private final Duration delay;
+
+        AnsweringClient(AtomicIntegerArray calls, Duration delay) {
+            this.calls = calls;
+            this.delay = delay;
+        }
+
+        @Override
+        public <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+            throw new UnsupportedOperationException("the weight updater sends asynchronously");
+        }
+
+        @Override
+        public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+                HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+            calls.incrementAndGet(request.uri().getPort());
+            @SuppressWarnings("unchecked")
+            HttpResponse<T> response = (HttpResponse<T>) new Answer(request);
+            if (delay.isZero()) {
+                return CompletableFuture.completedFuture(response);
+            }
+            return CompletableFuture.supplyAsync(
+                    () -> response, CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS));
+        }
+
+        @Override
+        public <T> CompletableFuture<HttpResponse<T>> sendAsync(
+                HttpRequest request, HttpResponse.BodyHandler<T> handler, HttpResponse.PushPromiseHandler<T> push) {
+            return sendAsync(request, handler);
+        }
+
+        @Override
+        public Optional<CookieHandler> cookieHandler() {
+            return Optional.empty();
+        }
+
+        @Override
+        public Optional<Duration> connectTimeout() {
+            return Optional.empty();
+        }
+
+        @Override
+        public Redirect followRedirects() {
+            return Redirect.NEVER;
+        }
+
+        @Override
+        public Optional<ProxySelector> proxy() {
+            return Optional.empty();
+        }
+
+        @Override
+        public SSLContext sslContext() {
+            return null;
+        }
+
+        @Override
+        public SSLParameters sslParameters() {
+            return null;
+        }
+
+        @Override
+        public Optional<Authenticator> authenticator() {
+            return Optional.empty();
+        }
+
+        @Override
+        public Version version() {
+            return Version.HTTP_1_1;
+        }
+
+        @Override
+        public Optional<Executor> executor() {
+            return Optional.empty();
+        }
+
+        private record Answer(HttpRequest request) implements HttpResponse<byte[]> {
+            @Override
+            public int statusCode() {
+                return 200;
+            }
+
+            @Override
+            public Optional<HttpResponse<byte[]>> previousResponse() {
+                return Optional.empty();
+            }
+
+            @Override
+            public HttpHeaders headers() {
+                return HttpHeaders.of(Map.of("content-type", List.of("application/json")), (a, b) -> true);
+            }
+
+            @Override
+            public byte[] body() {
+                return OK;
+            }
+
+            @Override
+            public Optional<SSLSession> sslSession() {
+                return Optional.empty();
+            }
+
+            @Override
+            public java.net.URI uri() {
+                return request.uri();
+            }
+
+            @Override
+            public Version version() {
+                return Version.HTTP_1_1;
+            }
+        }
+    }
+}
