@@ -121,13 +121,16 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
             points.put(n, p);
             log.printf(
                     Locale.ROOT,
-                    "scaleout: %d node(s): %.1f groups/s, formation %.2f s, first batch after %.2f s, utilisation %.3f, groups per node %s%n",
+                    "scaleout: %d node(s): %.1f groups/s, formation %.2f s, first batch after %.2f s, utilisation %.3f, groups per node %s (in the timed window %s), groups in flight during it %.1f of %d%n",
                     n,
                     p.groupsPerSecond,
                     p.formationSeconds,
                     p.firstBatchSeconds,
                     p.utilisation,
-                    p.groupsPerNode);
+                    p.groupsPerNode,
+                    p.groupsPerNodeTimed,
+                    p.inFlightMean,
+                    n * f.integer("node-capacity", 1));
         }
         Handoff h = runHandoff(f, dir, log);
         log.printf(
@@ -150,7 +153,9 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                     .put("formation_s_" + n, p.formationSeconds)
                     .put("first_batch_s_" + n, p.firstBatchSeconds)
                     .put("utilisation_" + n, p.utilisation)
-                    .put("groups_per_node_" + n, p.groupsPerNode.replace(' ', '/'));
+                    .put("groups_per_node_" + n, p.groupsPerNode.replace(' ', '/'))
+                    .put("groups_per_node_timed_" + n, p.groupsPerNodeTimed.replace(' ', '/'))
+                    .put("inflight_mean_" + n, p.inFlightMean);
         }
         line.put("handoff_mb_per_s", h.cross.mbPerSecond)
                 .put("loopback_mb_per_s", h.loopbackMbPerSecond)
@@ -183,13 +188,21 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
         return sizes;
     }
 
-    /** Figures of one cluster size. */
+    /**
+     * Figures of one cluster size. {@code groupsPerNode}: groups each node started over the whole
+     * run (node 1 starts alone while the others join); {@code groupsPerNodeTimed}: over the timed
+     * window only (from the nodes' status lines, printed every second); {@code inFlightMean}: the
+     * groups running cluster-wide, read after each timed batch (the placement fills every node's
+     * capacity when it equals nodes × capacity).
+     */
     record Point(
             double groupsPerSecond,
             double formationSeconds,
             double firstBatchSeconds,
             double utilisation,
-            String groupsPerNode) {}
+            String groupsPerNode,
+            String groupsPerNodeTimed,
+            double inFlightMean) {}
 
     /** One series of batches pulled back to back. */
     record Transfer(int batches, long bytes, double mbPerSecond, double batchP50Ms, double batchMaxMs) {}
@@ -250,11 +263,21 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 double firstBatch = (System.nanoTime() - t0) / 1e9;
                 pull(trainer, f.integer("warmup-batches", 0) - 1);
                 SimulatedFleet.Snapshot before = fleet.snapshot();
+                String startedBefore = nodes.groupsStartedPerNode();
                 long start = System.nanoTime();
-                int groups = pull(trainer, f.integer("batches", 1));
+                long[] running = new long[2]; // sum, samples
+                int groups = pull(trainer, f.integer("batches", 1), running);
                 double seconds = (System.nanoTime() - start) / 1e9;
                 double utilisation = fleet.snapshot().utilisationSince(before);
-                return new Point(groups / seconds, formation, firstBatch, utilisation, nodes.groupsStartedPerNode());
+                String startedAfter = nodes.groupsStartedPerNode();
+                return new Point(
+                        groups / seconds,
+                        formation,
+                        firstBatch,
+                        utilisation,
+                        startedAfter,
+                        difference(startedAfter, startedBefore),
+                        running[1] == 0 ? 0 : (double) running[0] / running[1]);
             }
         }
     }
@@ -281,14 +304,41 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
 
     /** Pulls and acknowledges {@code batches} batches; returns the groups they held. */
     private static int pull(RolloutClient trainer, int batches) throws InterruptedException {
+        return pull(trainer, batches, null);
+    }
+
+    /**
+     * Pulls and acknowledges {@code batches} batches; returns the groups they held. With {@code
+     * running} ({sum, samples}), reads the groups running cluster-wide after each batch.
+     */
+    private static int pull(RolloutClient trainer, int batches, long[] running) throws InterruptedException {
         int groups = 0;
         for (int i = 0; i < batches; i++) {
             TrainingBatch b = trainer.nextBatch(PULL_TIMEOUT)
                     .orElseThrow(() -> new IllegalStateException("no batch within " + PULL_TIMEOUT));
             groups += b.groups().size();
             trainer.acknowledge(b);
+            if (running != null) {
+                running[0] += trainer.status().running();
+                running[1]++;
+            }
         }
         return groups;
+    }
+
+    /** Per-node counts {@code after − before}, both as {@link NodeJvms#groupsStartedPerNode} prints them. */
+    static String difference(String after, String before) {
+        String[] a = after.split(" ");
+        String[] b = before.split(" ");
+        if (a.length != b.length) {
+            throw new IllegalArgumentException(
+                    "per-node counts of different lengths: '" + after + "', '" + before + "'");
+        }
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < a.length; i++) {
+            out.add(Long.toString(Long.parseLong(a[i]) - Long.parseLong(b[i])));
+        }
+        return String.join(" ", out);
     }
 
     private Handoff runHandoff(Flags f, Path dir, PrintStream log) throws Exception {

@@ -53,4 +53,11 @@ class FlagsAndSummaryLineTest {
         assertThatThrownBy(() -> SummaryLine.parse("bench=x")).hasMessageContaining("not a summary line");
         assertThatThrownBy(() -> new SummaryLine("x").put("Bad Key", 1)).hasMessageContaining("[a-z0-9_-]+");
     }
+
+    @Test
+    void scaleOutCountsTheGroupsEachNodeStartedInTheTimedWindow() {
+        assertThat(ScaleOutBenchmark.difference("88 49 50", "40 1 0")).isEqualTo("48 48 50");
+        assertThatThrownBy(() -> ScaleOutBenchmark.difference("88 49", "40"))
+                .hasMessage("per-node counts of different lengths: '88 49', '40'");
+    }
 }
