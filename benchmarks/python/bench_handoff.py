@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The Python trainer's side of ``bin/rollout bench handoff`` (not a test): pulls batches from a
+trainer gateway when told to on stdin, one line per command.
+
+    pull   pull one batch (``next_batch``: HTTP, RBATCH decoding into numpy arrays), acknowledge it,
+           print "<tensor bytes> <seconds for the pull> <peak RSS bytes>"
+    quit   exit
+
+The Java side times a raw loopback socket moving the same bytes between pulls and computes the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
+
+from rollout_client import RolloutClient  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    args = ap.parse_args()
+    client = RolloutClient(args.url, request_timeout=120.0, read_idle_timeout=120.0)
+    try:
+        for line in sys.stdin:
+            cmd = line.strip()
+            if cmd == "quit":
+                break
+            if cmd != "pull":
+                raise SystemExit(f"bench_handoff.py: unknown command {cmd!r} (pull, quit)")
+            start = time.perf_counter()
+            batch = client.next_batch(wait=10.0)
+            seconds = time.perf_counter() - start
+            if batch is None:
+                raise SystemExit("bench_handoff.py: no batch within 10 s")
+            nbytes = batch.nbytes
+            client.ack(batch)
+            del batch
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            print(f"{nbytes} {seconds:.6f} {rss}", flush=True)
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":
+    main()
