@@ -3,10 +3,12 @@
 trainer gateway when told to on stdin, one line per command.
 
     pull   pull one batch (``next_batch``: HTTP, RBATCH decoding into numpy arrays), acknowledge it,
-           print "<tensor bytes> <seconds for the pull> <peak RSS bytes>"
+           hand its memory back (``recycle``, as a training loop does once a step is done with a
+           batch), print "<tensor bytes> <seconds for the pull> <peak RSS bytes>"
     quit   exit
 
-The Java side times a raw loopback socket moving the same bytes between pulls and computes the ratio.
+With ``--recycle-mb 0`` every batch lands in fresh memory instead, which on a virtual machine
+costs page faults that can exceed the transfer itself. The Java side times a raw loopback socket moving the same bytes between pulls and computes the ratio.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ from rollout_client import RolloutClient  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
+    ap.add_argument("--recycle-mb", type=int, default=4096, help="recycle_bytes of the client, in MiB")
     args = ap.parse_args()
-    client = RolloutClient(args.url, request_timeout=120.0, read_idle_timeout=120.0)
+    client = RolloutClient(
+        args.url, request_timeout=120.0, read_idle_timeout=120.0, recycle_bytes=args.recycle_mb << 20
+    )
     try:
         for line in sys.stdin:
             cmd = line.strip()
@@ -41,6 +46,7 @@ def main() -> None:
                 raise SystemExit("bench_handoff.py: no batch within 10 s")
             nbytes = batch.nbytes
             client.ack(batch)
+            client.recycle(batch)
             del batch
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             print(f"{nbytes} {seconds:.6f} {rss}", flush=True)

@@ -49,7 +49,8 @@ import org.rollout.trainer.RolloutStatus;
  * (built once, on the heap, as the collector holds it) under a fresh id at every pull; a trainer
  * pulls and acknowledges it over HTTP with the Java client ({@link RolloutClient#connect}) and with
  * the Python client (a {@code /usr/bin/python3} process running {@code
- * benchmarks/python/bench_handoff.py}, told to pull over its stdin). Each pull is paired with a
+ * benchmarks/python/bench_handoff.py}, told to pull over its stdin, recycling each batch's memory
+ * after its acknowledgement as a training loop does). Each pull is paired with a
  * transfer of the same number of bytes through a raw loopback TCP socket (one thread writing 64 KiB
  * chunks, another reading them, nothing else), alternating, so both see the same load; the ratio is
  * median rate over median rate.
@@ -84,7 +85,11 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                 new Flag("groups", "4", "groups per batch"),
                 new Flag("rounds", "5", "timed pulls per size and client, each paired with a loopback transfer"),
                 new Flag("warmup", "2", "untimed pulls per size and client first"),
-                new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"));
+                new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"),
+                new Flag(
+                        "python-recycle-mb",
+                        "4096",
+                        "the Python client's recycle_bytes in MiB; each batch is recycled after its ack (0: fresh memory)"));
     }
 
     @Override
@@ -93,6 +98,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         int rounds = f.integer("rounds", 1);
         int warmup = f.integer("warmup", 0);
         String python = f.string("python");
+        int recycleMb = f.integer("python-recycle-mb", 0);
         SummaryLine line = new SummaryLine(name());
         for (String part : f.string("sizes-mb").split(",")) {
             int mb;
@@ -138,7 +144,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                         median(java) / median(raw),
                         javaHeap);
                 if (!python.equals("none")) {
-                    pythonRounds(python, gateway, bytes, warmup, rounds, key, line, log);
+                    pythonRounds(python, recycleMb, gateway, bytes, warmup, rounds, key, line, log);
                 }
             }
         }
@@ -148,6 +154,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
 
     private void pythonRounds(
             String python,
+            int recycleMb,
             TrainerGateway gateway,
             long bytes,
             int warmup,
@@ -164,7 +171,12 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                             + " not found; run it as bin/rollout bench handoff, which sets ROLLOUT_HOME (or pass --python none)");
         }
         Process p = new ProcessBuilder(
-                        python, script.toString(), "--url", gateway.uri().toString())
+                        python,
+                        script.toString(),
+                        "--url",
+                        gateway.uri().toString(),
+                        "--recycle-mb",
+                        Integer.toString(recycleMb))
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
         try (Writer in = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
