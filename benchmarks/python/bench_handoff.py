@@ -14,7 +14,6 @@ costs page faults that can exceed the transfer itself. The Java side times a raw
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
 
 from rollout_client import RolloutClient  # noqa: E402
+
+
+def _peak_rss() -> int:
+    """This process's peak resident set (VmHWM), in bytes. Not ``getrusage``'s ``ru_maxrss``: that
+    keeps the high-water mark of the process it was forked from (here the benchmark's JVM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def main() -> None:
@@ -48,7 +57,7 @@ def main() -> None:
             client.ack(batch)
             client.recycle(batch)
             del batch
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            rss = _peak_rss()
             print(f"{nbytes} {seconds:.6f} {rss}", flush=True)
     finally:
         client.close()
