@@ -64,6 +64,9 @@ import org.rollout.trainer.RolloutStatus;
 final class HandoffBenchmark implements EndToEndBenchmark {
     private static final int LOOPBACK_CHUNK = 64 * 1024;
     private static final Duration PULL_TIMEOUT = Duration.ofSeconds(120);
+    /** Each client's rate over the raw socket's that meets the target, at every size. */
+    static final double TARGET_RATIO = 0.5;
+
     private static final int ROWS = 16;
     /** Bytes per token of the batch's keys: input_ids, loss_mask, versions (int32), logprobs (float32), attention_mask (bool). */
     private static final int BYTES_PER_TOKEN = 17;
@@ -100,6 +103,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         String python = f.string("python");
         int recycleMb = f.integer("python-recycle-mb", 0);
         SummaryLine line = new SummaryLine(name());
+        double lowest = Double.MAX_VALUE;
         for (String part : f.string("sizes-mb").split(",")) {
             int mb;
             try {
@@ -128,6 +132,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     raw[i] = bytes / 1e6 / loopback(bytes);
                 }
                 double javaHeap = (peakHeap() - before) / (double) bytes;
+                lowest = Math.min(lowest, median(java) / median(raw));
                 String key = mb + "mb";
                 line.put("java_mb_per_s_" + key, median(java))
                         .put("loopback_mb_per_s_" + key, median(raw))
@@ -144,15 +149,18 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                         median(java) / median(raw),
                         javaHeap);
                 if (!python.equals("none")) {
-                    pythonRounds(python, recycleMb, gateway, bytes, warmup, rounds, key, line, log);
+                    lowest = Math.min(
+                            lowest, pythonRounds(python, recycleMb, gateway, bytes, warmup, rounds, key, line, log));
                 }
             }
         }
+        line.put("target_ratio", TARGET_RATIO).put("met", lowest >= TARGET_RATIO ? "yes" : "no");
         f.appendTo(line);
         return line;
     }
 
-    private void pythonRounds(
+    /** Runs the Python trainer's pulls; returns its ratio to the raw socket. */
+    private double pythonRounds(
             String python,
             int recycleMb,
             TrainerGateway gateway,
@@ -216,6 +224,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     median(raw),
                     median(py) / median(raw),
                     rss / (double) bytes);
+            return median(py) / median(raw);
         } finally {
             if (!p.waitFor(30, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
