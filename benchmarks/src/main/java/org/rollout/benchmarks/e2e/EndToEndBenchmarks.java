@@ -34,6 +34,7 @@ import picocli.CommandLine.Model.UnmatchedArgsBinding;
  *   weights         pause → update → continue across 64 servers
  *   scaleout        1, 2, 3 node JVMs; batch hand-off vs raw loopback
  *   singletons      coordinator, collector, weight version saturation; simulated runners and servers
+ *   handoff         trainer gateway → Java/Python client vs raw loopback, 10 MB – 1 GB
  * </pre>
  *
  * <p>Exit status: 0 when every benchmark ran (whether or not it met its target: the line says
@@ -50,7 +51,8 @@ public final class EndToEndBenchmarks {
                 new InterruptBenchmark(),
                 new WeightUpdateBenchmark(),
                 new ScaleOutBenchmark(),
-                new SingletonsBenchmark());
+                new SingletonsBenchmark(),
+                new HandoffBenchmark());
     }
 
     /** The benchmark called {@code name}. */

@@ -211,12 +211,21 @@ class EndToEndBenchmarksSmokeTest {
     }
 
     @Test
+    void handoffPullsThroughARealGatewayAndPrintsItsRatioToTheRawSocket() {
+        Map<String, String> v =
+                summary("handoff", "--sizes-mb", "1", "--rounds", "1", "--warmup", "0", "--python", "none");
+        assertThat(v).containsKeys("java_mb_per_s_1mb", "loopback_mb_per_s_1mb", "java_to_loopback_1mb");
+        assertThat(Double.parseDouble(v.get("java_to_loopback_1mb"))).isPositive();
+        assertThat(Long.parseLong(v.get("bytes_1mb"))).isGreaterThan(900_000L);
+    }
+
+    @Test
     void anUnknownBenchmarkOrFlagOrABadValueExitsWithTwoSayingWhy() {
         Run unknown = run("quickest");
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
                 .contains(
-                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, or all)");
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");

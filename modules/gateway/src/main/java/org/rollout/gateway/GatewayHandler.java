@@ -386,12 +386,15 @@ final class GatewayHandler implements HttpHandler {
         ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
         ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(batch.batchId()));
         ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(batch.size()));
-        // Length 0: chunked. The tensors go to the socket as they are encoded; nothing holds the whole body.
-        ex.sendResponseHeaders(200, 0);
+        // The exact length up front (the metadata is encoded once for it): a plain body, written in
+        // 1 MiB writes that go straight to the socket, where chunked encoding would cut it into 4 KiB
+        // chunks. The tensors still go out as they are encoded; nothing holds the whole body.
+        BatchWireFormat.Prepared body = BatchWireFormat.prepare(batch);
+        ex.sendResponseHeaders(200, body.length());
         CountingStream out = new CountingStream(ex.getResponseBody());
         long started = System.nanoTime();
         try {
-            BatchWireFormat.write(batch, out);
+            body.writeTo(out);
             out.close();
             if (handoffBytes != null) {
                 handoffBytes.record(out.count);

@@ -38,8 +38,8 @@ import org.slf4j.LoggerFactory;
  * a bearer token and TLS.
  *
  * <p>Each exchange runs on its own virtual thread; a pull blocks its thread until a batch is ready
- * or its wait ends. A batch goes out with chunked transfer encoding straight from the tensors, so
- * the gateway never holds an encoded copy, and a trainer that reads slowly holds its thread (not
+ * or its wait ends. A batch goes out with its exact {@code Content-Length} (its metadata encoded
+ * first), in 1 MiB writes straight from the tensors, so the gateway never holds an encoded copy, and a trainer that reads slowly holds its thread (not
  * memory) through TCP back-pressure.
  *
  * <p>Delivery: the gateway adds nothing to the engine's rules. A batch whose stream breaks (the

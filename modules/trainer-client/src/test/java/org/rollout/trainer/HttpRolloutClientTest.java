@@ -244,6 +244,30 @@ class HttpRolloutClientTest {
     }
 
     @Test
+    void aBatchBodyCutBeforeItsContentLengthIsABrokenPullAndTheNextAttemptGetsTheBatch() throws Exception {
+        // As the gateway sends it: the exact Content-Length, then the bytes; the first answer
+        // breaks off half-way (the connection drops), the second is whole.
+        BatchWireFormat.Prepared prepared = BatchWireFormat.prepare(batch(8));
+        ByteArrayOutputStream encoded = new ByteArrayOutputStream();
+        prepared.writeTo(encoded);
+        byte[] bytes = encoded.toByteArray();
+        StubGateway g = stub((ex, n) -> {
+            ex.sendResponseHeaders(200, prepared.length());
+            OutputStream out = ex.getResponseBody();
+            if (n == 1) {
+                out.write(bytes, 0, bytes.length / 2);
+                out.flush();
+                throw new IllegalStateException("the gateway died mid-batch"); // the connection drops
+            }
+            out.write(bytes);
+            out.close();
+        });
+        TrainingBatch received = client(fast(g.uri())).nextBatch(Duration.ZERO).orElseThrow();
+        assertThat(received).isEqualTo(batch(8));
+        assertThat(g.seen).hasSize(2);
+    }
+
+    @Test
     void aBatchBodyThatStallsIsAbandonedAfterTheReadIdleTimeout() throws Exception {
         ByteArrayOutputStream encoded = new ByteArrayOutputStream();
         BatchWireFormat.write(batch(3), encoded);

@@ -37,9 +37,10 @@ import org.rollout.api.TrainingGroup;
  *   trailer   4 bytes   "REND"
  * </pre>
  *
- * <p>Streaming: {@link #write} copies tensors to the stream through one 64 KiB buffer, so a batch
- * of any size costs the writer a constant amount of memory, and a slow reader back-pressures it
- * through the stream. {@link #read} fills each tensor's builder chunk by chunk, so the reader holds
+ * <p>Streaming: {@link #write} (and {@link Prepared#writeTo}, for a writer that needs the exact
+ * length first) copies tensors to the stream through one 1 MiB buffer, so a batch of any size costs
+ * the writer a constant amount of memory, the stream sees large writes, and a slow reader
+ * back-pressures it through the stream. {@link #read} fills each tensor's builder chunk by chunk, so the reader holds
  * the decoded batch and one 64 KiB buffer, never the encoded bytes. Neither closes the stream.
  *
  * <p>Errors: a malformed or truncated stream is a {@link BatchFormatException} naming the batch,
@@ -59,6 +60,11 @@ public final class BatchWireFormat {
     static final byte[] MAGIC = "RBATCH".getBytes(StandardCharsets.US_ASCII);
     static final byte[] TRAILER = "REND".getBytes(StandardCharsets.US_ASCII);
     static final int CHUNK_BYTES = 64 * 1024;
+    /** The writer's buffer: the size of the writes a stream sees. */
+    static final int WRITE_CHUNK_BYTES = 1 << 20;
+    /** Elements per bulk copy through the writer's and reader's reused arrays. */
+    static final int COPY_ELEMENTS = 16 * 1024;
+
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private BatchWireFormat() {}
@@ -69,7 +75,58 @@ public final class BatchWireFormat {
      * @return the number of bytes written
      */
     public static long write(TrainingBatch batch, OutputStream out) throws IOException {
-        return new Writer(out).batch(batch);
+        return new Writer(out, metadataOf(batch)).batch(batch);
+    }
+
+    /**
+     * A batch ready to be written: its groups' metadata encoded once, so that its exact length is
+     * known before a byte goes out (an HTTP response can then carry a {@code Content-Length} and be
+     * written in large writes instead of chunks).
+     */
+    public static final class Prepared {
+        private final TrainingBatch batch;
+        private final List<byte[]> metadata;
+        private final long length;
+
+        private Prepared(TrainingBatch batch, List<byte[]> metadata) {
+            this.batch = batch;
+            this.metadata = metadata;
+            long n = HEADER_BYTES + TRAILER.length;
+            for (int i = 0; i < metadata.size(); i++) {
+                n += 4 + metadata.get(i).length;
+                for (Tensor t : batch.groups().get(i).rows().asMap().values()) {
+                    n += (long) t.numel() * itemSize(t.dtype());
+                }
+            }
+            this.length = n;
+        }
+
+        /** The number of bytes {@link #writeTo} writes. */
+        public long length() {
+            return length;
+        }
+
+        /**
+         * Writes the batch to {@code out}; does not flush or close it.
+         *
+         * @return the number of bytes written, {@link #length()}
+         */
+        public long writeTo(OutputStream out) throws IOException {
+            return new Writer(out, metadata).batch(batch);
+        }
+    }
+
+    /** Encodes {@code batch}'s group metadata, which gives the batch's exact encoded length. */
+    public static Prepared prepare(TrainingBatch batch) throws IOException {
+        return new Prepared(batch, metadataOf(batch));
+    }
+
+    private static List<byte[]> metadataOf(TrainingBatch batch) throws IOException {
+        List<byte[]> out = new ArrayList<>(batch.groups().size());
+        for (TrainingGroup g : batch.groups()) {
+            out.add(JSON.writeValueAsBytes(metadata(g)));
+        }
+        return out;
     }
 
     /**
@@ -92,15 +149,17 @@ public final class BatchWireFormat {
 
     private static final class Writer {
         private final OutputStream out;
-        private final ByteBuffer buf = ByteBuffer.allocate(CHUNK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        private final List<byte[]> metadata;
+        private final ByteBuffer buf = ByteBuffer.allocate(WRITE_CHUNK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         private long written;
         private int[] ints;
         private long[] longs;
         private float[] floats;
         private boolean[] bools;
 
-        Writer(OutputStream out) {
+        Writer(OutputStream out, List<byte[]> metadata) {
             this.out = out;
+            this.metadata = metadata;
         }
 
         long batch(TrainingBatch batch) throws IOException {
@@ -109,16 +168,16 @@ public final class BatchWireFormat {
                     .putLong(batch.batchId())
                     .putInt(batch.versionAtHandout())
                     .putInt(batch.groups().size());
-            for (TrainingGroup g : batch.groups()) {
-                group(g);
+            for (int i = 0; i < batch.groups().size(); i++) {
+                group(batch.groups().get(i), metadata.get(i));
             }
+            room(TRAILER.length);
             buf.put(TRAILER);
             drain();
             return written;
         }
 
-        private void group(TrainingGroup g) throws IOException {
-            byte[] meta = JSON.writeValueAsBytes(metadata(g));
+        private void group(TrainingGroup g, byte[] meta) throws IOException {
             room(4);
             buf.putInt(meta.length);
             bytes(meta);
@@ -127,36 +186,50 @@ public final class BatchWireFormat {
             }
         }
 
+        /**
+         * Fills the write buffer behind whatever it holds, one bulk copy per slice (the elements go
+         * through a reused array because a tensor does not expose its own), and writes it out
+         * whenever it is full: the stream sees writes of {@value #WRITE_CHUNK_BYTES} bytes.
+         */
         private void tensor(Tensor t) throws IOException {
             int n = t.numel();
-            int step = CHUNK_BYTES / itemSize(t.dtype());
-            for (int from = 0; from < n; from += step) {
-                int len = Math.min(step, n - from);
-                drain();
+            int size = itemSize(t.dtype());
+            for (int from = 0; from < n; ) {
+                if (buf.remaining() < size) {
+                    drain();
+                }
+                int len = Math.min(Math.min(buf.remaining() / size, COPY_ELEMENTS), n - from);
+                int at = buf.position();
                 switch (t) {
                     case Int32Tensor x -> {
                         x.copyTo(from, ints(), 0, len);
-                        buf.asIntBuffer().put(ints, 0, len);
+                        slice(at, len * size).asIntBuffer().put(ints, 0, len);
                     }
                     case Int64Tensor x -> {
                         x.copyTo(from, longs(), 0, len);
-                        buf.asLongBuffer().put(longs, 0, len);
+                        slice(at, len * size).asLongBuffer().put(longs, 0, len);
                     }
                     case Float32Tensor x -> {
                         x.copyTo(from, floats(), 0, len);
-                        buf.asFloatBuffer().put(floats, 0, len);
+                        slice(at, len * size).asFloatBuffer().put(floats, 0, len);
                     }
                     case BoolTensor x -> {
                         x.copyTo(from, bools(), 0, len);
                         byte[] a = buf.array();
+                        int base = at;
                         for (int k = 0; k < len; k++) {
-                            a[k] = bools[k] ? (byte) 1 : (byte) 0;
+                            a[base + k] = bools[k] ? (byte) 1 : (byte) 0;
                         }
                     }
                 }
-                // The views above wrote at the buffer's start without moving its position.
-                buf.position(len * itemSize(t.dtype()));
+                buf.position(at + len * size);
+                from += len;
             }
+        }
+
+        /** {@code len} bytes of the write buffer from {@code at}, little-endian. */
+        private ByteBuffer slice(int at, int len) {
+            return buf.slice(at, len).order(ByteOrder.LITTLE_ENDIAN);
         }
 
         private void bytes(byte[] b) throws IOException {
@@ -184,19 +257,19 @@ public final class BatchWireFormat {
         }
 
         private int[] ints() {
-            return ints == null ? (ints = new int[CHUNK_BYTES / 4]) : ints;
+            return ints == null ? (ints = new int[COPY_ELEMENTS]) : ints;
         }
 
         private long[] longs() {
-            return longs == null ? (longs = new long[CHUNK_BYTES / 8]) : longs;
+            return longs == null ? (longs = new long[COPY_ELEMENTS]) : longs;
         }
 
         private float[] floats() {
-            return floats == null ? (floats = new float[CHUNK_BYTES / 4]) : floats;
+            return floats == null ? (floats = new float[COPY_ELEMENTS]) : floats;
         }
 
         private boolean[] bools() {
-            return bools == null ? (bools = new boolean[CHUNK_BYTES]) : bools;
+            return bools == null ? (bools = new boolean[COPY_ELEMENTS]) : bools;
         }
     }
 

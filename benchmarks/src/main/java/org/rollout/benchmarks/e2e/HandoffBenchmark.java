@@ -1,0 +1,400 @@
+package org.rollout.benchmarks.e2e;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.Writer;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.rollout.api.BoolTensor;
+import org.rollout.api.Float32Tensor;
+import org.rollout.api.Int32Tensor;
+import org.rollout.api.TensorDict;
+import org.rollout.api.TrainingBatch;
+import org.rollout.api.TrainingGroup;
+import org.rollout.gateway.GatewayConfig;
+import org.rollout.gateway.TrainerGateway;
+import org.rollout.trainer.ClientConfig;
+import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.RolloutStatus;
+
+/**
+ * The trainer gateway's hand-off rate against a raw loopback socket, per batch size: a {@link
+ * TrainerGateway} on 127.0.0.1 in front of an engine-side client that hands out one fixed batch
+ * (built once, on the heap, as the collector holds it) under a fresh id at every pull; a trainer
+ * pulls and acknowledges it over HTTP with the Java client ({@link RolloutClient#connect}) and with
+ * the Python client (a {@code /usr/bin/python3} process running {@code
+ * benchmarks/python/bench_handoff.py}, told to pull over its stdin, recycling each batch's memory
+ * after its acknowledgement as a training loop does). Each pull is paired with a
+ * transfer of the same number of bytes through a raw loopback TCP socket (one thread writing 64 KiB
+ * chunks, another reading them, nothing else), alternating, so both see the same load; the ratio is
+ * median rate over median rate.
+ *
+ * <p>Memory: the Java figure is the JVM's peak heap use during the timed pulls (after a GC) minus
+ * the heap held before them (the batch itself), in units of the batch size: a pull whose client
+ * holds the decoded batch and nothing more shows about 1 (2 while the previous one is still
+ * reachable); a whole-batch encoded copy on either side would add 1 more. The Python figure is the
+ * trainer process's peak resident set size.
+ */
+final class HandoffBenchmark implements EndToEndBenchmark {
+    private static final int LOOPBACK_CHUNK = 64 * 1024;
+    private static final Duration PULL_TIMEOUT = Duration.ofSeconds(120);
+    /** Each client's rate over the raw socket's that meets the target, at every size. */
+    static final double TARGET_RATIO = 0.5;
+
+    private static final int ROWS = 16;
+    /** Bytes per token of the batch's keys: input_ids, loss_mask, versions (int32), logprobs (float32), attention_mask (bool). */
+    private static final int BYTES_PER_TOKEN = 17;
+
+    @Override
+    public String name() {
+        return "handoff";
+    }
+
+    @Override
+    public String description() {
+        return "trainer gateway hand-off (Java and Python clients) vs a raw loopback socket, per batch size";
+    }
+
+    @Override
+    public List<Flag> flags() {
+        return List.of(
+                new Flag("sizes-mb", "10,100", "batch sizes in MB, comma-separated (1000 needs -Xmx of ~3g)"),
+                new Flag("groups", "4", "groups per batch"),
+                new Flag("rounds", "5", "timed pulls per size and client, each paired with a loopback transfer"),
+                new Flag("warmup", "2", "untimed pulls per size and client first"),
+                new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"),
+                new Flag(
+                        "python-recycle-mb",
+                        "4096",
+                        "the Python client's recycle_bytes in MiB; each batch is recycled after its ack (0: fresh memory)"));
+    }
+
+    @Override
+    public SummaryLine run(Flags f, PrintStream log) throws Exception {
+        int groups = f.integer("groups", 1);
+        int rounds = f.integer("rounds", 1);
+        int warmup = f.integer("warmup", 0);
+        String python = f.string("python");
+        int recycleMb = f.integer("python-recycle-mb", 0);
+        SummaryLine line = new SummaryLine(name());
+        double lowest = Double.MAX_VALUE;
+        for (String part : f.string("sizes-mb").split(",")) {
+            int mb;
+            try {
+                mb = Integer.parseInt(part.strip());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("bench handoff: flag --sizes-mb: '" + part + "' is not a number");
+            }
+            TrainingBatch template = batchOf(mb, groups);
+            long bytes = wireBytes(template);
+            FixedBatchEngine engine = new FixedBatchEngine(template);
+            try (TrainerGateway gateway =
+                            TrainerGateway.start(GatewayConfig.defaults().withPort(0), engine);
+                    RolloutClient trainer =
+                            RolloutClient.connect(clientConfig(gateway.uri().toString()))) {
+                for (int i = 0; i < warmup; i++) {
+                    pullJava(trainer);
+                    loopback(bytes);
+                }
+                double[] java = new double[rounds];
+                double[] raw = new double[rounds];
+                System.gc();
+                long before = heapUsed();
+                resetPeaks();
+                for (int i = 0; i < rounds; i++) {
+                    java[i] = bytes / 1e6 / pullJava(trainer);
+                    raw[i] = bytes / 1e6 / loopback(bytes);
+                }
+                double javaHeap = (peakHeap() - before) / (double) bytes;
+                lowest = Math.min(lowest, median(java) / median(raw));
+                String key = mb + "mb";
+                line.put("java_mb_per_s_" + key, median(java))
+                        .put("loopback_mb_per_s_" + key, median(raw))
+                        .put("java_to_loopback_" + key, median(java) / median(raw))
+                        .put("java_peak_heap_batches_" + key, javaHeap)
+                        .put("bytes_" + key, bytes);
+                log.printf(
+                        Locale.ROOT,
+                        "handoff: %d MB batch (%d bytes): Java client %.1f MB/s, raw loopback %.1f MB/s (%.3fx), peak heap +%.2f batches%n",
+                        mb,
+                        bytes,
+                        median(java),
+                        median(raw),
+                        median(java) / median(raw),
+                        javaHeap);
+                if (!python.equals("none")) {
+                    lowest = Math.min(
+                            lowest, pythonRounds(python, recycleMb, gateway, bytes, warmup, rounds, key, line, log));
+                }
+            }
+        }
+        line.put("target_ratio", TARGET_RATIO).put("met", lowest >= TARGET_RATIO ? "yes" : "no");
+        f.appendTo(line);
+        return line;
+    }
+
+    /** Runs the Python trainer's pulls; returns its ratio to the raw socket. */
+    private double pythonRounds(
+            String python,
+            int recycleMb,
+            TrainerGateway gateway,
+            long bytes,
+            int warmup,
+            int rounds,
+            String key,
+            SummaryLine line,
+            PrintStream log)
+            throws Exception {
+        Path script = Path.of(
+                Optional.ofNullable(System.getenv("ROLLOUT_HOME")).orElse("."), "benchmarks/python/bench_handoff.py");
+        if (!Files.isRegularFile(script)) {
+            throw new IllegalStateException(
+                    "bench handoff: " + script.toAbsolutePath()
+                            + " not found; run it as bin/rollout bench handoff, which sets ROLLOUT_HOME (or pass --python none)");
+        }
+        Process p = new ProcessBuilder(
+                        python,
+                        script.toString(),
+                        "--url",
+                        gateway.uri().toString(),
+                        "--recycle-mb",
+                        Integer.toString(recycleMb))
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        try (Writer in = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
+                BufferedReader out =
+                        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            double[] py = new double[rounds];
+            double[] raw = new double[rounds];
+            long rss = 0;
+            for (int i = 0; i < warmup + rounds; i++) {
+                in.write("pull\n");
+                in.flush();
+                String answer = out.readLine();
+                if (answer == null) {
+                    throw new IllegalStateException("bench handoff: the Python trainer ended (see its stderr above)");
+                }
+                // "<payload bytes> <seconds> <peak rss bytes>"
+                String[] w = answer.strip().split(" ");
+                double seconds = Double.parseDouble(w[1]);
+                rss = Long.parseLong(w[2]);
+                double loop = loopback(bytes);
+                if (i >= warmup) {
+                    py[i - warmup] = bytes / 1e6 / seconds;
+                    raw[i - warmup] = bytes / 1e6 / loop;
+                }
+            }
+            in.write("quit\n");
+            in.flush();
+            line.put("python_mb_per_s_" + key, median(py))
+                    .put("python_loopback_mb_per_s_" + key, median(raw))
+                    .put("python_to_loopback_" + key, median(py) / median(raw))
+                    .put("python_peak_rss_batches_" + key, rss / (double) bytes);
+            log.printf(
+                    Locale.ROOT,
+                    "handoff: %s batch: Python client %.1f MB/s, raw loopback %.1f MB/s (%.3fx), peak RSS %.2f batches%n",
+                    key,
+                    median(py),
+                    median(raw),
+                    median(py) / median(raw),
+                    rss / (double) bytes);
+            return median(py) / median(raw);
+        } finally {
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    /** Seconds to pull, decode and acknowledge one batch with the Java client. */
+    private static double pullJava(RolloutClient trainer) throws InterruptedException {
+        long start = System.nanoTime();
+        TrainingBatch b = trainer.nextBatch(PULL_TIMEOUT)
+                .orElseThrow(() -> new IllegalStateException("no batch within " + PULL_TIMEOUT));
+        double seconds = (System.nanoTime() - start) / 1e9;
+        trainer.acknowledge(b);
+        return seconds;
+    }
+
+    /** Seconds to move {@code bytes} through a fresh loopback TCP connection, 64 KiB per write. */
+    static double loopback(long bytes) throws Exception {
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        try (pool;
+                ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Future<Long> reader = pool.submit(() -> {
+                try (Socket s = server.accept();
+                        InputStream in = s.getInputStream()) {
+                    byte[] buf = new byte[LOOPBACK_CHUNK];
+                    long got = 0;
+                    int k;
+                    while ((k = in.read(buf)) >= 0) {
+                        got += k;
+                    }
+                    return got;
+                }
+            });
+            long start = System.nanoTime();
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()), 5000);
+                OutputStream out = s.getOutputStream();
+                byte[] chunk = new byte[LOOPBACK_CHUNK];
+                Arrays.fill(chunk, (byte) 7);
+                for (long sent = 0; sent < bytes; sent += LOOPBACK_CHUNK) {
+                    out.write(chunk, 0, (int) Math.min(LOOPBACK_CHUNK, bytes - sent));
+                }
+            }
+            long got = reader.get(2, TimeUnit.MINUTES);
+            if (got != bytes) {
+                throw new IllegalStateException("loopback transfer lost bytes: " + got + " of " + bytes);
+            }
+            return (System.nanoTime() - start) / 1e9;
+        }
+    }
+
+    /** A batch of {@code groups} groups of {@value #ROWS} rows, about {@code mb} MB on the wire. */
+    static TrainingBatch batchOf(int mb, int groups) {
+        int width = (int) Math.max(1, (long) mb * 1_000_000 / ((long) groups * ROWS * BYTES_PER_TOKEN));
+        SplittableRandom rnd = new SplittableRandom(1);
+        List<TrainingGroup> gs = new ArrayList<>();
+        int[] slots = new int[ROWS];
+        int[] counts = new int[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            slots[r] = r;
+            counts[r] = 1;
+        }
+        for (int g = 0; g < groups; g++) {
+            int n = ROWS * width;
+            int[] ids = new int[n];
+            float[] logprobs = new float[n];
+            for (int k = 0; k < n; k++) {
+                ids[k] = rnd.nextInt(50_000);
+                logprobs[k] = (float) -rnd.nextDouble();
+            }
+            TensorDict rows = TensorDict.of(Map.of(
+                    "input_ids", Int32Tensor.of(ids, ROWS, width),
+                    "attention_mask", BoolTensor.filled(true, ROWS, width),
+                    "loss_mask", Int32Tensor.filled(1, ROWS, width),
+                    "logprobs", Float32Tensor.of(logprobs, ROWS, width),
+                    "versions", Int32Tensor.filled(0, ROWS, width)));
+            gs.add(new TrainingGroup(g, 0, rows, slots, counts, 0, 0, 0, 0));
+        }
+        return new TrainingBatch(0, gs, 0);
+    }
+
+    private static long wireBytes(TrainingBatch batch) throws IOException {
+        CountingSink sink = new CountingSink();
+        org.rollout.trainer.wire.BatchWireFormat.write(batch, sink);
+        return sink.count;
+    }
+
+    private static final class CountingSink extends OutputStream {
+        long count;
+
+        @Override
+        public void write(int b) {
+            count++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) {
+            count += len;
+        }
+    }
+
+    private static double median(double[] xs) {
+        double[] s = xs.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private static List<MemoryPoolMXBean> heapPools() {
+        return ManagementFactory.getMemoryPoolMXBeans().stream()
+                .filter(p -> p.getType() == MemoryType.HEAP)
+                .toList();
+    }
+
+    private static long heapUsed() {
+        return heapPools().stream().mapToLong(p -> p.getUsage().getUsed()).sum();
+    }
+
+    private static void resetPeaks() {
+        heapPools().forEach(MemoryPoolMXBean::resetPeakUsage);
+    }
+
+    private static long peakHeap() {
+        return heapPools().stream().mapToLong(p -> p.getPeakUsage().getUsed()).sum();
+    }
+
+    private static ClientConfig clientConfig(String url) {
+        return ClientConfig.of(url)
+                .withPollWait(Duration.ofSeconds(2))
+                .withConnectTimeout(Duration.ofSeconds(5))
+                .withRequestTimeout(Duration.ofSeconds(120))
+                .withRetry(Duration.ofMillis(100), Duration.ofSeconds(1), Duration.ofSeconds(60));
+    }
+
+    /** Hands out the same groups under a fresh batch id at every pull; acknowledgements are counted. */
+    private static final class FixedBatchEngine implements RolloutClient {
+        private final TrainingBatch template;
+        private final AtomicLong ids = new AtomicLong();
+        final AtomicLong acks = new AtomicLong();
+
+        FixedBatchEngine(TrainingBatch template) {
+            this.template = template;
+        }
+
+        @Override
+        public TrainingBatch nextBatch() {
+            return new TrainingBatch(ids.incrementAndGet(), template.groups(), 0);
+        }
+
+        @Override
+        public Optional<TrainingBatch> nextBatch(Duration timeout) {
+            return Optional.of(nextBatch());
+        }
+
+        @Override
+        public void acknowledge(TrainingBatch batch) {
+            acks.incrementAndGet();
+        }
+
+        @Override
+        public PublishResult publishWeights(int version, Path weights) {
+            throw new UnsupportedOperationException("bench handoff publishes no weights");
+        }
+
+        @Override
+        public RolloutStatus status() {
+            return new RolloutStatus(0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of(), Map.of());
+        }
+
+        @Override
+        public void close() {}
+    }
+}
