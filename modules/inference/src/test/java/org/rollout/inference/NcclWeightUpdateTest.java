@@ -23,6 +23,7 @@ import org.rollout.config.WeightTransfer;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.modelserver.TinyLmWeights;
+import org.rollout.modelserver.WeightGroupMaster;
 
 /**
  * {@code weight_transfer = nccl} against built-in model servers over real HTTP and real sockets:
@@ -41,7 +42,7 @@ class NcclWeightUpdateTest {
 
     private final LiveServers servers = new LiveServers();
     private RemoteInferenceEngine engine;
-    private TrainerRankZero rank0;
+    private WeightGroupMaster rank0;
 
     @AfterEach
     void tearDown() throws Exception {
@@ -99,7 +100,7 @@ class NcclWeightUpdateTest {
     @EnumSource(Backend.class)
     void theTrainersBroadcastReachesEveryServerAndANewServerJoinsTheGroupBeforeItsFirstUpdate(Backend backend)
             throws Exception {
-        rank0 = new TrainerRankZero();
+        rank0 = new WeightGroupMaster();
         TinyLmWeights v0 = LiveServers.weights(7, 0);
         TinyLmWeights v1 = LiveServers.weights(8, 1);
         TinyLmWeights v2 = LiveServers.weights(9, 2);
@@ -116,8 +117,8 @@ class NcclWeightUpdateTest {
         assertThat(rank0.joins())
                 .as("AReaL's ranks: 1 + i for the i-th server, world size servers + 1")
                 .containsExactlyInAnyOrder(
-                        new TrainerRankZero.Join("update_weight_group", 1, 3),
-                        new TrainerRankZero.Join("update_weight_group", 2, 3));
+                        new WeightGroupMaster.Join("update_weight_group", 1, 3),
+                        new WeightGroupMaster.Join("update_weight_group", 2, 3));
         for (ModelServer s : new ModelServer[] {a, b}) {
             assertThat(s.weightVersion()).isEqualTo(1);
             assertThat(servers.get(s, "/get_model_info")).contains("\"model_path\":\"distributed:update_weight_group:");
@@ -135,7 +136,7 @@ class NcclWeightUpdateTest {
                 "the added server to join the group",
                 DEADLINE,
                 () -> rank0.joins().size() == 3);
-        assertThat(rank0.joins().get(2)).isEqualTo(new TrainerRankZero.Join("update_weight_group", 3, 4));
+        assertThat(rank0.joins().get(2)).isEqualTo(new WeightGroupMaster.Join("update_weight_group", 3, 4));
         assertThat(stats(cAddress).inRotation())
                 .as("stale weights stay out of rotation")
                 .isFalse();
@@ -158,7 +159,7 @@ class NcclWeightUpdateTest {
     @ParameterizedTest
     @EnumSource(Backend.class)
     void aBroadcastThatDoesNotMatchTheAnnouncedShapesLoadsNowhereAndTheVersionStays(Backend backend) throws Exception {
-        rank0 = new TrainerRankZero();
+        rank0 = new WeightGroupMaster();
         ModelServer a = servers.start(ModelServerConfig.defaults().withWeights(LiveServers.weights(7, 0)));
         engine = TestSupport.engine(config(backend, LiveServers.address(a)));
 

@@ -1,4 +1,4 @@
-package org.rollout.inference;
+package org.rollout.modelserver;
 
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
@@ -16,14 +16,15 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * A test-side trainer rank 0 of the built-in model server's TCP stand-in for an NCCL group
- * (docs/model-server.md, "Weight-update group"): accepts members' joins ({@code ROLLOUT-WEIGHT-GROUP
- * <group> <rank> <world_size>}), answers {@code OK}, and broadcasts tensors as 8-byte big-endian
- * lengths followed by the bytes.
+ * Rank 0 of the built-in model server's TCP stand-in for an NCCL weight-update group ({@link
+ * WeightGroup}; docs/model-server.md, "Weight-update group"), the trainer's side: accepts members'
+ * joins ({@code ROLLOUT-WEIGHT-GROUP <group> <rank> <world_size>}), answers {@code OK}, and
+ * broadcasts tensors as 8-byte big-endian lengths followed by the bytes. For tests and demos of the
+ * NCCL control plane without GPUs; a real trainer broadcasts with NCCL.
  */
-final class TrainerRankZero implements AutoCloseable {
+public final class WeightGroupMaster implements AutoCloseable {
     /** One member's join, as it announced itself. */
-    record Join(String group, int rank, int worldSize) {}
+    public record Join(String group, int rank, int worldSize) {}
 
     private record Member(Join join, Socket socket) {}
 
@@ -31,13 +32,14 @@ final class TrainerRankZero implements AutoCloseable {
     private final List<Member> members = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
 
-    TrainerRankZero() throws IOException {
+    /** Listens on a free port of the loopback address. */
+    public WeightGroupMaster() throws IOException {
         server = new ServerSocket();
         server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        acceptor = Thread.ofVirtual().name("rank0-accept").start(this::acceptLoop);
+        acceptor = Thread.ofVirtual().name("weight-group-master-accept").start(this::acceptLoop);
     }
 
-    int port() {
+    public int port() {
         return server.getLocalPort();
     }
 
@@ -54,7 +56,11 @@ final class TrainerRankZero implements AutoCloseable {
                     continue;
                 }
                 s.getOutputStream().write("OK\n".getBytes(StandardCharsets.UTF_8));
-                members.add(new Member(new Join(parts[1], Integer.parseInt(parts[2]), Integer.parseInt(parts[3])), s));
+                Member m = new Member(new Join(parts[1], Integer.parseInt(parts[2]), Integer.parseInt(parts[3])), s);
+                synchronized (this) {
+                    members.add(m);
+                    notifyAll();
+                }
             } catch (IOException e) {
                 // closed, or a member that went away mid-join
             }
@@ -73,7 +79,7 @@ final class TrainerRankZero implements AutoCloseable {
     }
 
     /** The joins so far, in order. */
-    List<Join> joins() {
+    public List<Join> joins() {
         List<Join> out = new ArrayList<>();
         members.forEach(m -> out.add(m.join()));
         return out;
@@ -83,8 +89,19 @@ final class TrainerRankZero implements AutoCloseable {
      * Waits (up to {@code timeout}) until {@code expectedMembers} have joined, then broadcasts
      * {@code tensors} to every member, in order.
      */
-    void broadcast(int expectedMembers, List<byte[]> tensors, Duration timeout) throws IOException {
-        TestSupport.await(expectedMembers + " members in the group", timeout, () -> members.size() >= expectedMembers);
+    public void broadcast(int expectedMembers, List<byte[]> tensors, Duration timeout)
+            throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (this) {
+            while (members.size() < expectedMembers) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new IOException("timed out after " + timeout + " waiting for " + expectedMembers
+                            + " members in the group (" + members.size() + " joined)");
+                }
+                wait(Math.max(1, left / 1_000_000));
+            }
+        }
         for (Member m : members) {
             OutputStream out = new DataOutputStream(m.socket().getOutputStream());
             for (byte[] t : tensors) {
