@@ -48,6 +48,10 @@ import org.rollout.api.InvalidConfigException;
  *       weight-update group's master, the trainer's rank 0 (AReaL's {@code nccl_master_address})</td></tr>
  *   <tr><td>nccl_master_port</td><td>none</td><td>with {@code weight_transfer = nccl}: its port</td></tr>
  *   <tr><td>nccl_group_name</td><td>update_weight_group</td><td>the group's name, sent in every group call</td></tr>
+ *   <tr><td>shared_disk_servers</td><td>launched</td><td>with {@code weight_transfer = http}: the servers that
+ *       read this node's disk and are sent {@code update_weights_from_disk} with the node-local path instead of the
+ *       bytes: {@code launched} (those {@code rollout.launch} started here), {@code local} (also any server at a
+ *       loopback address or this host's name or addresses) or {@code none}</td></tr>
  *   <tr><td>use_lora</td><td>false</td><td>weights are LoRA adapters: each version's file is loaded as adapter
  *       {@code <lora_name>-v<version>} and generation names the adapter of its pinned version</td></tr>
  *   <tr><td>lora_name</td><td>lora</td><td>the adapters' base name (non-blank, no blanks)</td></tr>
@@ -81,13 +85,24 @@ public record InferenceConfig(
         String vllmApi,
         String ncclMasterAddress,
         int ncclMasterPort,
-        String ncclGroupName) {
+        String ncclGroupName,
+        String sharedDiskServers,
+        java.util.Set<ServerAddress> launchedServers) {
 
     /** {@code vllm_api}: AReaL's server extension ({@code /areal_*} routes), the default. */
     public static final String VLLM_API_AREAL = "areal";
 
     /** {@code vllm_api}: upstream vLLM's own routes ({@code /pause}, {@code /resume}, {@code /collective_rpc}). */
     public static final String VLLM_API_UPSTREAM = "upstream";
+
+    /** {@code shared_disk_servers}: the servers this node launched read its disk (the default). */
+    public static final String SHARED_DISK_LAUNCHED = "launched";
+
+    /** {@code shared_disk_servers}: also every server at a loopback address or this host's name or addresses. */
+    public static final String SHARED_DISK_LOCAL = "local";
+
+    /** {@code shared_disk_servers}: no server reads this node's disk; every one is sent the bytes. */
+    public static final String SHARED_DISK_NONE = "none";
 
     /** {@code nccl_group_name}'s default, AReaL's group name. */
     public static final String DEFAULT_NCCL_GROUP_NAME = "update_weight_group";
@@ -116,7 +131,8 @@ public record InferenceConfig(
             "vllm_api",
             "nccl_master_address",
             "nccl_master_port",
-            "nccl_group_name");
+            "nccl_group_name",
+            "shared_disk_servers");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -177,6 +193,14 @@ public record InferenceConfig(
                     ncclMasterPort,
                     "a port in 1..65535 with weight_transfer = nccl");
         }
+        require(
+                SHARED_DISK_LAUNCHED.equals(sharedDiskServers)
+                        || SHARED_DISK_LOCAL.equals(sharedDiskServers)
+                        || SHARED_DISK_NONE.equals(sharedDiskServers),
+                "shared_disk_servers",
+                sharedDiskServers,
+                "launched, local or none");
+        launchedServers = java.util.Set.copyOf(launchedServers);
         require(
                 ncclGroupName != null && !ncclGroupName.isBlank() && !ncclGroupName.matches(".*\\s.*"),
                 "nccl_group_name",
@@ -258,6 +282,8 @@ public record InferenceConfig(
         private String ncclMasterAddress;
         private int ncclMasterPort;
         private String ncclGroupName = DEFAULT_NCCL_GROUP_NAME;
+        private String sharedDiskServers = SHARED_DISK_LAUNCHED;
+        private java.util.Set<ServerAddress> launchedServers = java.util.Set.of();
 
         private Builder() {}
 
@@ -284,6 +310,8 @@ public record InferenceConfig(
             ncclMasterAddress = c.ncclMasterAddress;
             ncclMasterPort = c.ncclMasterPort;
             ncclGroupName = c.ncclGroupName;
+            sharedDiskServers = c.sharedDiskServers;
+            launchedServers = c.launchedServers;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -470,6 +498,21 @@ public record InferenceConfig(
             return this;
         }
 
+        /**
+         * With {@code weight_transfer = http}: which servers read this node's disk and are sent the
+         * node-local path instead of the bytes: {@code launched}, {@code local} or {@code none}.
+         */
+        public Builder sharedDiskServers(String v) {
+            sharedDiskServers = v;
+            return this;
+        }
+
+        /** The servers this node started ({@code rollout.launch}); they see its disk. Not a configuration key. */
+        public Builder launchedServers(java.util.Collection<ServerAddress> v) {
+            launchedServers = java.util.Set.copyOf(v);
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -496,7 +539,9 @@ public record InferenceConfig(
                     vllmApi,
                     ncclMasterAddress,
                     ncclMasterPort,
-                    ncclGroupName);
+                    ncclGroupName,
+                    sharedDiskServers,
+                    launchedServers);
         }
     }
 }

@@ -76,6 +76,7 @@ final class InferenceSection {
                 v,
                 "nccl_master_port",
                 r.intValue("rollout.nccl_master_port", Integer.MIN_VALUE, false, "a port in 1..65535"));
+        put(v, "shared_disk_servers", r.string("rollout.shared_disk_servers", false, "launched, local or none"));
         put(v, "nccl_group_name", r.string("rollout.nccl_group_name", false, "a non-blank name without blanks"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
@@ -135,6 +136,7 @@ final class InferenceSection {
                 case "nccl_master_address" -> b.ncclMasterAddress((String) x);
                 case "nccl_master_port" -> b.ncclMasterPort((Integer) x);
                 case "nccl_group_name" -> b.ncclGroupName((String) x);
+                case "shared_disk_servers" -> b.sharedDiskServers((String) x);
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }

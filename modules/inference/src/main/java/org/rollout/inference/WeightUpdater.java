@@ -116,15 +116,34 @@ public final class WeightUpdater {
      * nccl}, {@code modelPath} is a {@link TensorManifest} and the calls tell the servers to receive
      * those tensors from the group.
      */
-    private List<ControlCall> loadCalls(Path modelPath, int version) {
+    private List<ControlCall> loadCalls(ServerAddress server, Path modelPath, int version) {
         if (config.useLora()) {
             return List.of(protocol.loadLoraCall(config.loraAdapter(version), modelPath));
         }
         return switch (weightTransfer) {
-            case HTTP -> List.of(protocol.uploadWeightsCall(modelPath, version));
+            case HTTP ->
+                List.of(
+                        sharesDisk(server)
+                                ? protocol.updateWeightsCall(modelPath.toAbsolutePath(), version)
+                                : protocol.uploadWeightsCall(modelPath, version));
             case DISK -> List.of(protocol.updateWeightsCall(modelPath, version));
             case NCCL ->
                 protocol.distributedUpdateCalls(TensorManifest.read(modelPath), config.ncclGroupName(), version);
+        };
+    }
+
+    /**
+     * With {@code weight_transfer = http}: whether {@code server} reads this node's disk
+     * ({@code shared_disk_servers}), so that it is sent {@code update_weights_from_disk} with the
+     * node-local path (the file the engine would otherwise stream) instead of the bytes. SGLang and
+     * vLLM have no route for a weight file's bytes; a server they run on this node loads it this way.
+     */
+    boolean sharesDisk(ServerAddress server) {
+        return switch (config.sharedDiskServers()) {
+            case InferenceConfig.SHARED_DISK_NONE -> false;
+            case InferenceConfig.SHARED_DISK_LOCAL ->
+                config.launchedServers().contains(server) || LocalHost.isLocal(server.host());
+            default -> config.launchedServers().contains(server);
         };
     }
 
@@ -202,10 +221,9 @@ public final class WeightUpdater {
             throws InterruptedException {
         long start = System.nanoTime();
         int n = servers.size();
-        List<ControlCall> load = loadCalls(modelPath, version);
         List<ServerRun> runs = new ArrayList<>(n);
         for (ServerAddress server : servers) {
-            runs.add(new ServerRun(server, load, joinCall(server, n)));
+            runs.add(new ServerRun(server, loadCalls(server, modelPath, version), joinCall(server, n)));
         }
         InterruptedException interruption = runAll(runs);
         List<WeightUpdateReport.ServerOutcome> outcomes = new ArrayList<>(n);
@@ -232,7 +250,7 @@ public final class WeightUpdater {
      */
     WeightUpdateReport.ServerOutcome resync(ServerAddress server, Path modelPath, int version)
             throws InterruptedException {
-        ServerRun run = new ServerRun(server, modelPath == null ? null : loadCalls(modelPath, version), null);
+        ServerRun run = new ServerRun(server, modelPath == null ? null : loadCalls(server, modelPath, version), null);
         InterruptedException interruption = runAll(List.of(run));
         if (interruption != null) {
             Thread.interrupted();
