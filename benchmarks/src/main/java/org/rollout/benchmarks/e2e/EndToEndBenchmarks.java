@@ -33,6 +33,7 @@ import picocli.CommandLine.Model.UnmatchedArgsBinding;
  *   interrupt       interrupt_mode resume vs discard, updates every K s
  *   weights         pause → update → continue across 64 servers
  *   scaleout        1, 2, 3 node JVMs; batch hand-off vs raw loopback
+ *   launch          rollout.launch of N built-in servers to health and first generation vs N × java -version
  * </pre>
  *
  * <p>Exit status: 0 when every benchmark ran (whether or not it met its target: the line says
@@ -48,7 +49,8 @@ public final class EndToEndBenchmarks {
                 new AsyncVsSyncBenchmark(),
                 new InterruptBenchmark(),
                 new WeightUpdateBenchmark(),
-                new ScaleOutBenchmark());
+                new ScaleOutBenchmark(),
+                new LaunchBenchmark());
     }
 
     /** The benchmark called {@code name}. */
