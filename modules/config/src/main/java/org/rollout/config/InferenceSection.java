@@ -71,11 +71,11 @@ final class InferenceSection {
         put(v, "use_lora", r.bool("rollout.use_lora"));
         put(v, "lora_name", r.string("rollout.lora_name", false, "a non-blank name without blanks"));
         put(v, "vllm_api", r.string("rollout.vllm_api", false, "areal or upstream"));
-        put(v, "nccl_master_address", r.string("rollout.nccl_master_address", false, "a host name or address"));
+        put(v, "nccl_master_address", r.string("rollout.nccl_master_address", true, "a host name or address"));
         put(
                 v,
                 "nccl_master_port",
-                r.intValue("rollout.nccl_master_port", Integer.MIN_VALUE, false, "a port in 1..65535"));
+                r.intValue("rollout.nccl_master_port", Integer.MIN_VALUE, true, "a port in 1..65535"));
         put(v, "shared_disk_servers", r.string("rollout.shared_disk_servers", false, "launched, local or none"));
         put(v, "nccl_group_name", r.string("rollout.nccl_group_name", false, "a non-blank name without blanks"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
