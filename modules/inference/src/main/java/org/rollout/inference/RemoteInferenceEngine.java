@@ -725,20 +725,19 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             }
             LoadedWeights w = lastLoaded;
             int resyncVersion = w == null ? version.get() : w.version();
-            if (config.weightTransfer() == WeightTransfer.NCCL) {
+            if (config.weightTransfer() == WeightTransfer.NCCL && w != null) {
                 // Only the trainer holds the tensors: the server joins the group now and is loaded
-                // by the next update's broadcast; until then it stays out of rotation.
+                // by the next update's broadcast; until then it stays out of rotation. An engine
+                // that never loaded an update (another node's, or before the first one) sends no
+                // group call: the next update's chain joins the server before its load.
                 String error = updater.join(server, pool.servers().size());
                 if (error != null) {
                     rb.failures++;
                     rb.notBefore =
                             System.nanoTime() + backoff.delay(rb.failures).toNanos();
                     pool.markResyncPending(server, "joining the weight-update group failed: " + error);
-                    return;
                 }
-                if (w != null) {
-                    return;
-                }
+                return;
             }
             WeightUpdateReport.ServerOutcome o = updater.resync(server, w == null ? null : w.path(), resyncVersion);
             if (o.ok()) {
