@@ -35,6 +35,7 @@ import picocli.CommandLine.Model.UnmatchedArgsBinding;
  *   scaleout        1, 2, 3 node JVMs; batch hand-off vs raw loopback
  *   singletons      coordinator, collector, weight version saturation; simulated runners and servers
  *   handoff         trainer gateway → Java/Python client vs raw loopback, 10 MB – 1 GB
+ *   launch          rollout.launch of N built-in servers to health and first generation vs N × java -version
  * </pre>
  *
  * <p>Exit status: 0 when every benchmark ran (whether or not it met its target: the line says
@@ -52,7 +53,8 @@ public final class EndToEndBenchmarks {
                 new WeightUpdateBenchmark(),
                 new ScaleOutBenchmark(),
                 new SingletonsBenchmark(),
-                new HandoffBenchmark());
+                new HandoffBenchmark(),
+                new LaunchBenchmark());
     }
 
     /** The benchmark called {@code name}. */

@@ -225,7 +225,7 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
                 .contains(
-                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, or all)");
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, launch, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");
@@ -252,5 +252,14 @@ class EndToEndBenchmarksSmokeTest {
         Run all = run("all", "--servers", "2");
         assertThat(all.exit()).isEqualTo(2);
         assertThat(all.log()).contains("bench all runs every benchmark with its defaults and takes no flags");
+    }
+
+    @Test
+    void launchStartsServerProcessesAndPrintsItsTimesAndRatios() {
+        Map<String, String> v = summary("launch", "--servers", "1", "--rounds", "1");
+        assertThat(Double.parseDouble(v.get("launch_to_first_generation_p50_ms")))
+                .isGreaterThanOrEqualTo(Double.parseDouble(v.get("launch_to_health_p50_ms")));
+        assertThat(Double.parseDouble(v.get("java_version_p50_ms"))).isPositive();
+        assertThat(v).containsKeys("ratio_health_to_jvm", "ratio_first_generation_to_jvm");
     }
 }

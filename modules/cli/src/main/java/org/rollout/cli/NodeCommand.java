@@ -475,6 +475,10 @@ final class NodeCommand implements Callable<Integer> {
         out.flush();
         launcher.awaitHealthy(launch.healthTimeout());
         all.addAll(launcher.addresses());
-        return settings.inferenceConfig(all);
+        // The launched servers read this node's disk: under weight_transfer = http they load a
+        // published file by its node-local path (shared_disk_servers).
+        return settings.inferenceConfig(all).toBuilder()
+                .launchedServers(launcher.addresses())
+                .build();
     }
 }

@@ -41,8 +41,17 @@ import org.rollout.api.InvalidConfigException;
  *       slot and segment index (stable across reruns), sent as SGLang's {@code sampling_params.sampling_seed}
  *       and vLLM's {@code seed}</td></tr>
  *   <tr><td>vllm_api</td><td>areal</td><td>with {@code backend = vllm}: {@code areal} (AReaL's {@code /areal_*} control routes) or {@code upstream} (vLLM's own {@code /pause}, {@code /resume}, {@code /collective_rpc reload_weights})</td></tr>
- *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path) or {@code http}
- *       (the engine streams the file's bytes to every server); see {@link WeightTransfer}</td></tr>
+ *   <tr><td>weight_transfer</td><td>disk</td><td>{@code disk} (servers read the published path), {@code http}
+ *       (the engine streams the file's bytes to every server) or {@code nccl} (the trainer broadcasts the
+ *       tensors; the engine sends the group's control calls); see {@link WeightTransfer}</td></tr>
+ *   <tr><td>nccl_master_address</td><td>none</td><td>with {@code weight_transfer = nccl}: the host of the
+ *       weight-update group's master, the trainer's rank 0 (AReaL's {@code nccl_master_address})</td></tr>
+ *   <tr><td>nccl_master_port</td><td>none</td><td>with {@code weight_transfer = nccl}: its port</td></tr>
+ *   <tr><td>nccl_group_name</td><td>update_weight_group</td><td>the group's name, sent in every group call</td></tr>
+ *   <tr><td>shared_disk_servers</td><td>launched</td><td>with {@code weight_transfer = http}: the servers that
+ *       read this node's disk and are sent {@code update_weights_from_disk} with the node-local path instead of the
+ *       bytes: {@code launched} (those {@code rollout.launch} started here), {@code local} (also any server at a
+ *       loopback address or this host's name or addresses) or {@code none}</td></tr>
  *   <tr><td>use_lora</td><td>false</td><td>weights are LoRA adapters: each version's file is loaded as adapter
  *       {@code <lora_name>-v<version>} and generation names the adapter of its pinned version</td></tr>
  *   <tr><td>lora_name</td><td>lora</td><td>the adapters' base name (non-blank, no blanks)</td></tr>
@@ -73,13 +82,30 @@ public record InferenceConfig(
         WeightTransfer weightTransfer,
         boolean useLora,
         String loraName,
-        String vllmApi) {
+        String vllmApi,
+        String ncclMasterAddress,
+        int ncclMasterPort,
+        String ncclGroupName,
+        String sharedDiskServers,
+        java.util.Set<ServerAddress> launchedServers) {
 
     /** {@code vllm_api}: AReaL's server extension ({@code /areal_*} routes), the default. */
     public static final String VLLM_API_AREAL = "areal";
 
     /** {@code vllm_api}: upstream vLLM's own routes ({@code /pause}, {@code /resume}, {@code /collective_rpc}). */
     public static final String VLLM_API_UPSTREAM = "upstream";
+
+    /** {@code shared_disk_servers}: the servers this node launched read its disk (the default). */
+    public static final String SHARED_DISK_LAUNCHED = "launched";
+
+    /** {@code shared_disk_servers}: also every server at a loopback address or this host's name or addresses. */
+    public static final String SHARED_DISK_LOCAL = "local";
+
+    /** {@code shared_disk_servers}: no server reads this node's disk; every one is sent the bytes. */
+    public static final String SHARED_DISK_NONE = "none";
+
+    /** {@code nccl_group_name}'s default, AReaL's group name. */
+    public static final String DEFAULT_NCCL_GROUP_NAME = "update_weight_group";
 
     /** The keys {@link #fromMap} accepts, in documentation order. */
     public static final List<String> KEYS = List.of(
@@ -102,7 +128,11 @@ public record InferenceConfig(
             "weight_transfer",
             "use_lora",
             "lora_name",
-            "vllm_api");
+            "vllm_api",
+            "nccl_master_address",
+            "nccl_master_port",
+            "nccl_group_name",
+            "shared_disk_servers");
 
     private static final Pattern BACKEND = Pattern.compile("(sglang|vllm)(?::([a-z0-9]+))?");
     private static final Pattern PARALLELISM = Pattern.compile("([a-z])(\\d+)");
@@ -146,6 +176,36 @@ public record InferenceConfig(
                 "weight_transfer",
                 weightTransfer,
                 "disk with use_lora = true (adapters are loaded from a path)");
+        if (weightTransfer == WeightTransfer.NCCL) {
+            require(
+                    backend != Backend.VLLM || !VLLM_API_UPSTREAM.equals(vllmApi),
+                    "weight_transfer",
+                    weightTransfer,
+                    "disk or http with vllm_api = upstream (NCCL updates use AReaL's vLLM extension routes)");
+            require(
+                    ncclMasterAddress != null && !ncclMasterAddress.isBlank(),
+                    "nccl_master_address",
+                    ncclMasterAddress,
+                    "the host of the trainer's rank 0 (the group's master) with weight_transfer = nccl");
+            require(
+                    ncclMasterPort >= 1 && ncclMasterPort <= 65535,
+                    "nccl_master_port",
+                    ncclMasterPort,
+                    "a port in 1..65535 with weight_transfer = nccl");
+        }
+        require(
+                SHARED_DISK_LAUNCHED.equals(sharedDiskServers)
+                        || SHARED_DISK_LOCAL.equals(sharedDiskServers)
+                        || SHARED_DISK_NONE.equals(sharedDiskServers),
+                "shared_disk_servers",
+                sharedDiskServers,
+                "launched, local or none");
+        launchedServers = java.util.Set.copyOf(launchedServers);
+        require(
+                ncclGroupName != null && !ncclGroupName.isBlank() && !ncclGroupName.matches(".*\\s.*"),
+                "nccl_group_name",
+                ncclGroupName,
+                "a non-blank name without blanks");
     }
 
     /**
@@ -219,6 +279,11 @@ public record InferenceConfig(
         private boolean useLora;
         private String loraName = "lora";
         private String vllmApi = VLLM_API_AREAL;
+        private String ncclMasterAddress;
+        private int ncclMasterPort;
+        private String ncclGroupName = DEFAULT_NCCL_GROUP_NAME;
+        private String sharedDiskServers = SHARED_DISK_LAUNCHED;
+        private java.util.Set<ServerAddress> launchedServers = java.util.Set.of();
 
         private Builder() {}
 
@@ -242,6 +307,11 @@ public record InferenceConfig(
             useLora = c.useLora;
             loraName = c.loraName;
             vllmApi = c.vllmApi;
+            ncclMasterAddress = c.ncclMasterAddress;
+            ncclMasterPort = c.ncclMasterPort;
+            ncclGroupName = c.ncclGroupName;
+            sharedDiskServers = c.sharedDiskServers;
+            launchedServers = c.launchedServers;
             pauseGracePeriod = c.pauseGracePeriod;
             interruptMode = c.interruptMode;
         }
@@ -410,6 +480,39 @@ public record InferenceConfig(
             return this;
         }
 
+        /** With {@code weight_transfer = nccl}: the host of the group's master (the trainer's rank 0). */
+        public Builder ncclMasterAddress(String v) {
+            ncclMasterAddress = v;
+            return this;
+        }
+
+        /** With {@code weight_transfer = nccl}: the port of the group's master. */
+        public Builder ncclMasterPort(int v) {
+            ncclMasterPort = v;
+            return this;
+        }
+
+        /** The weight-update group's name ({@code update_weight_group}, AReaL's default). */
+        public Builder ncclGroupName(String v) {
+            ncclGroupName = v;
+            return this;
+        }
+
+        /**
+         * With {@code weight_transfer = http}: which servers read this node's disk and are sent the
+         * node-local path instead of the bytes: {@code launched}, {@code local} or {@code none}.
+         */
+        public Builder sharedDiskServers(String v) {
+            sharedDiskServers = v;
+            return this;
+        }
+
+        /** The servers this node started ({@code rollout.launch}); they see its disk. Not a configuration key. */
+        public Builder launchedServers(java.util.Collection<ServerAddress> v) {
+            launchedServers = java.util.Set.copyOf(v);
+            return this;
+        }
+
         /** @throws InvalidConfigException naming the first key whose value is not allowed */
         public InferenceConfig build() {
             return new InferenceConfig(
@@ -433,7 +536,12 @@ public record InferenceConfig(
                     weightTransfer,
                     useLora,
                     loraName,
-                    vllmApi);
+                    vllmApi,
+                    ncclMasterAddress,
+                    ncclMasterPort,
+                    ncclGroupName,
+                    sharedDiskServers,
+                    launchedServers);
         }
     }
 }

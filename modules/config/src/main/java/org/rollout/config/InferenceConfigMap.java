@@ -37,6 +37,10 @@ final class InferenceConfigMap {
                 case "use_lora" -> b.useLora(bool(key, v));
                 case "lora_name" -> b.loraName(string(key, v));
                 case "vllm_api" -> b.vllmApi(string(key, v));
+                case "nccl_master_address" -> b.ncclMasterAddress(string(key, v));
+                case "nccl_master_port" -> b.ncclMasterPort(intValue(key, v));
+                case "nccl_group_name" -> b.ncclGroupName(string(key, v));
+                case "shared_disk_servers" -> b.sharedDiskServers(string(key, v));
                 default ->
                     throw new InvalidConfigException(
                             key, v, "one of the keys " + String.join(", ", InferenceConfig.KEYS));

@@ -67,10 +67,17 @@ final class InferenceSection {
         put(v, "interrupt_mode", r.string("rollout.interrupt_mode", false, "resume or discard"));
         put(v, "sticky_by_rid", r.bool("rollout.sticky_by_rid"));
         put(v, "deterministic_sampling", r.bool("rollout.deterministic_sampling"));
-        put(v, "weight_transfer", r.string("rollout.weight_transfer", false, "disk or http"));
+        put(v, "weight_transfer", r.string("rollout.weight_transfer", false, "disk, http or nccl"));
         put(v, "use_lora", r.bool("rollout.use_lora"));
         put(v, "lora_name", r.string("rollout.lora_name", false, "a non-blank name without blanks"));
         put(v, "vllm_api", r.string("rollout.vllm_api", false, "areal or upstream"));
+        put(v, "nccl_master_address", r.string("rollout.nccl_master_address", true, "a host name or address"));
+        put(
+                v,
+                "nccl_master_port",
+                r.intValue("rollout.nccl_master_port", Integer.MIN_VALUE, true, "a port in 1..65535"));
+        put(v, "shared_disk_servers", r.string("rollout.shared_disk_servers", false, "launched, local or none"));
+        put(v, "nccl_group_name", r.string("rollout.nccl_group_name", false, "a non-blank name without blanks"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
                 "health_check_interval",
@@ -126,6 +133,10 @@ final class InferenceSection {
                 case "use_lora" -> b.useLora((Boolean) x);
                 case "lora_name" -> b.loraName((String) x);
                 case "vllm_api" -> b.vllmApi((String) x);
+                case "nccl_master_address" -> b.ncclMasterAddress((String) x);
+                case "nccl_master_port" -> b.ncclMasterPort((Integer) x);
+                case "nccl_group_name" -> b.ncclGroupName((String) x);
+                case "shared_disk_servers" -> b.sharedDiskServers((String) x);
                 default -> throw new IllegalStateException("no inference key " + e.getKey());
             }
         }

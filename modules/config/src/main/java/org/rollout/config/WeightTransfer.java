@@ -13,7 +13,14 @@ public enum WeightTransfer {
      * The engine reads the published file and streams its bytes to every server ({@code POST
      * /update_weights_from_bytes}, the built-in model server's route): no disk shared with the servers.
      */
-    HTTP("http");
+    HTTP("http"),
+    /**
+     * The trainer broadcasts the tensors to the servers over a collective group (NCCL between GPUs);
+     * the engine sends only the control calls: {@code init_weights_update_group} once per server, then
+     * per update {@code update_weights_from_distributed} with the tensors' names, dtypes and shapes
+     * (docs/inference.md, "NCCL weight updates"). Also spelt {@code xccl}, AReaL's name.
+     */
+    NCCL("nccl");
 
     private final String configName;
 
@@ -21,7 +28,7 @@ public enum WeightTransfer {
         this.configName = configName;
     }
 
-    /** The spelling in configuration: {@code disk} or {@code http}. */
+    /** The spelling in configuration: {@code disk}, {@code http} or {@code nccl}. */
     public String configName() {
         return configName;
     }
@@ -32,12 +39,15 @@ public enum WeightTransfer {
      * @throws InvalidConfigException (key {@code weight_transfer}) for any other name
      */
     public static WeightTransfer fromConfig(String name) {
+        if ("xccl".equals(name)) {
+            return NCCL;
+        }
         for (WeightTransfer t : values()) {
             if (t.configName.equals(name)) {
                 return t;
             }
         }
-        throw new InvalidConfigException("weight_transfer", name, "disk or http");
+        throw new InvalidConfigException("weight_transfer", name, "disk, http or nccl (also spelt xccl)");
     }
 
     @Override

@@ -372,6 +372,29 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void ncclUpdatesNeedTheGroupsMasterAndAcceptAReal() {
+        refused(
+                () -> load("rollout.weight_transfer=nccl"),
+                "invalid value for 'rollout.nccl_master_address': null (allowed: the host of the trainer's rank 0 (the"
+                        + " group's master) with weight_transfer = nccl)");
+        refused(
+                () -> load("rollout.weight_transfer=nccl", "rollout.nccl_master_address=10.0.0.2"),
+                "invalid value for 'rollout.nccl_master_port': 0 (allowed: a port in 1..65535 with weight_transfer"
+                        + " = nccl)");
+        InferenceConfig c = load(
+                        "rollout.weight_transfer=xccl",
+                        "rollout.nccl_master_address=10.0.0.2",
+                        "rollout.nccl_master_port=29500",
+                        "rollout.servers=127.0.0.1:30000")
+                .inferenceConfig();
+        assertThat(c.weightTransfer()).isEqualTo(WeightTransfer.NCCL);
+        assertThat(c.ncclGroupName()).isEqualTo("update_weight_group");
+        refused(
+                () -> load("rollout.shared_disk_servers=everyone"),
+                "invalid value for 'rollout.shared_disk_servers': \"everyone\" (allowed: launched, local or none)");
+    }
+
+    @Test
     void deterministicSamplingTakesOnlyABoolean() {
         refused(
                 () -> load("rollout.deterministic_sampling=sometimes"),

@@ -42,6 +42,8 @@ import org.slf4j.LoggerFactory;
  *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
  *        [{"task_ids": [..]}]
  *   POST /v1/weights                 engine.publishWeights(version, path)  → 200 | 409 | 502
+ *        {"version", "tensors"}      (weight_transfer = nccl) the tensors' names, dtypes, shapes spooled
+ *                                    as a manifest on this node, then published as above
  *   POST /v1/weights?version=N       (application/octet-stream: the weight file's bytes) spooled
  *                                    on this node, then published as above → 200 | 400 | 409 | 502
  *   GET  /v1/status                  engine.status()                        → 200
@@ -513,6 +515,10 @@ final class GatewayHandler implements HttpHandler {
         Path path;
         try {
             request = GatewayJson.parsePublishRequest(body);
+            if (request.tensors() != null) {
+                publishTensors(ex, request);
+                return;
+            }
             path = Path.of(request.path());
         } catch (IllegalArgumentException e) { // also InvalidPathException
             throw new Refusal(400, "bad_request", e.getMessage());
@@ -535,6 +541,44 @@ final class GatewayHandler implements HttpHandler {
             throw new Refusal(502, "weights_not_loaded", e.getMessage());
         }
         json(ex, 200, GatewayJson.publishResult(result));
+    }
+
+    /**
+     * {@code POST /v1/weights {"version", "tensors"}} ({@code weight_transfer = nccl}): writes the
+     * tensors' names, dtypes and shapes as a manifest file in the spool on this node and publishes
+     * that file as the version, with the path publish's fencing and answers; the engine reads the
+     * manifest and tells the servers to receive those tensors from the trainer's broadcast.
+     */
+    private void publishTensors(HttpExchange ex, GatewayJson.PublishRequest request)
+            throws Refusal, IOException, InterruptedException {
+        int version = request.version();
+        Files.createDirectories(spool);
+        Path file = Files.createTempFile(spool, "v" + version + "-", ".tensors.json");
+        boolean published = false;
+        try {
+            Files.write(file, GatewayJson.tensorManifest(request.tensors()));
+            PublishResult result;
+            try {
+                result = engine.publishWeights(version, file);
+            } catch (WeightPublishException e) {
+                if (refused(e, version)) {
+                    throw new Refusal(409, "version_refused", e.getMessage());
+                }
+                throw new Refusal(502, "weights_not_loaded", e.getMessage());
+            }
+            published = true;
+            synchronized (this) {
+                if (lastUpload != null) {
+                    Files.deleteIfExists(lastUpload);
+                }
+                lastUpload = file;
+            }
+            json(ex, 200, GatewayJson.publishResult(result));
+        } finally {
+            if (!published) {
+                Files.deleteIfExists(file);
+            }
+        }
     }
 
     /** The upload spool: uploaded weight files until a newer upload is published. */

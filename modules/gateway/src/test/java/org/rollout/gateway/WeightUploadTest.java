@@ -128,4 +128,52 @@ class WeightUploadTest {
                 .body();
         assertThat(info).contains("\"model_path\":\"upload:").doesNotContain(trainerDir.toString());
     }
+
+    /**
+     * SGLang has no route for a weight file's bytes: a server that reads this node's disk (here one
+     * the node launched) is sent {@code update_weights_from_disk} with the spooled upload's
+     * node-local path; the trainer shares no directory with it.
+     */
+    @Test
+    void aLaunchedSglangServerLoadsTheUploadFromTheNodesOwnDisk() throws Exception {
+        TinyLmWeights v0 = TinyLmWeights.seeded(7, 0.5, TinyLmWeights.DEFAULT_DECAY);
+        TinyLmWeights v1 =
+                TinyLmWeights.seeded(8, 0.5, TinyLmWeights.DEFAULT_DECAY).withVersion(1);
+        Path v1File = trainerDir.resolve("v1.rlm");
+        v1.write(v1File);
+        server = ModelServer.start(ModelServerConfig.defaults().withWeights(v0));
+        ServerAddress address = new ServerAddress("127.0.0.1", server.port());
+        engine = new RemoteInferenceEngine(InferenceConfig.builder()
+                .serverAddresses(List.of(address))
+                .backend("sglang")
+                .requestTimeout(DEADLINE)
+                .weightTransfer(WeightTransfer.HTTP)
+                .launchedServers(List.of(address))
+                .build());
+        TestRollout t = new TestRollout(5);
+        t.publisher = RemoteEngines.publisher(engine);
+        try (LocalRollout rollout = t.start();
+                TrainerGateway gateway = TrainerGateway.start(GatewayConfig.defaults(), rollout.client())) {
+            HttpResponse<String> r = upload(gateway, "?version=1", Files.readAllBytes(v1File));
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        }
+        assertThat(server.weightVersion()).isEqualTo(1);
+        String info = http.send(
+                        HttpRequest.newBuilder(URI.create(server.baseUrl() + "/get_model_info"))
+                                .timeout(DEADLINE)
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
+        assertThat(info)
+                .as("loaded by update_weights_from_disk from the node's spool, not from uploaded bytes")
+                .contains("rollout-gateway-uploads")
+                .doesNotContain("upload:")
+                .doesNotContain(trainerDir.toString());
+        GenerationConfig g = GenerationConfig.builder()
+                .maxNewTokens(8)
+                .seed(3L)
+                .ignoreEos(true)
+                .build();
+        assertThat(engine.generate(ModelRequest.of(PROMPT, g)).outputVersions()).containsOnly(1);
+    }
 }

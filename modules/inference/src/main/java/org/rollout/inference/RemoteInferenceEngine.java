@@ -36,6 +36,7 @@ import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.InterruptMode;
 import org.rollout.config.ServerAddress;
+import org.rollout.config.WeightTransfer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -724,6 +725,20 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             }
             LoadedWeights w = lastLoaded;
             int resyncVersion = w == null ? version.get() : w.version();
+            if (config.weightTransfer() == WeightTransfer.NCCL && w != null) {
+                // Only the trainer holds the tensors: the server joins the group now and is loaded
+                // by the next update's broadcast; until then it stays out of rotation. An engine
+                // that never loaded an update (another node's, or before the first one) sends no
+                // group call: the next update's chain joins the server before its load.
+                String error = updater.join(server, pool.servers().size());
+                if (error != null) {
+                    rb.failures++;
+                    rb.notBefore =
+                            System.nanoTime() + backoff.delay(rb.failures).toNanos();
+                    pool.markResyncPending(server, "joining the weight-update group failed: " + error);
+                }
+                return;
+            }
             WeightUpdateReport.ServerOutcome o = updater.resync(server, w == null ? null : w.path(), resyncVersion);
             if (o.ok()) {
                 resyncBackoff.remove(server);

@@ -1,5 +1,7 @@
 package org.rollout.inference;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -25,6 +27,8 @@ import org.rollout.config.ServerAddress;
  * field; a response is never half-accepted. Fuzzed (ResponseParserFuzzTest).
  */
 public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
+    /** Builds the bodies of the NCCL control calls. */
+    ObjectMapper NCCL_JSON = new ObjectMapper();
 
     /** The request builder and response parser for {@code backend}. */
     static ServerProtocol of(Backend backend) {
@@ -135,6 +139,48 @@ public sealed interface ServerProtocol permits SglangProtocol, VllmProtocol {
                 "/update_weights_from_bytes?weight_version=" + version
                         + (updateHoldsGeneration() ? "&abort_all_requests=true" : ""),
                 file);
+    }
+
+    /**
+     * {@code weight_transfer = nccl}: the call that makes a server join the weight-update group as
+     * ranks {@code rankOffset ..} of {@code worldSize} (rank 0 is the trainer), AReaL's payload
+     * (master_port as a string, as AReaL sends it): SGLang {@code POST /init_weights_update_group},
+     * vLLM {@code POST /areal_init_weights_update_group} (AReaL's extension).
+     */
+    default ControlCall initWeightsUpdateGroupCall(
+            String masterAddress, int masterPort, int rankOffset, int worldSize, String groupName) {
+        ObjectNode o = NCCL_JSON.createObjectNode();
+        o.put("master_address", masterAddress);
+        o.put("master_port", Integer.toString(masterPort));
+        o.put("rank_offset", rankOffset);
+        o.put("world_size", worldSize);
+        o.put("backend", "nccl");
+        o.put("group_name", groupName);
+        return ControlCall.post(
+                backend() == Backend.VLLM ? "/areal_init_weights_update_group" : "/init_weights_update_group",
+                o.toString());
+    }
+
+    /**
+     * {@code weight_transfer = nccl}: the calls of one update whose tensors the trainer broadcasts
+     * over group {@code groupName}, in order. SGLang: {@code POST /update_weights_from_distributed
+     * {"names", "dtypes", "shapes", "group_name", "flush_cache": true, "abort_all_requests": true,
+     * "weight_version": "N"}}; vLLM (AReaL's extension): {@code POST /areal_set_update_weight_meta
+     * {"names", "dtypes", "shapes", "group_name"}} then {@code POST /areal_update_weights_xccl {}}.
+     */
+    default List<ControlCall> distributedUpdateCalls(TensorManifest tensors, String groupName, int version) {
+        ObjectNode o = NCCL_JSON.createObjectNode();
+        tensors.putParallelArrays(o);
+        o.put("group_name", groupName);
+        if (backend() == Backend.VLLM) {
+            return List.of(
+                    ControlCall.post("/areal_set_update_weight_meta", o.toString()),
+                    ControlCall.post("/areal_update_weights_xccl", "{}"));
+        }
+        o.put("flush_cache", true);
+        o.put("abort_all_requests", true);
+        o.put("weight_version", Integer.toString(version));
+        return List.of(ControlCall.post("/update_weights_from_distributed", o.toString()));
     }
 
     /** {@code GET /health}: 200 when the server is serving. */

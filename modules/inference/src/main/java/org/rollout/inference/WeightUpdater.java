@@ -10,9 +10,12 @@ import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.random.RandomGenerator;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.ServerAddress;
@@ -36,6 +39,12 @@ import org.slf4j.LoggerFactory;
  *                — ALWAYS, to every server, in a finally: also when pause or update failed, timed
  *                  out or the caller was interrupted (AReaL #1160, prime-rl #2673)
  * </pre>
+ *
+ * <p>With {@code weight_transfer = nccl} a server that is not yet in the weight-update group is
+ * first sent {@code init_weights_update_group} (before the pause), and the load is {@code
+ * update_weights_from_distributed} (SGLang) or {@code areal_set_update_weight_meta} then {@code
+ * areal_update_weights_xccl} (vLLM) naming the tensors the trainer broadcasts
+ * ({@link ServerProtocol#distributedUpdateCalls}).
  *
  * <p><b>The pause before the load</b> is sent only where the load call does not itself stop
  * generation ({@link ServerProtocol#updateHoldsGeneration()}). SGLang's {@code
@@ -102,16 +111,95 @@ public final class WeightUpdater {
     }
 
     /**
-     * The load call: the path for the servers to read, or the file's bytes ({@code weight_transfer});
-     * with {@code use_lora}, the file loaded as the version's adapter.
+     * The load calls: the path for the servers to read, or the file's bytes ({@code weight_transfer});
+     * with {@code use_lora}, the file loaded as the version's adapter; with {@code weight_transfer =
+     * nccl}, {@code modelPath} is a {@link TensorManifest} and the calls tell the servers to receive
+     * those tensors from the group.
      */
-    private ControlCall loadCall(Path modelPath, int version) {
+    private List<ControlCall> loadCalls(ServerAddress server, Path modelPath, int version) {
         if (config.useLora()) {
-            return protocol.loadLoraCall(config.loraAdapter(version), modelPath);
+            return List.of(protocol.loadLoraCall(config.loraAdapter(version), modelPath));
         }
-        return weightTransfer == WeightTransfer.HTTP
-                ? protocol.uploadWeightsCall(modelPath, version)
-                : protocol.updateWeightsCall(modelPath, version);
+        return switch (weightTransfer) {
+            case HTTP ->
+                List.of(
+                        sharesDisk(server)
+                                ? protocol.updateWeightsCall(modelPath.toAbsolutePath(), version)
+                                : protocol.uploadWeightsCall(modelPath, version));
+            case DISK -> List.of(protocol.updateWeightsCall(modelPath, version));
+            case NCCL ->
+                protocol.distributedUpdateCalls(TensorManifest.read(modelPath), config.ncclGroupName(), version);
+        };
+    }
+
+    /**
+     * With {@code weight_transfer = http}: whether {@code server} reads this node's disk
+     * ({@code shared_disk_servers}), so that it is sent {@code update_weights_from_disk} with the
+     * node-local path (the file the engine would otherwise stream) instead of the bytes. SGLang and
+     * vLLM have no route for a weight file's bytes; a server they run on this node loads it this way.
+     */
+    boolean sharesDisk(ServerAddress server) {
+        return switch (config.sharedDiskServers()) {
+            case InferenceConfig.SHARED_DISK_NONE -> false;
+            case InferenceConfig.SHARED_DISK_LOCAL ->
+                config.launchedServers().contains(server) || LocalHost.isLocal(server.host());
+            default -> config.launchedServers().contains(server);
+        };
+    }
+
+    /** With {@code weight_transfer = nccl}: each server's rank in the weight-update group, once it joined. */
+    private final Map<ServerAddress, Integer> groupRanks = new ConcurrentHashMap<>();
+
+    /** The next rank to hand out (rank 0 is the trainer). */
+    private int nextRank = 1;
+
+    /** Whether {@code server} has joined the weight-update group ({@code weight_transfer = nccl}). */
+    public boolean inGroup(ServerAddress server) {
+        return groupRanks.containsKey(server);
+    }
+
+    /**
+     * The group call for {@code server}, or null when it already joined or the transfer is not
+     * {@code nccl}. Ranks go by first join, in the order of the servers given (AReaL: rank {@code 1 +
+     * i} for the i-th address); a server keeps its rank across a failed join. {@code worldSize} is
+     * sent as {@code 1 +} the number of servers given plus those that joined before and are not among them.
+     */
+    private synchronized ControlCall joinCall(ServerAddress server, int fleetSize) {
+        if (weightTransfer != WeightTransfer.NCCL || groupRanks.containsKey(server)) {
+            return null;
+        }
+        Integer rank = reservedRanks.get(server);
+        if (rank == null) {
+            rank = nextRank++;
+            reservedRanks.put(server, rank);
+        }
+        return protocol.initWeightsUpdateGroupCall(
+                config.ncclMasterAddress(),
+                config.ncclMasterPort(),
+                rank,
+                Math.max(fleetSize, nextRank - 1) + 1,
+                config.ncclGroupName());
+    }
+
+    /** Ranks handed out, joined or not. */
+    private final Map<ServerAddress, Integer> reservedRanks = new HashMap<>();
+
+    /**
+     * Makes {@code server} join the weight-update group now when it has not ({@code weight_transfer =
+     * nccl}; a server added at run time joins before its first update).
+     *
+     * @return null when it is in the group (or there is no group), else the error
+     */
+    String join(ServerAddress server, int fleetSize) throws InterruptedException {
+        ControlCall call = joinCall(server, fleetSize);
+        if (call == null) {
+            return null;
+        }
+        String error = callWithRetries(server, call, updateTimeout);
+        if (error == null) {
+            groupRanks.put(server, reservedRanks(server));
+        }
+        return error;
     }
 
     /**
@@ -133,10 +221,9 @@ public final class WeightUpdater {
             throws InterruptedException {
         long start = System.nanoTime();
         int n = servers.size();
-        ControlCall load = loadCall(modelPath, version);
         List<ServerRun> runs = new ArrayList<>(n);
         for (ServerAddress server : servers) {
-            runs.add(new ServerRun(server, load));
+            runs.add(new ServerRun(server, loadCalls(server, modelPath, version), joinCall(server, n)));
         }
         InterruptedException interruption = runAll(runs);
         List<WeightUpdateReport.ServerOutcome> outcomes = new ArrayList<>(n);
@@ -163,7 +250,7 @@ public final class WeightUpdater {
      */
     WeightUpdateReport.ServerOutcome resync(ServerAddress server, Path modelPath, int version)
             throws InterruptedException {
-        ServerRun run = new ServerRun(server, modelPath == null ? null : loadCall(modelPath, version));
+        ServerRun run = new ServerRun(server, modelPath == null ? null : loadCalls(server, modelPath, version), null);
         InterruptedException interruption = runAll(List.of(run));
         if (interruption != null) {
             Thread.interrupted();
@@ -207,7 +294,9 @@ public final class WeightUpdater {
      */
     private final class ServerRun implements Runnable {
         private final ServerAddress server;
-        private final ControlCall load;
+        private final List<ControlCall> load;
+        private final ControlCall joinCall;
+        private Step joined = NOT_SENT;
         private Step pause = NOT_SENT;
         private Step loaded = NOT_SENT;
         private Step resume;
@@ -215,10 +304,14 @@ public final class WeightUpdater {
         private boolean continuing;
         private boolean interrupted;
 
-        /** @param load the load call, or null when only the continue is owed */
-        ServerRun(ServerAddress server, ControlCall load) {
+        /**
+         * @param load the load calls, or null when only the continue is owed
+         * @param joinCall the group call to send before the load ({@code weight_transfer = nccl}), or null
+         */
+        ServerRun(ServerAddress server, List<ControlCall> load, ControlCall joinCall) {
             this.server = server;
             this.load = load;
+            this.joinCall = joinCall;
         }
 
         @Override
@@ -230,7 +323,15 @@ public final class WeightUpdater {
                 }
             }
             try {
-                if (load != null) {
+                if (load != null && joinCall != null) {
+                    // AReaL's order: the server is in the group before any update reaches it.
+                    joined = new Step("interrupted while joining the weight-update group", 0, true);
+                    joined = WeightUpdater.this.run(server, List.of(joinCall), updateTimeout);
+                    if (joined.ok()) {
+                        groupRanks.put(server, reservedRanks(server));
+                    }
+                }
+                if (load != null && joined.ok()) {
                     if (!pauseCalls.isEmpty()) {
                         pause = new Step("interrupted while pausing", 0, true);
                         pause = WeightUpdater.this.run(server, pauseCalls, controlTimeout);
@@ -240,7 +341,7 @@ public final class WeightUpdater {
                     }
                     if (pause.ok()) {
                         loaded = new Step("interrupted while loading", 0, true);
-                        loaded = WeightUpdater.this.run(server, List.of(load), updateTimeout);
+                        loaded = WeightUpdater.this.run(server, load, updateTimeout);
                     }
                 }
             } catch (InterruptedException e) {
@@ -272,13 +373,18 @@ public final class WeightUpdater {
         }
 
         WeightUpdateReport.ServerOutcome outcome() {
-            return WeightUpdater.outcome(server, pause, loaded, resume);
+            return WeightUpdater.outcome(server, joined, pause, loaded, resume);
         }
     }
 
-    private static WeightUpdateReport.ServerOutcome outcome(ServerAddress server, Step pause, Step load, Step resume) {
-        List<String> errors = new ArrayList<>(3);
-        for (Step s : new Step[] {pause, load, resume}) {
+    private synchronized Integer reservedRanks(ServerAddress server) {
+        return reservedRanks.get(server);
+    }
+
+    private static WeightUpdateReport.ServerOutcome outcome(
+            ServerAddress server, Step joined, Step pause, Step load, Step resume) {
+        List<String> errors = new ArrayList<>(4);
+        for (Step s : new Step[] {joined, pause, load, resume}) {
             if (s.error() != null) {
                 errors.add(s.error());
             }

@@ -200,6 +200,13 @@ public final class ModelServer implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         http.close(CLOSE_TIMEOUT_MILLIS);
+        for (WeightGroup g : groups.values()) {
+            try {
+                g.close();
+            } catch (IOException e) {
+                log.debug("model server {}: closing weight group {}: {}", baseUrl(), g.name(), e.toString());
+            }
+        }
         log.info("model server {} closed", baseUrl());
     }
 
@@ -240,6 +247,13 @@ public final class ModelServer implements AutoCloseable {
                 case "/update_weights_from_disk" -> post(req, () -> updateWeights(req, false));
                 case "/areal_update_weights" -> post(req, () -> updateWeights(req, true));
                 case "/update_weights_from_bytes" -> post(req, () -> updateWeightsFromBytes(req));
+                // The NCCL control plane (SGLang's routes, AReaL's vLLM extension routes); the tensors
+                // come over the group's TCP stand-in (WeightGroup).
+                case "/init_weights_update_group", "/areal_init_weights_update_group" ->
+                    post(req, () -> initWeightsUpdateGroup(req));
+                case "/update_weights_from_distributed" -> post(req, () -> updateWeightsFromDistributed(req));
+                case "/areal_set_update_weight_meta" -> post(req, () -> setUpdateWeightMeta(req));
+                case "/areal_update_weights_xccl" -> post(req, () -> updateWeightsXccl());
                 // Upstream vLLM's own control routes (its dev-mode RLHF API), besides AReaL's /areal_* ones.
                 case "/pause" -> post(req, () -> upstreamPause(req));
                 case "/resume" -> post(req, () -> upstreamResume());
@@ -588,6 +602,230 @@ public final class ModelServer implements AutoCloseable {
                         + served.version() + ").");
         o.put("num_paused_requests", 0);
         return ok(o);
+    }
+
+    /** How long joining a weight-update group, and waiting for one tensor's bytes, may take. */
+    private static final int GROUP_TIMEOUT_MILLIS = 120_000;
+
+    /** The weight-update groups joined, by name. */
+    private final java.util.Map<String, WeightGroup> groups = new ConcurrentHashMap<>();
+
+    /** vLLM: the tensors announced by {@code /areal_set_update_weight_meta} for the next xccl update. */
+    private volatile PendingUpdate pendingMeta;
+
+    private record PendingUpdate(String group, java.util.List<WeightGroup.Tensor> tensors) {}
+
+    /**
+     * {@code POST /init_weights_update_group} (SGLang) and {@code /areal_init_weights_update_group}
+     * (AReaL's vLLM extension): {@code {"master_address", "master_port", "rank_offset",
+     * "world_size", "backend", "group_name"}}. Joins the group's TCP stand-in at
+     * master_address:master_port as rank {@code rank_offset} (a server of one rank); joining a group
+     * of the same name again replaces the old connection.
+     */
+    private Http1Server.Response initWeightsUpdateGroup(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        String address = nonEmpty(body, "master_address");
+        int port = intField(body, "master_port", 1, 65535);
+        int rank = intField(body, "rank_offset", 1, Integer.MAX_VALUE);
+        int worldSize = intField(body, "world_size", 2, Integer.MAX_VALUE);
+        String group = nonEmpty(body, "group_name");
+        JsonNode backend = body.get("backend");
+        if (backend != null && !backend.isNull() && !backend.isTextual()) {
+            throw new BadRequestException("backend", "backend must be a string such as nccl");
+        }
+        if (rank >= worldSize) {
+            throw new BadRequestException(
+                    "rank_offset", "rank_offset " + rank + " must be below world_size " + worldSize);
+        }
+        WeightGroup joined;
+        try {
+            joined = WeightGroup.join(address, port, group, rank, worldSize, GROUP_TIMEOUT_MILLIS);
+        } catch (IOException e) {
+            log.warn("model server {}: joining weight group '{}' failed: {}", baseUrl(), group, e.toString());
+            return Http1Server.Response.json(
+                    500,
+                    Json.failureBody("Failed to init weights update group '" + group + "' at " + address + ":" + port
+                            + ": " + e.getMessage()));
+        }
+        WeightGroup old = groups.put(group, joined);
+        if (old != null) {
+            try {
+                old.close();
+            } catch (IOException e) {
+                log.debug("model server {}: closing replaced group: {}", baseUrl(), e.toString());
+            }
+        }
+        log.info("model server {}: joined weight group '{}' as rank {} of {}", baseUrl(), group, rank, worldSize);
+        return success("Succeeded to init weights update group '" + group + "' as rank " + rank + ".");
+    }
+
+    /**
+     * {@code POST /update_weights_from_distributed} (SGLang): {@code {"names", "dtypes", "shapes",
+     * "group_name", "flush_cache", "abort_all_requests", "weight_version"}}. Receives the tensors
+     * rank 0 broadcasts and loads their bytes as a weight file.
+     */
+    private Http1Server.Response updateWeightsFromDistributed(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        java.util.List<WeightGroup.Tensor> tensors = tensors(body);
+        String group = nonEmpty(body, "group_name");
+        boolean abortAll = false;
+        JsonNode abortNode = body.get("abort_all_requests");
+        if (abortNode != null && !abortNode.isNull()) {
+            if (!abortNode.isBoolean()) {
+                throw new BadRequestException("abort_all_requests", "abort_all_requests must be true or false");
+            }
+            abortAll = abortNode.asBoolean();
+        }
+        JsonNode flush = body.get("flush_cache");
+        if (flush != null && !flush.isNull() && !flush.isBoolean()) {
+            throw new BadRequestException("flush_cache", "flush_cache must be true or false");
+        }
+        OptionalInt version = OptionalInt.empty();
+        JsonNode v = body.get("weight_version");
+        if (v != null && !v.isNull()) {
+            version = OptionalInt.of(parseVersion(v));
+        }
+        return receiveAndLoad(group, tensors, version, abortAll);
+    }
+
+    /** {@code POST /areal_set_update_weight_meta} (AReaL's vLLM extension): the next update's tensors. */
+    private Http1Server.Response setUpdateWeightMeta(Http1Server.Request req) {
+        ObjectNode body = Json.parseObject(req.body(), req.path());
+        pendingMeta = new PendingUpdate(nonEmpty(body, "group_name"), tensors(body));
+        return success("Set the meta of " + pendingMeta.tensors().size() + " tensors.");
+    }
+
+    /** {@code POST /areal_update_weights_xccl {}}: receives the tensors announced by the meta call. */
+    private Http1Server.Response updateWeightsXccl() {
+        PendingUpdate meta = pendingMeta;
+        if (meta == null) {
+            return Http1Server.Response.json(
+                    400, Json.failureBody("no tensors announced: send /areal_set_update_weight_meta first"));
+        }
+        pendingMeta = null;
+        return receiveAndLoad(meta.group(), meta.tensors(), OptionalInt.empty(), true);
+    }
+
+    private Http1Server.Response receiveAndLoad(
+            String group, java.util.List<WeightGroup.Tensor> tensors, OptionalInt version, boolean abortAll) {
+        WeightGroup g = groups.get(group);
+        if (g == null) {
+            return Http1Server.Response.json(
+                    400,
+                    Json.failureBody("this server has not joined weight update group '" + group
+                            + "' (send /init_weights_update_group first; joined: " + new TreeSet<>(groups.keySet())
+                            + ")"));
+        }
+        byte[] bytes;
+        synchronized (g) {
+            try {
+                bytes = g.receive(tensors);
+            } catch (IllegalArgumentException e) {
+                log.warn("model server {}: distributed update refused: {}", baseUrl(), e.getMessage());
+                return Http1Server.Response.json(400, Json.failureBody("distributed weights: " + e.getMessage()));
+            } catch (IOException e) {
+                groups.remove(group, g);
+                try {
+                    g.close();
+                } catch (IOException closing) {
+                    log.debug("model server {}: closing broken group: {}", baseUrl(), closing.toString());
+                }
+                return Http1Server.Response.json(
+                        500,
+                        Json.failureBody("receiving the broadcast of group '" + group + "' failed (the group is"
+                                + " left; join it again): " + e));
+            }
+        }
+        Path file;
+        try {
+            Path dir = Files.createDirectories(
+                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
+            file = Files.createTempFile(dir, "distributed-", ".rlm");
+            Files.write(file, bytes);
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody("cannot store the received weights: " + e));
+        }
+        TinyLmWeights served;
+        try {
+            served = updateWeightsFromDisk(file, version, abortAll);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: distributed weights refused: {}", baseUrl(), e.getMessage());
+            return Http1Server.Response.json(400, Json.failureBody("distributed weights: " + e.getMessage()));
+        } catch (IOException e) {
+            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
+        } finally {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
+            }
+        }
+        modelPath = "distributed:" + group + ":" + bytes.length + "-bytes";
+        ObjectNode o = Json.object();
+        o.put("success", true);
+        o.put(
+                "message",
+                "Succeeded to update model weights from " + tensors.size() + " tensors of group '" + group
+                        + "' (weight version " + served.version() + ").");
+        return ok(o);
+    }
+
+    /** The parallel arrays {@code names}, {@code dtypes}, {@code shapes} of a distributed update. */
+    private static java.util.List<WeightGroup.Tensor> tensors(ObjectNode body) {
+        JsonNode names = body.get("names");
+        JsonNode dtypes = body.get("dtypes");
+        JsonNode shapes = body.get("shapes");
+        if (names == null || !names.isArray() || names.isEmpty()) {
+            throw new BadRequestException("names", "names must be a non-empty array of tensor names");
+        }
+        if (dtypes == null || !dtypes.isArray() || dtypes.size() != names.size()) {
+            throw new BadRequestException("dtypes", "dtypes must be an array as long as names (" + names.size() + ")");
+        }
+        if (shapes == null || !shapes.isArray() || shapes.size() != names.size()) {
+            throw new BadRequestException("shapes", "shapes must be an array as long as names (" + names.size() + ")");
+        }
+        java.util.List<WeightGroup.Tensor> out = new java.util.ArrayList<>(names.size());
+        for (int i = 0; i < names.size(); i++) {
+            if (!names.get(i).isTextual() || !dtypes.get(i).isTextual()) {
+                throw new BadRequestException("names", "names[" + i + "] and dtypes[" + i + "] must be strings");
+            }
+            try {
+                WeightGroup.dtypeSize(dtypes.get(i).asText());
+            } catch (IllegalArgumentException e) {
+                throw new BadRequestException("dtypes", "dtypes[" + i + "]: " + e.getMessage());
+            }
+            JsonNode shape = shapes.get(i);
+            if (!shape.isArray()) {
+                throw new BadRequestException("shapes", "shapes[" + i + "] must be an array of integers >= 0");
+            }
+            java.util.List<Long> dims = new java.util.ArrayList<>();
+            for (JsonNode d : shape) {
+                if (!d.isIntegralNumber() || d.asLong() < 0) {
+                    throw new BadRequestException("shapes", "shapes[" + i + "] must be an array of integers >= 0");
+                }
+                dims.add(d.asLong());
+            }
+            out.add(new WeightGroup.Tensor(names.get(i).asText(), dtypes.get(i).asText(), dims));
+        }
+        return out;
+    }
+
+    /** An integer field given as a number or a numeric string (AReaL sends master_port as a string). */
+    private static int intField(ObjectNode body, String field, int min, int max) {
+        JsonNode n = body.get(field);
+        String text = n == null ? null : n.isTextual() ? n.asText().trim() : n.isIntegralNumber() ? n.asText() : null;
+        try {
+            if (text != null) {
+                long v = Long.parseLong(text);
+                if (v >= min && v <= max) {
+                    return (int) v;
+                }
+            }
+        } catch (NumberFormatException e) {
+            // reported below with the value
+        }
+        throw new BadRequestException(
+                field, field + " must be an integer in " + min + ".." + max + " (number or string), got " + n);
     }
 
     /** {@code POST /load_lora_adapter} (and vLLM's {@code /v1/load_lora_adapter}): {@code {"lora_name", "lora_path"}}. */

@@ -200,9 +200,24 @@ public final class HttpRolloutClient implements RolloutClient {
      */
     @Override
     public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
-        String what = "publish weights version " + version;
-        byte[] json =
-                GatewayJson.publishRequest(version, weights.toAbsolutePath().toString());
+        return publish(
+                "publish weights version " + version,
+                GatewayJson.publishRequest(version, weights.toAbsolutePath().toString()));
+    }
+
+    /**
+     * Publishes {@code version} under {@code rollout.weight_transfer = nccl}: {@code POST /v1/weights
+     * {"version", "tensors": [{"name", "dtype", "shape"}, ..]}}. The engine tells every server to
+     * receive these tensors from the weight-update group; this trainer's rank 0 must broadcast them
+     * (in this order) while the call is in progress, so call it from another thread than the one
+     * broadcasting. Answers and errors as {@link #publishWeights}.
+     */
+    public PublishResult publishTensors(int version, List<TensorSpec> tensors) throws InterruptedException {
+        return publish(
+                "publish tensors of weights version " + version, GatewayJson.publishTensorsRequest(version, tensors));
+    }
+
+    private PublishResult publish(String what, byte[] json) throws InterruptedException {
         return call(
                 what,
                 base -> request(base, "/v1/weights", config.publishTimeout())

@@ -14,6 +14,7 @@ import java.util.Map;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutStatus;
 import org.rollout.trainer.StatsPage;
+import org.rollout.trainer.TensorSpec;
 import org.rollout.trainer.VersionStats;
 
 /**
@@ -38,8 +39,16 @@ public final class GatewayJson {
 
     private GatewayJson() {}
 
-    /** {@code POST /v1/weights}: the version to publish and where the weights are. */
-    public record PublishRequest(int version, String path) {}
+    /**
+     * {@code POST /v1/weights}: the version to publish and where the weights are ({@code path}), or,
+     * under {@code weight_transfer = nccl}, the tensors the trainer broadcasts ({@code tensors};
+     * exactly one of the two is set).
+     */
+    public record PublishRequest(int version, String path, List<TensorSpec> tensors) {
+        public PublishRequest(int version, String path) {
+            this(version, path, null);
+        }
+    }
 
     /** {@code POST /v1/batches/{id}/ack}'s answer: whether the gateway knew the batch as handed out. */
     public record AckReply(long batchId, boolean known) {}
@@ -201,7 +210,36 @@ public final class GatewayJson {
         return bytes(o);
     }
 
-    /** Parses and checks a publish request: an integer version ≥ 0 and a non-blank path. */
+    /** {@code {"version": N, "tensors": [{"name", "dtype", "shape": [..]}, ..]}}. */
+    public static byte[] publishTensorsRequest(int version, List<TensorSpec> tensors) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("version", version);
+        putTensors(o, tensors);
+        return bytes(o);
+    }
+
+    /** {@code {"tensors": [..]}}: the tensor manifest the engine reads under {@code weight_transfer = nccl}. */
+    public static byte[] tensorManifest(List<TensorSpec> tensors) {
+        ObjectNode o = JSON.createObjectNode();
+        putTensors(o, tensors);
+        return bytes(o);
+    }
+
+    private static void putTensors(ObjectNode o, List<TensorSpec> tensors) {
+        var list = o.putArray("tensors");
+        for (TensorSpec t : tensors) {
+            ObjectNode e = list.addObject();
+            e.put("name", t.name());
+            e.put("dtype", t.dtype());
+            var shape = e.putArray("shape");
+            t.shape().forEach(shape::add);
+        }
+    }
+
+    /**
+     * Parses and checks a publish request: an integer version ≥ 0 and either a non-blank path or a
+     * non-empty {@code tensors} array of {@code {"name", "dtype", "shape"}}.
+     */
     public static PublishRequest parsePublishRequest(byte[] body) {
         JsonNode o = object(body, "publish request");
         long version = integralField(o, "version", "publish request");
@@ -209,12 +247,53 @@ public final class GatewayJson {
             throw new IllegalArgumentException(
                     "publish request: field 'version' must be an integer in [0, 2^31), got " + version);
         }
+        JsonNode tensors = o.get("tensors");
         JsonNode path = o.get("path");
+        if (tensors != null && path != null) {
+            throw new IllegalArgumentException(
+                    "publish request: give either 'path' (a weights file) or 'tensors' (an NCCL broadcast), not both");
+        }
+        if (tensors != null) {
+            return new PublishRequest((int) version, null, tensors(tensors));
+        }
         if (path == null || !path.isTextual() || path.textValue().isBlank()) {
             throw new IllegalArgumentException(
                     "publish request: field 'path' must be a non-blank string (the weights file the servers load)");
         }
         return new PublishRequest((int) version, path.textValue());
+    }
+
+    private static List<TensorSpec> tensors(JsonNode list) {
+        if (!list.isArray() || list.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "publish request: field 'tensors' must be a non-empty array of {\"name\", \"dtype\", \"shape\"}");
+        }
+        List<TensorSpec> out = new ArrayList<>(list.size());
+        for (int i = 0; i < list.size(); i++) {
+            JsonNode t = list.get(i);
+            String at = "publish request: tensors[" + i + "]";
+            JsonNode name = t.get("name");
+            JsonNode dtype = t.get("dtype");
+            JsonNode shape = t.get("shape");
+            if (name == null || !name.isTextual() || name.textValue().isBlank()) {
+                throw new IllegalArgumentException(at + ".name must be a non-blank string");
+            }
+            if (dtype == null || !dtype.isTextual() || dtype.textValue().isBlank()) {
+                throw new IllegalArgumentException(at + ".dtype must be a non-blank string such as bfloat16");
+            }
+            if (shape == null || !shape.isArray()) {
+                throw new IllegalArgumentException(at + ".shape must be an array of integers >= 0");
+            }
+            List<Long> dims = new ArrayList<>(shape.size());
+            for (JsonNode d : shape) {
+                if (!d.isIntegralNumber() || d.asLong() < 0) {
+                    throw new IllegalArgumentException(at + ".shape must be an array of integers >= 0, got " + shape);
+                }
+                dims.add(d.asLong());
+            }
+            out.add(new TensorSpec(name.textValue(), dtype.textValue(), dims));
+        }
+        return out;
     }
 
     public static byte[] publishResult(PublishResult r) {
