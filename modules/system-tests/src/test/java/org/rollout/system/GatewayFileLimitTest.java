@@ -103,9 +103,12 @@ class GatewayFileLimitTest {
                     }
                 }
             }
-            assertThat(rejected).as("rejected tasks").allSatisfy(l -> assertThat(l).contains("reason=failed"));
-            assertThat(rejected.size()).as("rejected tasks of " + outcomes + ": " + rejected).isLessThanOrEqualTo((int)
-                    (outcomes / 10));
+            assertThat(rejected)
+                    .as("rejected tasks")
+                    .allSatisfy(l -> assertThat(l).contains("reason=failed"));
+            assertThat(rejected.size())
+                    .as("rejected tasks of " + outcomes + ": " + rejected)
+                    .isLessThanOrEqualTo((int) (outcomes / 10));
         }
     }
 
