@@ -27,7 +27,7 @@ class LinkFaultTest {
 
     private static final Duration JITTER = Duration.ofMillis(450);
     /** How long a faulty period lasts while the trainer trains. */
-    private static final Duration FAULTY_FOR = Duration.ofSeconds(30);
+    private static final Duration FAULTY_FOR = Duration.ofSeconds(20);
     /** Batches per throughput window. */
     private static final int WINDOW = 4;
     /**
@@ -71,12 +71,12 @@ class LinkFaultTest {
                 while (System.nanoTime() - started < FAULTY_FOR.toNanos()) {
                     long elapsed = Duration.ofNanos(System.nanoTime() - started).toSeconds();
                     // A stall of server-0's link longer than the request timeout (5 s), mid-way.
-                    if (!stalled && elapsed >= 10) {
+                    if (!stalled && elapsed >= 6) {
                         c.serverProxy(0).stall(true);
                         c.linkFault("server_link_stall", "server-0 link stalled for 8 s");
                         stalled = true;
                     }
-                    if (stalled && elapsed >= 18) {
+                    if (stalled && elapsed >= 14) {
                         c.serverProxy(0).stall(false);
                     }
                     loop.check();

@@ -579,12 +579,7 @@ final class TestCluster implements AutoCloseable {
                         + String.join(
                                 ",",
                                 servers.stream()
-                                        .map(s -> serverHost() + ":"
-                                                + (serverProxies.containsKey(s.index)
-                                                        ? serverProxies
-                                                                .get(s.index)
-                                                                .port()
-                                                        : s.port))
+                                        .map(s -> serverAddress(s.index))
                                         .toList()),
                 "rollout.experiment_name=system",
                 "rollout.trial_name=" + run.testName().replace('.', '-'),
@@ -853,6 +848,12 @@ final class TestCluster implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + node(index).managementPort);
     }
 
+    /** The address the nodes know model server {@code index} by: its proxy's when it has one. */
+    private String serverAddress(int index) {
+        FaultProxy proxy = serverProxies.get(index);
+        return serverHost() + ":" + (proxy != null ? proxy.port() : server(index).port);
+    }
+
     /** The proxy in front of model server {@code index} ({@link Builder#withServerProxies}). */
     FaultProxy serverProxy(int index) {
         FaultProxy p = serverProxies.get(index);
@@ -908,7 +909,7 @@ final class TestCluster implements AutoCloseable {
      * segments and, after {@code handOverAfter}, hands what it runs over to the other servers.
      */
     void drainServer(int index, Duration handOverAfter) throws IOException, InterruptedException {
-        String address = serverHost() + ":" + server(index).port;
+        String address = serverAddress(index);
         gatewayCall("DELETE", "/v1/servers/" + address + "?hand_over_after=" + handOverAfter.toMillis() / 1000.0, null);
         faults.inject("server_drained");
         log("drained server-" + index + " (hand-over after " + handOverAfter.toMillis() + " ms)");
@@ -916,7 +917,7 @@ final class TestCluster implements AutoCloseable {
 
     /** Adds model server {@code index} to the run-time server list through a node's gateway ({@code POST /v1/servers}). */
     void addServer(int index) throws IOException, InterruptedException {
-        String address = serverHost() + ":" + server(index).port;
+        String address = serverAddress(index);
         gatewayCall("POST", "/v1/servers", "{\"address\":\"" + address + "\"}");
         faults.inject("server_added");
         log("added server-" + index);
@@ -938,7 +939,7 @@ final class TestCluster implements AutoCloseable {
 
     private boolean liveNodesAgree(int index, java.util.function.Predicate<String> entryHolds)
             throws InterruptedException {
-        String address = "\"address\":\"" + serverHost() + ":" + server(index).port + "\"";
+        String address = "\"address\":\"" + serverAddress(index) + "\"";
         for (NodeSlot n : nodes) {
             if (!n.alive()) {
                 continue;
