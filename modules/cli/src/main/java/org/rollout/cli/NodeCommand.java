@@ -190,6 +190,16 @@ final class NodeCommand implements Callable<Integer> {
             System.err.println("invalid value for '--management-port': " + managementPort + " (allowed: 0 to 65535)");
             return 2;
         }
+        if (gatewayMaxWaitingPulls < 1) {
+            System.err.println("invalid value for '--gateway-max-waiting-pulls' (gateway.max_waiting_pulls): "
+                    + gatewayMaxWaitingPulls + " (allowed: an integer >= 1)");
+            return 2;
+        }
+        if (!(gatewayWriteTimeout > 0) || Double.isInfinite(gatewayWriteTimeout)) {
+            System.err.println("invalid value for '--gateway-write-timeout' (gateway.write_timeout): "
+                    + gatewayWriteTimeout + " (allowed: a number of seconds > 0)");
+            return 2;
+        }
         RolloutSettings settings;
         Config pekko;
         try {
@@ -259,10 +269,6 @@ final class NodeCommand implements Callable<Integer> {
             }
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
-                if (!(gatewayWriteTimeout > 0) || Double.isInfinite(gatewayWriteTimeout)) {
-                    throw new InvalidConfigException(
-                            "--gateway-write-timeout", gatewayWriteTimeout, "a number of seconds > 0");
-                }
                 GatewayConfig gc = GatewayConfig.defaults()
                         .withHost(gatewayHost)
                         .withPort(gatewayPort)
