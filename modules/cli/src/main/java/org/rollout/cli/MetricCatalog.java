@@ -136,7 +136,25 @@ final class MetricCatalog {
                     "summary",
                     "",
                     true,
-                    "time to stream one batch to a trainer, first byte to last"));
+                    "time to stream one batch to a trainer, first byte to last"),
+            new Metric(
+                    "rollout_gateway_pulls",
+                    "gauge",
+                    "",
+                    true,
+                    "batch pulls the gateway serves now, waiting or streaming (at most gateway.max_waiting_pulls)"),
+            new Metric(
+                    "rollout_gateway_pulls_refused_total",
+                    "counter",
+                    "",
+                    true,
+                    "pulls answered 503 too_many_pulls because gateway.max_waiting_pulls were under way"),
+            new Metric(
+                    "rollout_gateway_batch_writes_timed_out_total",
+                    "counter",
+                    "",
+                    true,
+                    "batch streams dropped after gateway.write_timeout without progress (delivered again)"));
 
     /** Every name in the catalogue. */
     static Set<String> names() {

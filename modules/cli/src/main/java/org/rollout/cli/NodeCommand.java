@@ -123,6 +123,21 @@ final class NodeCommand implements Callable<Integer> {
     int gatewayPort;
 
     @Option(
+            names = "--gateway-max-waiting-pulls",
+            defaultValue = "256",
+            description = "Most batch pulls the trainer gateway serves at once (gateway.max_waiting_pulls); one"
+                    + " more is answered 503 too_many_pulls (default: ${DEFAULT-VALUE}).")
+    int gatewayMaxWaitingPulls;
+
+    @Option(
+            names = "--gateway-write-timeout",
+            defaultValue = "60",
+            description = "Seconds a batch stream to a trainer may make no progress before the gateway drops it"
+                    + " (gateway.write_timeout; the batch is delivered again after batch_ack_timeout)"
+                    + " (default: ${DEFAULT-VALUE}).")
+    double gatewayWriteTimeout;
+
+    @Option(
             names = "--gateway-host",
             defaultValue = "127.0.0.1",
             description = "Address the trainer gateway binds (default: ${DEFAULT-VALUE}).")
@@ -173,6 +188,16 @@ final class NodeCommand implements Callable<Integer> {
         }
         if (managementPort != null && (managementPort < 0 || managementPort > 65535)) {
             System.err.println("invalid value for '--management-port': " + managementPort + " (allowed: 0 to 65535)");
+            return 2;
+        }
+        if (gatewayMaxWaitingPulls < 1) {
+            System.err.println("invalid value for '--gateway-max-waiting-pulls' (gateway.max_waiting_pulls): "
+                    + gatewayMaxWaitingPulls + " (allowed: an integer >= 1)");
+            return 2;
+        }
+        if (!(gatewayWriteTimeout > 0) || Double.isInfinite(gatewayWriteTimeout)) {
+            System.err.println("invalid value for '--gateway-write-timeout' (gateway.write_timeout): "
+                    + gatewayWriteTimeout + " (allowed: a number of seconds > 0)");
             return 2;
         }
         RolloutSettings settings;
@@ -244,8 +269,11 @@ final class NodeCommand implements Callable<Integer> {
             }
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
                 String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
-                GatewayConfig gc =
-                        GatewayConfig.defaults().withHost(gatewayHost).withPort(gatewayPort);
+                GatewayConfig gc = GatewayConfig.defaults()
+                        .withHost(gatewayHost)
+                        .withPort(gatewayPort)
+                        .withMaxWaitingPulls(gatewayMaxWaitingPulls)
+                        .withWriteTimeout(Duration.ofMillis(Math.round(gatewayWriteTimeout * 1000)));
                 if (token != null && !token.isBlank()) {
                     gc = gc.withToken(token);
                 }

@@ -78,6 +78,16 @@ class RolloutCliTest {
     }
 
     @Test
+    void aNodesGatewayPullLimitAndWriteTimeoutAreCheckedBeforeAnythingStarts() {
+        Run pulls = run("node", "--gateway-max-waiting-pulls", "0");
+        assertThat(pulls.exit()).isEqualTo(2);
+        assertThat(pulls.err()).contains("--gateway-max-waiting-pulls", "gateway.max_waiting_pulls", ">= 1");
+        Run timeout = run("node", "--gateway-write-timeout", "0");
+        assertThat(timeout.exit()).isEqualTo(2);
+        assertThat(timeout.err()).contains("--gateway-write-timeout", "gateway.write_timeout", "> 0");
+    }
+
+    @Test
     void versionIsTheProjectVersion() throws Exception {
         Run r = run("--version");
         assertThat(r.exit()).isZero();

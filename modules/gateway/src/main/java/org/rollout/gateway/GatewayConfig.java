@@ -19,11 +19,27 @@ import org.rollout.api.InvalidConfigException;
  *     never printed
  * @param maxPollWait the longest a pull waits for a batch, whatever the trainer asks; keep it below
  *     the idle timeouts of proxies between trainer and gateway
+ * @param maxWaitingPulls the most pulls this gateway serves at once (waiting for a batch or
+ *     streaming one); a pull beyond it is answered 503 {@code too_many_pulls} at once, so a trainer
+ *     that opens pulls without reading them cannot hold an unbounded number of threads, sockets and
+ *     batches (its trainer client then tries another contact point)
+ * @param writeTimeout how long a batch being streamed may make no progress (the trainer reads
+ *     nothing) before the gateway drops the connection; the batch is then delivered again after
+ *     {@code batch_ack_timeout} under the acknowledgement protocol (docs/protocol.md)
  */
 public record GatewayConfig(
-        String host, int port, String token, Path keyStore, String keyStorePassword, Duration maxPollWait) {
+        String host,
+        int port,
+        String token,
+        Path keyStore,
+        String keyStorePassword,
+        Duration maxPollWait,
+        int maxWaitingPulls,
+        Duration writeTimeout) {
 
     public static final Duration DEFAULT_MAX_POLL_WAIT = Duration.ofSeconds(60);
+    public static final int DEFAULT_MAX_WAITING_PULLS = 256;
+    public static final Duration DEFAULT_WRITE_TIMEOUT = Duration.ofSeconds(60);
 
     public GatewayConfig {
         if (host == null || host.isBlank()) {
@@ -46,32 +62,59 @@ public record GatewayConfig(
         if (maxPollWait == null || maxPollWait.isNegative() || maxPollWait.isZero()) {
             throw new InvalidConfigException("gateway.max_poll_wait", maxPollWait, "a duration > 0");
         }
+        if (maxWaitingPulls < 1) {
+            throw new InvalidConfigException("gateway.max_waiting_pulls", maxWaitingPulls, "an integer >= 1");
+        }
+        if (writeTimeout == null || writeTimeout.isNegative() || writeTimeout.isZero()) {
+            throw new InvalidConfigException("gateway.write_timeout", writeTimeout, "a duration > 0");
+        }
     }
 
-    /** 127.0.0.1, a free port, no token, plain HTTP, pulls wait at most 60 s. */
+    /**
+     * 127.0.0.1, a free port, no token, plain HTTP, pulls wait at most 60 s, at most 256 pulls at
+     * once, a batch stream stalled 60 s is dropped.
+     */
     public static GatewayConfig defaults() {
-        return new GatewayConfig("127.0.0.1", 0, null, null, null, DEFAULT_MAX_POLL_WAIT);
+        return new GatewayConfig(
+                "127.0.0.1",
+                0,
+                null,
+                null,
+                null,
+                DEFAULT_MAX_POLL_WAIT,
+                DEFAULT_MAX_WAITING_PULLS,
+                DEFAULT_WRITE_TIMEOUT);
     }
 
     public GatewayConfig withHost(String h) {
-        return new GatewayConfig(h, port, token, keyStore, keyStorePassword, maxPollWait);
+        return new GatewayConfig(
+                h, port, token, keyStore, keyStorePassword, maxPollWait, maxWaitingPulls, writeTimeout);
     }
 
     public GatewayConfig withPort(int p) {
-        return new GatewayConfig(host, p, token, keyStore, keyStorePassword, maxPollWait);
+        return new GatewayConfig(
+                host, p, token, keyStore, keyStorePassword, maxPollWait, maxWaitingPulls, writeTimeout);
     }
 
     public GatewayConfig withToken(String t) {
-        return new GatewayConfig(host, port, t, keyStore, keyStorePassword, maxPollWait);
+        return new GatewayConfig(host, port, t, keyStore, keyStorePassword, maxPollWait, maxWaitingPulls, writeTimeout);
     }
 
     /** Serves HTTPS with the key and certificate in {@code store}. */
     public GatewayConfig withTls(Path store, String password) {
-        return new GatewayConfig(host, port, token, store, password, maxPollWait);
+        return new GatewayConfig(host, port, token, store, password, maxPollWait, maxWaitingPulls, writeTimeout);
     }
 
     public GatewayConfig withMaxPollWait(Duration d) {
-        return new GatewayConfig(host, port, token, keyStore, keyStorePassword, d);
+        return new GatewayConfig(host, port, token, keyStore, keyStorePassword, d, maxWaitingPulls, writeTimeout);
+    }
+
+    public GatewayConfig withMaxWaitingPulls(int n) {
+        return new GatewayConfig(host, port, token, keyStore, keyStorePassword, maxPollWait, n, writeTimeout);
+    }
+
+    public GatewayConfig withWriteTimeout(Duration d) {
+        return new GatewayConfig(host, port, token, keyStore, keyStorePassword, maxPollWait, maxWaitingPulls, d);
     }
 
     /** Whether the gateway serves HTTPS. */
@@ -83,6 +126,8 @@ public record GatewayConfig(
     @Override
     public String toString() {
         return "GatewayConfig{host=" + host + ", port=" + port + ", token=" + (token == null ? "none" : "(set)")
-                + ", tls=" + (keyStore == null ? "off" : keyStore.toString()) + ", max_poll_wait=" + maxPollWait + "}";
+                + ", tls=" + (keyStore == null ? "off" : keyStore.toString()) + ", max_poll_wait=" + maxPollWait
+                + ", max_waiting_pulls=" + maxWaitingPulls + ", write_timeout="
+                + writeTimeout + "}";
     }
 }

@@ -75,6 +75,20 @@ final class GatewayHandler implements HttpHandler {
     private final ServerDirectory servers;
     private final io.micrometer.core.instrument.DistributionSummary handoffBytes;
     private final io.micrometer.core.instrument.Timer handoffTime;
+    /** Pulls served at once (waiting for a batch or streaming one), at most {@code gateway.max_waiting_pulls}. */
+    private final java.util.concurrent.Semaphore pullSlots;
+
+    private final int maxWaitingPulls;
+    private final Duration writeTimeout;
+    private final java.util.concurrent.atomic.AtomicLong pullsRefused = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong pullsAdmitted = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong writesTimedOut = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong refusalsLogged = new java.util.concurrent.atomic.AtomicLong();
+    private volatile long lastRefusalLogNanos = System.nanoTime() - REFUSAL_LOG_EVERY.toNanos();
+    /** Batch streams under way, watched for stalls ({@code gateway.write_timeout}). */
+    private final java.util.Set<Stream> streams = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private static final Duration REFUSAL_LOG_EVERY = Duration.ofSeconds(10);
 
     GatewayHandler(RolloutClient engine, GatewayConfig config) {
         this(engine, config, GatewayExtras.NONE);
@@ -84,6 +98,9 @@ final class GatewayHandler implements HttpHandler {
         this.engine = engine;
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxPollWait = config.maxPollWait();
+        this.maxWaitingPulls = config.maxWaitingPulls();
+        this.pullSlots = new java.util.concurrent.Semaphore(maxWaitingPulls);
+        this.writeTimeout = config.writeTimeout();
         this.health = extras.health() == null ? () -> GatewayHealth.OK : extras.health();
         this.servers = extras.servers();
         if (extras.registry() != null) {
@@ -94,10 +111,104 @@ final class GatewayHandler implements HttpHandler {
             handoffTime = io.micrometer.core.instrument.Timer.builder("rollout_batch_handoff_duration")
                     .description("time to stream one batch to a trainer, from the first byte to the last")
                     .register(extras.registry());
+            io.micrometer.core.instrument.Gauge.builder(
+                            "rollout_gateway_pulls", pullSlots, slots -> maxWaitingPulls - slots.availablePermits())
+                    .description("pulls this gateway serves now (waiting for a batch or streaming one)")
+                    .register(extras.registry());
+            io.micrometer.core.instrument.FunctionCounter.builder(
+                            "rollout_gateway_pulls_refused", pullsRefused, java.util.concurrent.atomic.AtomicLong::get)
+                    .description("pulls answered 503 too_many_pulls: gateway.max_waiting_pulls were under way")
+                    .register(extras.registry());
+            io.micrometer.core.instrument.FunctionCounter.builder(
+                            "rollout_gateway_batch_writes_timed_out",
+                            writesTimedOut,
+                            java.util.concurrent.atomic.AtomicLong::get)
+                    .description("batch streams dropped after gateway.write_timeout without progress")
+                    .register(extras.registry());
         } else {
             handoffBytes = null;
             handoffTime = null;
         }
+        Thread.ofVirtual().name("trainer-gateway-write-watch").start(this::watchStreams);
+    }
+
+    /** Pulls this gateway serves now. */
+    int pullsUnderWay() {
+        return maxWaitingPulls - pullSlots.availablePermits();
+    }
+
+    long pullsRefused() {
+        return pullsRefused.get();
+    }
+
+    /** Pulls served (not refused) so far. */
+    long pullsAdmitted() {
+        return pullsAdmitted.get();
+    }
+
+    long writesTimedOut() {
+        return writesTimedOut.get();
+    }
+
+    /** One batch being streamed: its thread, and the bytes it has written so far. */
+    private static final class Stream {
+        final Thread thread = Thread.currentThread();
+        final long batchId;
+        final CountingStream out;
+        long lastCount = -1;
+        long lastProgress = System.nanoTime();
+        boolean done;
+
+        Stream(long batchId, CountingStream out) {
+            this.batchId = batchId;
+            this.out = out;
+        }
+    }
+
+    /**
+     * Drops every batch stream that wrote nothing for {@code gateway.write_timeout}: its thread is
+     * interrupted, which closes its socket; the batch, unacknowledged, is delivered again after
+     * {@code batch_ack_timeout} (docs/protocol.md). Runs until the gateway's handler is closed.
+     */
+    private void watchStreams() {
+        long period = Math.max(50, Math.min(1000, writeTimeout.toMillis() / 4));
+        while (!closing) {
+            try {
+                Thread.sleep(period);
+            } catch (InterruptedException e) {
+                return;
+            }
+            long now = System.nanoTime();
+            for (Stream s : streams) {
+                synchronized (s) {
+                    if (s.done) {
+                        continue;
+                    }
+                    if (s.out.count != s.lastCount) {
+                        s.lastCount = s.out.count;
+                        s.lastProgress = now;
+                    } else if (now - s.lastProgress > writeTimeout.toNanos()) {
+                        s.done = true;
+                        writesTimedOut.incrementAndGet();
+                        log.warn(
+                                "batch {}: the trainer read nothing for {} ms (gateway.write_timeout) after {} bytes;"
+                                        + " the connection is dropped and the batch delivered again after"
+                                        + " batch_ack_timeout",
+                                s.batchId,
+                                writeTimeout.toMillis(),
+                                s.out.count);
+                        s.thread.interrupt();
+                    }
+                }
+            }
+        }
+    }
+
+    private volatile boolean closing;
+
+    /** Stops the stall watch. */
+    void stopWatching() {
+        closing = true;
     }
 
     /** An answer other than success, with its status and stable code. */
@@ -189,7 +300,7 @@ final class GatewayHandler implements HttpHandler {
                 }
             }
         } catch (Refusal r) {
-            if (r.status >= 500) {
+            if (r.status >= 500 && !r.code.equals(TOO_MANY_PULLS)) {
                 log.warn("{} {}: {} {}", method, path, r.status, r.getMessage());
             }
             if (r.allow != null) {
@@ -197,6 +308,9 @@ final class GatewayHandler implements HttpHandler {
             }
             if (r.status == 401) {
                 ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout\"");
+            }
+            if (r.code.equals(TOO_MANY_PULLS)) {
+                ex.getResponseHeaders().set("Retry-After", "1");
             }
             respondQuietly(ex, r.status, GatewayJson.error(r.code, r.getMessage()));
         } catch (InterruptedException e) {
@@ -369,8 +483,39 @@ final class GatewayHandler implements HttpHandler {
         json(ex, draining ? 202 : 200, JSON.writeValueAsBytes(answer));
     }
 
+    static final String TOO_MANY_PULLS = "too_many_pulls";
+
     private void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
         Duration wait = waitOf(ex.getRequestURI().getRawQuery());
+        if (!pullSlots.tryAcquire()) {
+            long refused = pullsRefused.incrementAndGet();
+            long now = System.nanoTime();
+            if (now - lastRefusalLogNanos >= REFUSAL_LOG_EVERY.toNanos()) {
+                lastRefusalLogNanos = now;
+                long since = refused - refusalsLogged.getAndSet(refused);
+                log.warn(
+                        "{} pull(s) refused (503 {}) since the last report: {} pulls under way, the limit"
+                                + " gateway.max_waiting_pulls (node flag --gateway-max-waiting-pulls)",
+                        since,
+                        TOO_MANY_PULLS,
+                        maxWaitingPulls);
+            }
+            throw new Refusal(
+                    503,
+                    TOO_MANY_PULLS,
+                    "this gateway already serves " + maxWaitingPulls + " pulls, its limit gateway.max_waiting_pulls"
+                            + " (node flag --gateway-max-waiting-pulls): read the answers of the pulls already"
+                            + " open, or try again later or on another gateway");
+        }
+        pullsAdmitted.incrementAndGet();
+        try {
+            pull(ex, wait);
+        } finally {
+            pullSlots.release();
+        }
+    }
+
+    private void pull(HttpExchange ex, Duration wait) throws IOException, InterruptedException {
         Optional<TrainingBatch> next;
         waitingPulls.add(Thread.currentThread());
         try {
@@ -388,13 +533,16 @@ final class GatewayHandler implements HttpHandler {
         ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
         ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(batch.batchId()));
         ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(batch.size()));
-        // The exact length up front (the metadata is encoded once for it): a plain body, written in
-        // 1 MiB writes that go straight to the socket, where chunked encoding would cut it into 4 KiB
-        // chunks. The tensors still go out as they are encoded; nothing holds the whole body.
+        // The exact length up front (the metadata is encoded once for it): a plain body, encoded through
+        // a 1 MiB buffer and handed to the socket in 64 KiB writes (the stall watch counts each), where
+        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded;
+        // nothing holds the whole body.
         BatchWireFormat.Prepared body = BatchWireFormat.prepare(batch);
         ex.sendResponseHeaders(200, body.length());
         CountingStream out = new CountingStream(ex.getResponseBody());
         long started = System.nanoTime();
+        Stream watched = new Stream(batch.batchId(), out);
+        streams.add(watched);
         try {
             body.writeTo(out);
             out.close();
@@ -410,6 +558,15 @@ final class GatewayHandler implements HttpHandler {
                     batch.size(),
                     out.count,
                     e.toString());
+        } finally {
+            streams.remove(watched);
+            synchronized (watched) {
+                if (watched.done) {
+                    // Dropped by the stall watch: the interrupt was for this stream only.
+                    Thread.interrupted();
+                }
+                watched.done = true;
+            }
         }
     }
 
@@ -721,9 +878,14 @@ final class GatewayHandler implements HttpHandler {
         }
     }
 
-    /** Counts what reached the response stream, for the log line of a trainer that went away. */
+    /**
+     * Counts what reached the response stream, for the log line of a trainer that went away and for
+     * the stall watch; writes go through in pieces of at most {@link #PIECE} bytes, so a large
+     * tensor read slowly still shows progress.
+     */
     private static final class CountingStream extends FilterOutputStream {
-        long count;
+        static final int PIECE = 64 * 1024;
+        volatile long count;
 
         CountingStream(OutputStream out) {
             super(out);
@@ -737,8 +899,12 @@ final class GatewayHandler implements HttpHandler {
 
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
-            out.write(b, off, len);
-            count += len;
+            for (int done = 0; done < len; ) {
+                int n = Math.min(PIECE, len - done);
+                out.write(b, off + done, n);
+                done += n;
+                count += n;
+            }
         }
     }
 }

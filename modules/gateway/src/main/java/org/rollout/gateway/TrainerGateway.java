@@ -135,6 +135,11 @@ public final class TrainerGateway implements AutoCloseable {
         }
     }
 
+    /** The pulls' handler: what it serves now and what it refused or dropped ({@code gateway.max_waiting_pulls}). */
+    GatewayHandler handler() {
+        return handler;
+    }
+
     /** The port bound (the free one picked when the configured port was 0). */
     public int port() {
         return server.getAddress().getPort();
@@ -168,6 +173,7 @@ public final class TrainerGateway implements AutoCloseable {
         // acknowledgement being answered) get up to a second to finish before their threads are
         // interrupted: interrupting them first cut the answer to a trainer's last acknowledgement,
         // which it then retried against a closed port.
+        handler.stopWatching();
         handler.interruptPulls();
         server.stop(1);
         executor.shutdownNow();

@@ -44,21 +44,32 @@ class GatewayFileLimitTest {
             int filesBefore = openFiles(pid);
             URI gateway = URI.create(c.gatewayUrls().getFirst());
             InetSocketAddress address = new InetSocketAddress(gateway.getHost(), gateway.getPort());
-            List<Socket> idle = new ArrayList<>();
-            int notConnected = 0;
+            List<Socket> idle = java.util.Collections.synchronizedList(new ArrayList<>());
+            java.util.concurrent.atomic.AtomicInteger notConnected = new java.util.concurrent.atomic.AtomicInteger();
             int peak;
             int acknowledgedUnderPressure;
+            long connectStarted = System.nanoTime();
             try {
-                for (int i = 0; i < IDLE_CONNECTIONS; i++) {
-                    Socket s = new Socket();
-                    try {
-                        s.connect(address, 1000);
-                        idle.add(s);
-                    } catch (IOException e) {
-                        s.close();
-                        notConnected++;
+                // All at once: past the node's limit its accept queue fills and each further connect
+                // waits out its 1 s timeout; one after another, those waits were most of the test.
+                try (java.util.concurrent.ExecutorService connecting =
+                        java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+                    for (int i = 0; i < IDLE_CONNECTIONS; i++) {
+                        connecting.submit(() -> {
+                            Socket s = new Socket();
+                            try {
+                                s.connect(address, 1000);
+                                idle.add(s);
+                            } catch (IOException e) {
+                                s.close();
+                                notConnected.incrementAndGet();
+                            }
+                            return null;
+                        });
                     }
                 }
+                TestCluster.log(IDLE_CONNECTIONS + " connection attempts in "
+                        + (System.nanoTime() - connectStarted) / 1_000_000 + " ms");
                 // The node has used up its descriptors on them.
                 peak = Waits.until("node-1 at its file limit (" + FILE_LIMIT + ")", Duration.ofSeconds(30), () -> {
                     int open = openFiles(pid);
@@ -70,8 +81,10 @@ class GatewayFileLimitTest {
                 acknowledgedUnderPressure = t.batchesAcknowledged() - before;
                 assertThat(c.isAlive(1)).as("node-1 alive at its file limit").isTrue();
             } finally {
-                for (Socket s : idle) {
-                    s.close();
+                synchronized (idle) {
+                    for (Socket s : idle) {
+                        s.close();
+                    }
                 }
             }
             // Recovered: a new connection (a new trainer client) is served again.
@@ -84,7 +97,7 @@ class GatewayFileLimitTest {
             });
             t.drain(Duration.ofSeconds(120));
             RunReport report = RunReport.of(run.testName(), c, t, new Faults())
-                    .with("idle connections opened (not connected)", idle.size() + " (" + notConnected + ")")
+                    .with("idle connections opened (not connected)", idle.size() + " (" + notConnected.get() + ")")
                     .with(
                             "node-1 open files: before, at the limit, after",
                             filesBefore + ", " + peak + ", " + filesAfter)

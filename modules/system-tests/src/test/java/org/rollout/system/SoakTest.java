@@ -18,7 +18,9 @@ import org.rollout.modelserver.FaultPlan;
  * injects one fault after another at random: SIGKILL of a rollout node (restarted after a while),
  * SIGKILL of the singletons' node, model servers crashed and restarted, hung (SIGSTOP) and resumed,
  * answering 5xx, answering malformed bodies of every kind, answering slowly, drained from the
- * run-time server list through a gateway and added back. Then the run is
+ * run-time server list through a gateway and added back, and the link to a model server made
+ * faulty (50-500 ms per chunk, connections reset) or stalled through its {@link FaultProxy} (every
+ * node reaches the servers through proxies). Then the run is
  * drained and every task accounted for.
  *
  * <p>Its length is {@code -Drollout.soak.tasks} tasks delivered (default: the pom's, sized for CI), and
@@ -43,7 +45,9 @@ class SoakTest {
             "server_malformed",
             "server_slow",
             "server_drain",
-            "server_drain");
+            "server_drain",
+            "server_link_faulty",
+            "server_link_stall");
 
     /**
      * After a killed node is back, the next node fault waits this long: server faults go on, and
@@ -79,6 +83,7 @@ class SoakTest {
         try (TestCluster c = TestCluster.aCluster(run)
                         .withNodes(3)
                         .withModelServers(3)
+                        .withServerProxies()
                         .withConfig(
                                 "rollout.consumer_batch_size=16",
                                 "rollout.max_concurrent_rollouts=48",
@@ -219,6 +224,20 @@ class SoakTest {
                             "server-" + server + " back in rotation on every live node",
                             Duration.ofSeconds(60),
                             () -> c.serverListedOnLiveNodes(server, true));
+                }
+                case "server_link_faulty" -> {
+                    // 50-500 ms per chunk each way, a tenth of the chunks resetting their connection.
+                    c.serverProxy(server).hurt(Duration.ofMillis(50), Duration.ofMillis(450), 0.1);
+                    c.linkFault(kind, "server-" + server + " link: 50-500 ms, resets 0.1/chunk");
+                    pause(2000, 5000);
+                    c.serverProxy(server).heal();
+                }
+                case "server_link_stall" -> {
+                    c.serverProxy(server).stall(true);
+                    c.linkFault(kind, "server-" + server + " link stalled");
+                    // Longer than the request timeout (5 s) at times: requests to it time out and go elsewhere.
+                    pause(2000, 8000);
+                    c.serverProxy(server).heal();
                 }
                 default -> throw new IllegalArgumentException(kind);
             }

@@ -101,6 +101,8 @@ final class TestCluster implements AutoCloseable {
         private final List<String> nodeProfiles = new ArrayList<>();
         private boolean bootstrap;
         private int nodeFileLimit;
+        private boolean serverProxies;
+        private final List<Integer> nodesBehindProxy = new ArrayList<>();
 
         private Builder(SystemTestRun run) {
             this.run = run;
@@ -179,6 +181,27 @@ final class TestCluster implements AutoCloseable {
             return this;
         }
 
+        /**
+         * A {@link FaultProxy} in front of every model server: the nodes' {@code rollout.servers}
+         * name the proxies, so every node-to-server exchange (generation, health check, weight
+         * update) crosses one ({@link #serverProxy}). Not with {@link #withNetworkNamespaces()}.
+         */
+        Builder withServerProxies() {
+            this.serverProxies = true;
+            return this;
+        }
+
+        /**
+         * Node {@code index} (1-based, not the seed) advertises the port of a {@link FaultProxy}
+         * ({@code pekko.remote.artery.canonical.port}) while it binds its own ({@code
+         * pekko.remote.artery.bind.port}): every connection another node opens to it crosses the
+         * proxy ({@link #nodeProxy}). Not with {@link #withNetworkNamespaces()}.
+         */
+        Builder withNodeBehindProxy(int index) {
+            nodesBehindProxy.add(index);
+            return this;
+        }
+
         Builder withNodeHeap(String heap) {
             this.nodeHeap = heap;
             return this;
@@ -210,7 +233,11 @@ final class TestCluster implements AutoCloseable {
     private static final class NodeSlot {
         final int index;
         final String name;
+        /** The port other nodes dial (Artery's canonical port). */
         final int port;
+        /** The port the node binds: {@link #port}, or the real port behind a node proxy. */
+        int bindPort;
+
         final int gatewayPort;
         final int managementPort;
         final List<String> roles;
@@ -222,6 +249,7 @@ final class TestCluster implements AutoCloseable {
             this.index = index;
             this.name = "node-" + index;
             this.port = port;
+            this.bindPort = port;
             this.gatewayPort = gatewayPort;
             this.managementPort = managementPort;
             this.roles = roles;
@@ -247,6 +275,8 @@ final class TestCluster implements AutoCloseable {
     private Path weights;
     private Path tlsDir;
     private NetworkNamespaces netns;
+    private final Map<Integer, FaultProxy> serverProxies = new HashMap<>();
+    private final Map<Integer, FaultProxy> nodeProxies = new HashMap<>();
     private boolean closed;
 
     private TestCluster(Builder spec) {
@@ -299,6 +329,17 @@ final class TestCluster implements AutoCloseable {
             for (Future<?> f : started) {
                 get(f);
             }
+            if ((spec.serverProxies || !spec.nodesBehindProxy.isEmpty()) && spec.namespaces) {
+                throw new IllegalStateException("fault proxies run on 127.0.0.1, not with network namespaces");
+            }
+            if (spec.serverProxies) {
+                for (ServerSlot s : servers) {
+                    FaultProxy proxy = FaultProxy.to(
+                            "server-" + s.index, new java.net.InetSocketAddress("127.0.0.1", s.port), 1000 + s.index);
+                    serverProxies.put(s.index, proxy);
+                    run.onCleanup(proxy::close);
+                }
+            }
             for (int i = 1; i <= spec.nodes; i++) {
                 List<String> roles = new ArrayList<>();
                 if (i <= spec.coordinators) {
@@ -306,7 +347,21 @@ final class TestCluster implements AutoCloseable {
                 }
                 roles.add("rollout");
                 roles.add("gateway");
-                nodes.add(new NodeSlot(i, freePort(), freePort(), freePort(), roles));
+                if (spec.nodesBehindProxy.contains(i)) {
+                    if (i == 1) {
+                        throw new IllegalStateException("the seed node-1 cannot be behind a proxy");
+                    }
+                    int real = freePort();
+                    FaultProxy proxy =
+                            FaultProxy.to("node-" + i, new java.net.InetSocketAddress("127.0.0.1", real), 2000 + i);
+                    nodeProxies.put(i, proxy);
+                    run.onCleanup(proxy::close);
+                    NodeSlot n = new NodeSlot(i, proxy.port(), freePort(), freePort(), roles);
+                    n.bindPort = real;
+                    nodes.add(n);
+                } else {
+                    nodes.add(new NodeSlot(i, freePort(), freePort(), freePort(), roles));
+                }
             }
             started.clear();
             if (spec.bootstrap) {
@@ -493,6 +548,12 @@ final class TestCluster implements AutoCloseable {
             args.add(profile.toString());
             run.onCleanup(() -> SystemTestRun.deleteRecursively(aeronDir));
         }
+        if (n.bindPort != n.port) {
+            Path bind = dir.resolve("bind-" + n.name + ".conf");
+            Files.writeString(bind, "pekko.remote.artery.bind.port = " + n.bindPort + "\n");
+            args.add("--profile");
+            args.add(bind.toString());
+        }
         if (netns != null) {
             args.addAll(List.of("--host", hostOf(n), "--gateway-host", hostOf(n)));
         }
@@ -518,7 +579,7 @@ final class TestCluster implements AutoCloseable {
                         + String.join(
                                 ",",
                                 servers.stream()
-                                        .map(s -> serverHost() + ":" + s.port)
+                                        .map(s -> serverAddress(s.index))
                                         .toList()),
                 "rollout.experiment_name=system",
                 "rollout.trial_name=" + run.testName().replace('.', '-'),
@@ -787,6 +848,37 @@ final class TestCluster implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + node(index).managementPort);
     }
 
+    /** The address the nodes know model server {@code index} by: its proxy's when it has one. */
+    private String serverAddress(int index) {
+        FaultProxy proxy = serverProxies.get(index);
+        return serverHost() + ":" + (proxy != null ? proxy.port() : server(index).port);
+    }
+
+    /** The proxy in front of model server {@code index} ({@link Builder#withServerProxies}). */
+    FaultProxy serverProxy(int index) {
+        FaultProxy p = serverProxies.get(index);
+        if (p == null) {
+            throw new IllegalStateException("server-" + index + " has no proxy: build the cluster withServerProxies()");
+        }
+        return p;
+    }
+
+    /** The proxy every inbound connection of node {@code index} crosses ({@link Builder#withNodeBehindProxy}). */
+    FaultProxy nodeProxy(int index) {
+        FaultProxy p = nodeProxies.get(index);
+        if (p == null) {
+            throw new IllegalStateException(
+                    "node-" + index + " has no proxy: build the cluster withNodeBehindProxy(" + index + ")");
+        }
+        return p;
+    }
+
+    /** Counts a link fault of {@code kind} made through a proxy. */
+    void linkFault(String kind, String what) {
+        faults.inject(kind);
+        log(kind + ": " + what);
+    }
+
     /** The port model server {@code index} listens on (kept across restarts). */
     int serverPort(int index) {
         return server(index).port;
@@ -817,7 +909,7 @@ final class TestCluster implements AutoCloseable {
      * segments and, after {@code handOverAfter}, hands what it runs over to the other servers.
      */
     void drainServer(int index, Duration handOverAfter) throws IOException, InterruptedException {
-        String address = serverHost() + ":" + server(index).port;
+        String address = serverAddress(index);
         gatewayCall("DELETE", "/v1/servers/" + address + "?hand_over_after=" + handOverAfter.toMillis() / 1000.0, null);
         faults.inject("server_drained");
         log("drained server-" + index + " (hand-over after " + handOverAfter.toMillis() + " ms)");
@@ -825,7 +917,7 @@ final class TestCluster implements AutoCloseable {
 
     /** Adds model server {@code index} to the run-time server list through a node's gateway ({@code POST /v1/servers}). */
     void addServer(int index) throws IOException, InterruptedException {
-        String address = serverHost() + ":" + server(index).port;
+        String address = serverAddress(index);
         gatewayCall("POST", "/v1/servers", "{\"address\":\"" + address + "\"}");
         faults.inject("server_added");
         log("added server-" + index);
@@ -847,7 +939,7 @@ final class TestCluster implements AutoCloseable {
 
     private boolean liveNodesAgree(int index, java.util.function.Predicate<String> entryHolds)
             throws InterruptedException {
-        String address = "\"address\":\"" + serverHost() + ":" + server(index).port + "\"";
+        String address = "\"address\":\"" + serverAddress(index) + "\"";
         for (NodeSlot n : nodes) {
             if (!n.alive()) {
                 continue;
