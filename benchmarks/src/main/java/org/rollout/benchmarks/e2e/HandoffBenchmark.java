@@ -269,7 +269,12 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     out.write(chunk, 0, (int) Math.min(LOOPBACK_CHUNK, bytes - sent));
                 }
             }
-            long got = reader.get(2, TimeUnit.MINUTES);
+            long got;
+            try {
+                got = reader.get(2, TimeUnit.MINUTES);
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("loopback transfer did not finish within 2 minutes", e);
+            }
             if (got != bytes) {
                 throw new IllegalStateException("loopback transfer lost bytes: " + got + " of " + bytes);
             }

@@ -1,13 +1,6 @@
 package org.rollout.benchmarks.e2e;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.PrintStream;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,11 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
@@ -56,7 +44,6 @@ import org.rollout.trainer.RolloutClient;
 public final class ScaleOutBenchmark implements EndToEndBenchmark {
     private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
     private static final Duration PULL_TIMEOUT = Duration.ofMinutes(2);
-    private static final int LOOPBACK_CHUNK = 64 * 1024;
 
     @Override
     public String name() {
@@ -430,45 +417,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
      * writing 64 KiB chunks, another reading them: what this machine's loopback carries between two
      * endpoints with no framing, copying or decoding.
      */
-    static double loopbackMbPerSecond(long bytes) throws IOException, InterruptedException, ExecutionException {
+    static double loopbackMbPerSecond(long bytes) throws Exception {
         double[] runs = new double[3];
-        var pool = Executors.newVirtualThreadPerTaskExecutor();
-        try (pool;
-                ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            for (int r = 0; r < runs.length; r++) {
-                Future<Long> reader = pool.submit(() -> {
-                    try (Socket s = server.accept();
-                            InputStream in = s.getInputStream()) {
-                        byte[] buf = new byte[LOOPBACK_CHUNK];
-                        long got = 0;
-                        int k;
-                        while ((k = in.read(buf)) >= 0) {
-                            got += k;
-                        }
-                        return got;
-                    }
-                });
-                long start = System.nanoTime();
-                try (Socket s = new Socket()) {
-                    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()), 5000);
-                    OutputStream out = s.getOutputStream();
-                    byte[] chunk = new byte[LOOPBACK_CHUNK];
-                    Arrays.fill(chunk, (byte) 7);
-                    for (long sent = 0; sent < bytes; sent += LOOPBACK_CHUNK) {
-                        out.write(chunk, 0, (int) Math.min(LOOPBACK_CHUNK, bytes - sent));
-                    }
-                }
-                long got;
-                try {
-                    got = reader.get(2, TimeUnit.MINUTES);
-                } catch (TimeoutException e) {
-                    throw new IllegalStateException("loopback transfer did not finish within 2 minutes", e);
-                }
-                if (got != bytes) {
-                    throw new IllegalStateException("loopback transfer lost bytes: " + got + " of " + bytes);
-                }
-                runs[r] = bytes / 1e6 / ((System.nanoTime() - start) / 1e9);
-            }
+        for (int r = 0; r < runs.length; r++) {
+            runs[r] = bytes / 1e6 / HandoffBenchmark.loopback(bytes);
         }
         Arrays.sort(runs);
         return runs[1];
