@@ -569,29 +569,11 @@ public final class ModelServer implements AutoCloseable {
         if (req.body().length == 0) {
             throw new BadRequestException("body", "the body must be a weight file's bytes, got none");
         }
-        Path file;
-        try {
-            Path dir = Files.createDirectories(
-                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
-            file = Files.createTempFile(dir, "weights-", ".rlm");
-            Files.write(file, req.body());
-        } catch (IOException e) {
-            return Http1Server.Response.json(500, Json.failureBody("cannot store the uploaded weights: " + e));
-        }
         TinyLmWeights served;
         try {
-            served = updateWeightsFromDisk(file, version, abortAll);
-        } catch (WeightFileException e) {
-            log.warn("model server {}: uploaded weights refused: {}", baseUrl(), e.getMessage());
-            return Http1Server.Response.json(400, Json.failureBody("uploaded weights: " + e.getMessage()));
-        } catch (IOException e) {
-            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
-        } finally {
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException e) {
-                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
-            }
+            served = loadWeightBytes(req.body(), "weights-", "uploaded weights", version, abortAll);
+        } catch (BytesRefused r) {
+            return r.response;
         }
         modelPath = "upload:" + req.body().length + "-bytes";
         ObjectNode o = Json.object();
@@ -602,6 +584,48 @@ public final class ModelServer implements AutoCloseable {
                         + served.version() + ").");
         o.put("num_paused_requests", 0);
         return ok(o);
+    }
+
+    /** A reply that refuses weights received as bytes, in place of the weights. */
+    private static final class BytesRefused extends Exception {
+        final Http1Server.Response response;
+
+        BytesRefused(Http1Server.Response response) {
+            super(null, null, false, false);
+            this.response = response;
+        }
+    }
+
+    /**
+     * Weights received as bytes (an upload, a group's broadcast), stored in a temporary file and
+     * loaded as a weight file is; {@code what} names them in the log and in the refusal.
+     */
+    private TinyLmWeights loadWeightBytes(
+            byte[] bytes, String filePrefix, String what, OptionalInt version, boolean abortAll) throws BytesRefused {
+        Path file;
+        try {
+            Path dir = Files.createDirectories(
+                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
+            file = Files.createTempFile(dir, filePrefix, ".rlm");
+            Files.write(file, bytes);
+        } catch (IOException e) {
+            throw new BytesRefused(
+                    Http1Server.Response.json(500, Json.failureBody("cannot store the " + what + ": " + e)));
+        }
+        try {
+            return updateWeightsFromDisk(file, version, abortAll);
+        } catch (WeightFileException e) {
+            log.warn("model server {}: {} refused: {}", baseUrl(), what, e.getMessage());
+            throw new BytesRefused(Http1Server.Response.json(400, Json.failureBody(what + ": " + e.getMessage())));
+        } catch (IOException e) {
+            throw new BytesRefused(Http1Server.Response.json(500, Json.failureBody(e.getMessage())));
+        } finally {
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
+            }
+        }
     }
 
     /** How long joining a weight-update group, and waiting for one tensor's bytes, may take. */
@@ -736,29 +760,11 @@ public final class ModelServer implements AutoCloseable {
                                 + " left; join it again): " + e));
             }
         }
-        Path file;
-        try {
-            Path dir = Files.createDirectories(
-                    Path.of(System.getProperty("java.io.tmpdir"), "rollout-model-server-uploads"));
-            file = Files.createTempFile(dir, "distributed-", ".rlm");
-            Files.write(file, bytes);
-        } catch (IOException e) {
-            return Http1Server.Response.json(500, Json.failureBody("cannot store the received weights: " + e));
-        }
         TinyLmWeights served;
         try {
-            served = updateWeightsFromDisk(file, version, abortAll);
-        } catch (WeightFileException e) {
-            log.warn("model server {}: distributed weights refused: {}", baseUrl(), e.getMessage());
-            return Http1Server.Response.json(400, Json.failureBody("distributed weights: " + e.getMessage()));
-        } catch (IOException e) {
-            return Http1Server.Response.json(500, Json.failureBody(e.getMessage()));
-        } finally {
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException e) {
-                log.warn("model server {}: could not delete {}: {}", baseUrl(), file, e.toString());
-            }
+            served = loadWeightBytes(bytes, "distributed-", "distributed weights", version, abortAll);
+        } catch (BytesRefused r) {
+            return r.response;
         }
         modelPath = "distributed:" + group + ":" + bytes.length + "-bytes";
         ObjectNode o = Json.object();
