@@ -80,9 +80,9 @@ class TransportProfilesTest {
                     pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                     pekko.coordinated-shutdown.exit-jvm = off
                     pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                    # A TLS node shut down while its refused peer still dials it can take longer than the
-                    # test kit's 10 s default to close its streams on two busy cores.
-                    pekko.actor.testkit.typed.system-shutdown-default = 30s
+                    # A node shut down while a peer still dials it (a refused TLS node, an Aeron stream)
+                    # can take longer than the test kit's 10 s default to close its streams on two busy cores.
+                    pekko.actor.testkit.typed.system-shutdown-default = 60s
                     """);
 
     private final List<ActorTestKit> running = new ArrayList<>();
@@ -143,8 +143,9 @@ class TransportProfilesTest {
             }
         }
 
-        // delete-aeron-dir = yes: a clean stop leaves nothing in /dev/shm.
-        shutdown(List.of(b, a));
+        // delete-aeron-dir = yes: a clean stop leaves nothing in /dev/shm. The rollout node stops
+        // first, as in the after-each, so that neither node's last streams dial a peer already gone.
+        shutdown(List.of(a, b));
         await(
                 "both media driver directories to be deleted",
                 DEADLINE,
