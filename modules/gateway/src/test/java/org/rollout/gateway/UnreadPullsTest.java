@@ -62,14 +62,7 @@ class UnreadPullsTest {
             try {
                 // The flood: pull requests sent, answers never read (a small receive window each).
                 for (int i = 0; i < UNREAD_PULLS; i++) {
-                    Socket s = new Socket();
-                    s.setReceiveBufferSize(4096);
-                    s.connect(flooded.address());
-                    s.getOutputStream()
-                            .write(("POST /v1/batches/next?wait=20 HTTP/1.1\r\nHost: gateway\r\n"
-                                            + "Content-Length: 0\r\n\r\n")
-                                    .getBytes(StandardCharsets.US_ASCII));
-                    unread.add(s);
+                    unread.add(unreadPull(flooded));
                 }
                 await(
                         "the flooded gateway answering every pull, served or refused",
@@ -79,8 +72,21 @@ class UnreadPullsTest {
                 AtomicInteger mostUnderWay = new AtomicInteger(h.pullsUnderWay());
                 assertThat(h.pullsUnderWay()).isLessThanOrEqualTo(MAX_WAITING_PULLS);
 
-                // One more pull, read this time: the refusal names the limit and its key.
-                String refusal = rawPull(flooded);
+                // One more pull, read this time: the refusal names the limit and its key. Pulls of the
+                // flood end meanwhile (a wait runs out, a stalled stream is dropped), so the limit is
+                // filled again with unread pulls just before it, as often as a slot freed in between.
+                String refusal = "";
+                for (int attempt = 0; attempt < 5 && !refusal.startsWith("HTTP/1.1 503"); attempt++) {
+                    long refusedBefore = h.pullsRefused();
+                    for (int i = 0; i < MAX_WAITING_PULLS + 1; i++) {
+                        unread.add(unreadPull(flooded));
+                    }
+                    await(
+                            "the limit full again, a pull of the top-up refused",
+                            Duration.ofSeconds(30),
+                            () -> h.pullsRefused() > refusedBefore);
+                    refusal = rawPull(flooded);
+                }
                 assertThat(refusal)
                         .startsWith("HTTP/1.1 503")
                         .contains("too_many_pulls", "gateway.max_waiting_pulls", "--gateway-max-waiting-pulls")
@@ -145,12 +151,23 @@ class UnreadPullsTest {
     }
 
     /** A pull whose answer is read: its status line, headers and body. */
+    /** A pull request sent on a socket with a small receive window, its answer never read. */
+    private static Socket unreadPull(TrainerGateway g) throws IOException {
+        Socket s = new Socket();
+        s.setReceiveBufferSize(4096);
+        s.connect(g.address());
+        s.getOutputStream()
+                .write(("POST /v1/batches/next?wait=20 HTTP/1.1\r\nHost: gateway\r\n" + "Content-Length: 0\r\n\r\n")
+                        .getBytes(StandardCharsets.US_ASCII));
+        return s;
+    }
+
     private static String rawPull(TrainerGateway g) throws IOException {
         try (Socket s = new Socket()) {
             s.connect(g.address());
             s.setSoTimeout(10_000);
             s.getOutputStream()
-                    .write(("POST /v1/batches/next?wait=20 HTTP/1.1\r\nHost: gateway\r\nContent-Length: 0\r\n"
+                    .write(("POST /v1/batches/next?wait=0 HTTP/1.1\r\nHost: gateway\r\nContent-Length: 0\r\n"
                                     + "Connection: close\r\n\r\n")
                             .getBytes(StandardCharsets.US_ASCII));
             InputStream in = s.getInputStream();
