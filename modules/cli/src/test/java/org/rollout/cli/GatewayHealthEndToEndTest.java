@@ -29,6 +29,7 @@ import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
+import org.rollout.testing.SamePort;
 import org.rollout.trainer.WeightPublishException;
 
 /**
@@ -149,7 +150,7 @@ class GatewayHealthEndToEndTest {
             assertThat(body.path("problems").get(0).path("message").asText())
                     .contains("no model server in rotation", "127.0.0.1:" + portA, "127.0.0.1:" + b.port());
 
-            back = server(portA, v0);
+            back = SamePort.restart(DEADLINE, () -> server(portA, v0));
             awaitHealth(uri, h -> h.status() == 200, "ok again once one server is back");
 
             training.set(false);

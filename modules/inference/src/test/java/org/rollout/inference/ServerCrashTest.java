@@ -15,6 +15,7 @@ import org.rollout.api.StopReason;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.modelserver.TinyLmWeights;
+import org.rollout.testing.SamePort;
 
 /**
  * Interruptible generation against the real built-in model server: a server killed mid-generation. The generation
@@ -112,7 +113,7 @@ class ServerCrashTest {
         assertThat(down.ejected()).isTrue();
         assertThat(down.lastError()).hasValueSatisfying(e -> assertThat(e).contains("connection refused"));
 
-        ModelServer restarted = servers.start(config.withPort(port));
+        ModelServer restarted = SamePort.restart(WAIT, () -> servers.start(config.withPort(port)));
         TestSupport.await(
                 "the health checker to re-admit " + down.address(),
                 WAIT,
@@ -140,7 +141,7 @@ class ServerCrashTest {
         LiveServers.weights(7, 3).write(v3);
         engine.updateWeights(v3, 3);
         a.crash();
-        ModelServer restarted = servers.start(config.withPort(port));
+        ModelServer restarted = SamePort.restart(WAIT, () -> servers.start(config.withPort(port)));
         assertThat(restarted.stats().weightVersion())
                 .as("the restarted server's launch weights")
                 .isZero();
