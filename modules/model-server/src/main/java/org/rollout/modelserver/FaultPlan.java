@@ -11,7 +11,7 @@ import java.util.Set;
  * Faults the model server injects into its generation endpoints ({@code /generate} and {@code
  * /v1/completions}), for tests and the chaos suite. Off by default ({@link #NONE}); set at start-up
  * ({@link ModelServerConfig#withFaults}), at runtime with {@link ModelServer#setFaults} or {@code
- * POST /_admin/faults} (loopback clients only). Setting a plan restarts its random stream and its
+ * POST /_admin/faults} (clients on this host only). Setting a plan restarts its random stream and its
  * request count, so the same plan over the same sequence of requests injects the same faults.
  *
  * <p>Per generation request, in this order: crash (the request that finds {@code crashAfter}

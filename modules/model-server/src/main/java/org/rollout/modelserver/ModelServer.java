@@ -956,10 +956,27 @@ public final class ModelServer implements AutoCloseable {
         return ok(o);
     }
 
+    /**
+     * Whether a client connected from this host's own network stack: a loopback address, or an
+     * address of one of this host's interfaces (a server that listens on a bridge's address is
+     * reached from that address). Clients in other network namespaces or on other machines are not.
+     */
+    static boolean fromThisHost(java.net.InetAddress remote) {
+        if (remote.isLoopbackAddress()) {
+            return true;
+        }
+        try {
+            return java.net.NetworkInterface.getByInetAddress(remote) != null;
+        } catch (java.net.SocketException e) {
+            return false;
+        }
+    }
+
     private Http1Server.Response adminFaults(Http1Server.Request req) {
-        if (!req.remote().isLoopbackAddress()) {
+        if (!fromThisHost(req.remote())) {
             return Http1Server.Response.json(
-                    403, Json.errorBody(403, "/_admin/faults is served to loopback clients only, not " + req.remote()));
+                    403,
+                    Json.errorBody(403, "/_admin/faults is served to clients on this host only, not " + req.remote()));
         }
         if (req.method().equals("POST")) {
             ObjectNode body = Json.parseObject(req.body(), req.path());

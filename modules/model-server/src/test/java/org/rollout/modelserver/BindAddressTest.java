@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.net.ConnectException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.net.Socket;
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +28,21 @@ class BindAddressTest {
         try (ModelServer server = ModelServer.start(ModelServerConfig.defaults().withHost("127.0.0.2"))) {
             listensOnlyOn(server.address(), "127.0.0.2");
         }
+    }
+
+    @Test
+    void theFaultEndpointServesClientsOnThisHostOnly() throws Exception {
+        assertThat(ModelServer.fromThisHost(InetAddress.getByName("127.0.0.1"))).isTrue();
+        assertThat(ModelServer.fromThisHost(InetAddress.getByName("::1"))).isTrue();
+        // An address of one of this host's interfaces (a server on a bridge's address is reached from it).
+        for (NetworkInterface nic : NetworkInterface.networkInterfaces().toList()) {
+            for (InetAddress own : nic.inetAddresses().toList()) {
+                assertThat(ModelServer.fromThisHost(own)).as(own.toString()).isTrue();
+            }
+        }
+        // Another machine's (TEST-NET-3, never assigned): refused, without contacting it.
+        assertThat(ModelServer.fromThisHost(InetAddress.getByName("203.0.113.7")))
+                .isFalse();
     }
 
     /** Bound to {@code host}: connections to it succeed, connections to another loopback address are refused. */

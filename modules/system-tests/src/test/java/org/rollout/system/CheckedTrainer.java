@@ -1,5 +1,6 @@
 package org.rollout.system;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -64,6 +65,7 @@ final class CheckedTrainer implements AutoCloseable {
     private long trajectories;
     private long mixedVersionTrajectories;
     private final AtomicLong tokenVersionChecks = new AtomicLong();
+    private final AtomicLong corruptChecks = new AtomicLong();
     private Thread monitor;
     private volatile boolean monitoring;
 
@@ -269,6 +271,46 @@ final class CheckedTrainer implements AutoCloseable {
     }
 
     /**
+     * Publishes {@code bad}, a truncated or corrupt weight file, as the next version (a fault of
+     * kind {@code corrupt_weights}): every server must refuse it, the publish must fail, and the
+     * engine's version must stay where it was. Does nothing while a publish is owed, so that the
+     * version it reads back is this trainer's own. A publish that succeeds, or a version that
+     * moved, is a violation.
+     */
+    void publishCorrupt(Path bad) throws InterruptedException {
+        int before;
+        int next;
+        synchronized (this) {
+            if (publishOwed) {
+                return;
+            }
+            before = version;
+            next = version + 1;
+        }
+        cluster.faults().inject("corrupt_weights");
+        try {
+            client().publishWeights(next, bad);
+            addViolation("the corrupt weight file " + bad.getFileName() + " was accepted as version " + next);
+            return;
+        } catch (WeightPublishException
+                | EngineUnreachableException
+                | GatewayRequestException
+                | IllegalStateException e) {
+            TestCluster.log("corrupt weights as version " + next + " refused: " + e.getMessage());
+        }
+        corruptChecks.incrementAndGet();
+        try {
+            int now = client().status().version();
+            if (now != before) {
+                addViolation("the version moved from " + before + " to " + now + " after the corrupt weight file "
+                        + bad.getFileName() + " was refused");
+            }
+        } catch (RuntimeException statusFailed) {
+            statusErrors.incrementAndGet(); // a fail-over: nothing to compare
+        }
+    }
+
+    /**
      * One training step: pull (at most {@code wait}); a new batch is acknowledged and, when {@code
      * publish}, followed by the next version; a batch acknowledged before is only acknowledged
      * again. Returns the batch, if one came.
@@ -430,6 +472,9 @@ final class CheckedTrainer implements AutoCloseable {
         Map<String, Long> all = new LinkedHashMap<>(checker.checks());
         all.put("acked_task_not_redelivered", redeliveryChecks.get());
         all.put("token_versions_published", tokenVersionChecks.get());
+        if (corruptChecks.get() > 0) {
+            all.put("corrupt_weights_refused", corruptChecks.get());
+        }
         return all;
     }
 

@@ -184,7 +184,8 @@ final class TestCluster implements AutoCloseable {
         /**
          * A {@link FaultProxy} in front of every model server: the nodes' {@code rollout.servers}
          * name the proxies, so every node-to-server exchange (generation, health check, weight
-         * update) crosses one ({@link #serverProxy}). Not with {@link #withNetworkNamespaces()}.
+         * update) crosses one ({@link #serverProxy}). With {@link #withNetworkNamespaces()} the
+         * proxies listen on the bridge's address, beside the servers.
          */
         Builder withServerProxies() {
             this.serverProxies = true;
@@ -329,13 +330,18 @@ final class TestCluster implements AutoCloseable {
             for (Future<?> f : started) {
                 get(f);
             }
-            if ((spec.serverProxies || !spec.nodesBehindProxy.isEmpty()) && spec.namespaces) {
-                throw new IllegalStateException("fault proxies run on 127.0.0.1, not with network namespaces");
+            if (!spec.nodesBehindProxy.isEmpty() && spec.namespaces) {
+                throw new IllegalStateException("node proxies run on 127.0.0.1, not with network namespaces");
             }
             if (spec.serverProxies) {
                 for (ServerSlot s : servers) {
-                    FaultProxy proxy = FaultProxy.to(
-                            "server-" + s.index, new java.net.InetSocketAddress("127.0.0.1", s.port), 1000 + s.index);
+                    // Beside the servers: on the bridge's address when the nodes are in namespaces.
+                    FaultProxy proxy = new FaultProxy(
+                            "server-" + s.index,
+                            serverHost(),
+                            0,
+                            new java.net.InetSocketAddress(serverHost(), s.port),
+                            1000 + s.index);
                     serverProxies.put(s.index, proxy);
                     run.onCleanup(proxy::close);
                 }
@@ -1071,9 +1077,30 @@ final class TestCluster implements AutoCloseable {
 
     /** Node {@code index} and each of {@code peers} no longer reach each other (a fault of kind {@code partition}). */
     void partition(int index, int... peers) throws IOException, InterruptedException {
+        partition("partition", index, peers);
+    }
+
+    /** As {@link #partition(int, int...)}, counted as a fault of kind {@code kind}. */
+    void partition(String kind, int index, int... peers) throws IOException, InterruptedException {
         namespaces().cut(index, peers);
-        faults.inject("partition");
-        log("partition: node-" + index + " cut from " + Arrays.toString(peers));
+        faults.inject(kind);
+        log(kind + ": node-" + index + " cut from " + Arrays.toString(peers));
+    }
+
+    /**
+     * A flapping link (a fault of kind {@code flapping_link}): node {@code index} cut from {@code
+     * peers} and healed again {@code times} times, each state held for {@code period}.
+     */
+    void flap(int index, int times, Duration period, int... peers) throws IOException, InterruptedException {
+        faults.inject("flapping_link");
+        log("flapping link: node-" + index + " cut from " + Arrays.toString(peers) + " and healed " + times
+                + " times, every " + period.toMillis() + " ms");
+        for (int i = 0; i < times; i++) {
+            namespaces().cut(index, peers);
+            Thread.sleep(period.toMillis()); // the flapping period is the fault itself
+            namespaces().heal(index);
+            Thread.sleep(period.toMillis());
+        }
     }
 
     /** Node {@code index} no longer hears {@code peer}, which still hears it (a fault of kind {@code one_way_cut}). */

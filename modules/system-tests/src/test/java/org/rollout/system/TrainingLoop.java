@@ -1,5 +1,6 @@
 package org.rollout.system;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.SplittableRandom;
@@ -26,6 +27,8 @@ final class TrainingLoop implements AutoCloseable {
     private final SplittableRandom random;
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private volatile boolean running = true;
+    private volatile Path corruptWeights;
+    private volatile double corruptChance;
     private final Thread thread;
 
     private TrainingLoop(
@@ -55,9 +58,23 @@ final class TrainingLoop implements AutoCloseable {
         return new TrainingLoop(cluster, trainer, publish, pause, disconnectChance, seed);
     }
 
+    /**
+     * From now on, with probability {@code chance} per step, also publishes {@code bad} (a corrupt
+     * weight file) as the next version before the step ({@link CheckedTrainer#publishCorrupt}).
+     */
+    TrainingLoop withCorruptWeights(Path bad, double chance) {
+        this.corruptWeights = bad;
+        this.corruptChance = chance;
+        return this;
+    }
+
     private void run() {
         try {
             while (running) {
+                Path bad = corruptWeights;
+                if (bad != null && publish && random.nextDouble() < corruptChance) {
+                    trainer.publishCorrupt(bad);
+                }
                 if (disconnectChance > 0 && random.nextDouble() < disconnectChance) {
                     disconnectMidBatch();
                 } else {
