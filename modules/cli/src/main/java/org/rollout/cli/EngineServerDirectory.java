@@ -89,24 +89,27 @@ final class EngineServerDirectory implements ServerDirectory {
         return true;
     }
 
-    /** Waits for a replicated write; one that missed a majority is held here and gossiped on, so it stands. */
+    /**
+     * Waits for a replicated write. One that a majority did not confirm in time holds here and is
+     * gossiped on while this node stays in the cluster, but is lost if this node is the minority
+     * side of a partition and downs itself: the caller is told, to repeat it elsewhere.
+     */
     private static void await(CompletableFuture<Void> write, String what) {
         try {
             write.get(WRITE_WAIT.toSeconds(), TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof ReplicatedState.NotReplicatedException) {
-                log.warn(
-                        "{}: {}; the other nodes get it by gossip",
-                        what,
-                        e.getCause().getMessage());
-                return;
+                log.warn("{}: {}; held on this node only", what, e.getCause().getMessage());
+                throw new ServerDirectory.NotReplicatedException(e.getCause().getMessage());
             }
             throw new IllegalStateException(what + " failed: " + e.getCause().getMessage(), e.getCause());
         } catch (TimeoutException e) {
             log.warn(
-                    "{}: the replicated write did not answer within {} s; the other nodes get it by gossip",
+                    "{}: the replicated write did not answer within {} s; held on this node only",
                     what,
                     WRITE_WAIT.toSeconds());
+            throw new ServerDirectory.NotReplicatedException(
+                    what + ": the replicated write did not answer within " + WRITE_WAIT.toSeconds() + " s");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(what + ": interrupted", e);

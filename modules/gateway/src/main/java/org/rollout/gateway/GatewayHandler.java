@@ -427,6 +427,8 @@ final class GatewayHandler implements HttpHandler {
             added = directory.add(address.asText());
         } catch (IllegalArgumentException e) {
             throw new Refusal(400, "bad_request", "add server request: field 'address': " + e.getMessage());
+        } catch (ServerDirectory.NotReplicatedException e) {
+            throw notReplicated(e);
         }
         ObjectNode answer = JSON.createObjectNode();
         answer.put("address", address.asText().strip());
@@ -473,6 +475,8 @@ final class GatewayHandler implements HttpHandler {
             throw new Refusal(404, "unknown_server", e.getMessage());
         } catch (IllegalArgumentException e) {
             throw new Refusal(400, "bad_request", "drain server request: address '" + address + "': " + e.getMessage());
+        } catch (ServerDirectory.NotReplicatedException e) {
+            throw notReplicated(e);
         } catch (IllegalStateException e) {
             throw new Refusal(409, "last_server", e.getMessage());
         }
@@ -481,6 +485,14 @@ final class GatewayHandler implements HttpHandler {
         answer.put("draining", true);
         answer.put("hand_over_after_seconds", handOverAfter.toMillis() / 1000.0);
         json(ex, draining ? 202 : 200, JSON.writeValueAsBytes(answer));
+    }
+
+    private static Refusal notReplicated(ServerDirectory.NotReplicatedException e) {
+        return new Refusal(
+                503,
+                "not_replicated",
+                e.getMessage() + "; it holds on this node only and is lost if this node is downed: repeat it"
+                        + " through another node's gateway");
     }
 
     static final String TOO_MANY_PULLS = "too_many_pulls";

@@ -47,6 +47,19 @@ public interface ServerDirectory {
      * @throws java.util.NoSuchElementException when it is not a server of this engine
      * @throws IllegalArgumentException when it is not {@code host:port}
      * @throws IllegalStateException when it is the last server that is not draining
+     * @throws NotReplicatedException when a majority of nodes did not confirm it in time
      */
     boolean drain(String address, Duration handOverAfter);
+
+    /**
+     * An add or drain that a majority of the cluster's nodes did not confirm in time: it holds on
+     * this node and reaches the others if this node stays in the cluster, but is lost if this node
+     * is on the minority side of a partition and downs itself. Answered 503, so that the caller
+     * repeats it (adds and drains are idempotent) through another node's gateway.
+     */
+    final class NotReplicatedException extends RuntimeException {
+        public NotReplicatedException(String message) {
+            super(message);
+        }
+    }
 }

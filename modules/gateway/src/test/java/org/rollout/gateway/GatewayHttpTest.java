@@ -174,6 +174,45 @@ class GatewayHttpTest {
     }
 
     @Test
+    void anAddOrDrainThatAMajorityDidNotConfirmIs503SoThatTheCallerRepeatsItElsewhere() throws Exception {
+        ServerDirectory unconfirmed = new ServerDirectory() {
+            @Override
+            public java.util.List<Entry> list() {
+                return java.util.List.of();
+            }
+
+            @Override
+            public boolean add(String address) {
+                throw new NotReplicatedException(
+                        "adding inference server " + address + " did not reach a majority of nodes within PT3S");
+            }
+
+            @Override
+            public boolean drain(String address, java.time.Duration handOverAfter) {
+                throw new NotReplicatedException(
+                        "draining inference server " + address + " did not reach a majority of nodes within PT3S");
+            }
+        };
+        TrainerGateway g = TrainerGateway.start(
+                GatewayConfig.defaults(), engine, new GatewayExtras(null, null, java.util.Map.of(), unconfirmed));
+        toClose.add(g);
+        String tail = "; it holds on this node only and is lost if this node is downed: repeat it through another"
+                + " node's gateway";
+        Answer add = send(g, "POST", "/v1/servers", "{\"address\":\"127.0.0.1:9\"}");
+        assertThat(add.status()).isEqualTo(503);
+        assertThat(add.body())
+                .isEqualTo(error(
+                        "not_replicated",
+                        "adding inference server 127.0.0.1:9 did not reach a majority of nodes within PT3S" + tail));
+        Answer drain = send(g, "DELETE", "/v1/servers/127.0.0.1:9", null);
+        assertThat(drain.status()).isEqualTo(503);
+        assertThat(drain.body())
+                .isEqualTo(error(
+                        "not_replicated",
+                        "draining inference server 127.0.0.1:9 did not reach a majority of nodes within PT3S" + tail));
+    }
+
+    @Test
     void theWrongMethodIs405WithTheAllowedOne() throws Exception {
         TrainerGateway g = start(GatewayConfig.defaults());
         Answer a = send(g, "GET", "/v1/batches/next", null);

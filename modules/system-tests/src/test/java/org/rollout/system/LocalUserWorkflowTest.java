@@ -28,6 +28,12 @@ class LocalUserWorkflowTest {
     private static final Duration REFUSAL_TIMEOUT = Duration.ofSeconds(60);
     private static final Pattern QUESTION = Pattern.compile("What is (\\d) ([-+*]) (\\d)\\?");
     private static final Pattern NUMBER = Pattern.compile("-?\\d+(\\.\\d+)?");
+    /**
+     * A number as examples/python/rewards/math_exact.py finds one: thousands commas, and a leading
+     * point (".8" is 0.8, where the Java reward sees 8).
+     */
+    private static final Pattern PYTHON_NUMBER = Pattern.compile("-?\\d[\\d,]*(?:\\.\\d+)?|-?\\.\\d+");
+
     private static final ObjectMapper JSON = new ObjectMapper();
 
     @RegisterExtension
@@ -123,9 +129,10 @@ class LocalUserWorkflowTest {
             assertThat(q.find()).as("a template question in " + row).isTrue();
             double reward = row.get("reward").asDouble();
             assertThat(reward).as("reward of " + row).isIn(0.0, 1.0);
-            // What the Java reward scores 1 (the last number is the answer), the Python one does too.
+            // A completion whose last number, read as the Python reward reads numbers, is the
+            // answer itself is scored 1.
             String last = null;
-            Matcher m = NUMBER.matcher(row.get("completion").asText());
+            Matcher m = PYTHON_NUMBER.matcher(row.get("completion").asText());
             while (m.find()) {
                 last = m.group();
             }
