@@ -99,7 +99,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
     private boolean ready;
     private long updateId;
     private Publish current;
-    private Set<ActorRef<GroupRunner.Command>> awaiting = Set.of();
+    private Set<ActorRef<GroupRunner.Command>> awaiting = new HashSet<>();
 
     public static Behavior<Command> create(
             int initialVersion,
@@ -281,7 +281,8 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                             awaiting.size(),
                             prepareTimeout,
                             awaiting);
-            awaiting = Set.of();
+            // Emptied, not replaced by an immutable set: a runner's confirmation may still come.
+            awaiting.clear();
             startUpdate();
         }
         return this;

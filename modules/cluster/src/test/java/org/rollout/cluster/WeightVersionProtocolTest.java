@@ -119,6 +119,36 @@ class WeightVersionProtocolTest {
     }
 
     @Test
+    void aRunnerThatConfirmsThePauseAfterThePrepareTimeoutDoesNotBreakTheUpdateUnderWay() throws Exception {
+        // Found by the soak: the late confirmation hit the emptied set of runners awaited, the
+        // weight version failed and restarted with the load still running, and the servers ended
+        // a version ahead of it, so that every publish of that version was refused.
+        java.util.concurrent.CountDownLatch loading = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        ActorRef<WeightVersion.Command> wv = weightVersion((path, version) -> {
+            if (version == published) {
+                loading.countDown();
+                release.await(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
+            loaded.add(version);
+            return new org.rollout.trainer.PublishResult(version, Duration.ofMillis(1), 1, Map.of());
+        });
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        // The runner stays silent past the prepare timeout (500 ms): the load starts without it.
+        assertThat(loading.await(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS))
+                .as("the load started after the prepare timeout")
+                .isTrue();
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        release.countDown();
+        WeightVersion.PublishReply reply = replyToPublished();
+        assertThat(reply.ok())
+                .as("the publish of %d: %s", published, reply.error())
+                .isTrue();
+        versions.fishForMessage(WAIT, m -> outcome(m.version() == published));
+        assertThat(state.readVersion().toCompletableFuture().join().version()).isEqualTo(published);
+    }
+
+    @Test
     void aFailedLoadAbandonsTheUpdateAndTheVersionStays() {
         ActorRef<WeightVersion.Command> wv = weightVersion((path, version) -> {
             throw new IllegalStateException("server refused");
