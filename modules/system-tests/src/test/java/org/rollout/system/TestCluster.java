@@ -916,7 +916,8 @@ final class TestCluster implements AutoCloseable {
      */
     void drainServer(int index, Duration handOverAfter) throws IOException, InterruptedException {
         String address = serverAddress(index);
-        gatewayCall("DELETE", "/v1/servers/" + address + "?hand_over_after=" + handOverAfter.toMillis() / 1000.0, null);
+        untilReplicated(
+                "DELETE", "/v1/servers/" + address + "?hand_over_after=" + handOverAfter.toMillis() / 1000.0, null);
         faults.inject("server_drained");
         log("drained server-" + index + " (hand-over after " + handOverAfter.toMillis() + " ms)");
     }
@@ -924,7 +925,7 @@ final class TestCluster implements AutoCloseable {
     /** Adds model server {@code index} to the run-time server list through a node's gateway ({@code POST /v1/servers}). */
     void addServer(int index) throws IOException, InterruptedException {
         String address = serverAddress(index);
-        gatewayCall("POST", "/v1/servers", "{\"address\":\"" + address + "\"}");
+        untilReplicated("POST", "/v1/servers", "{\"address\":\"" + address + "\"}");
         faults.inject("server_added");
         log("added server-" + index);
     }
@@ -970,6 +971,27 @@ final class TestCluster implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /**
+     * A server-list change, repeated (it is idempotent) while every live node answers {@code 503
+     * not_replicated}: a majority could not confirm it in time, e.g. during a partition or while a
+     * lost node is not yet downed. Gives up after a minute.
+     */
+    private void untilReplicated(String method, String path, String body) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            try {
+                gatewayCall(method, path, body);
+                return;
+            } catch (IOException e) {
+                if (!String.valueOf(e.getMessage()).contains("not_replicated") || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                log(method + " " + path + " not confirmed by a majority; repeating it");
+                Thread.sleep(1000);
+            }
+        }
     }
 
     /** One call on the first live node whose gateway answers 2xx; fails naming each node's answer. */
