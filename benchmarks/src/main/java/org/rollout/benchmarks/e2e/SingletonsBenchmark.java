@@ -220,13 +220,18 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         try (Running run = SingletonHarness.weights(runners, sim, blocking, BenchmarkPipeline.PEKKO)) {
             Path weights = Path.of("/simulated/weights.rlm");
             int version = 0;
-            // Untimed publishes: JIT, and every runner in the weight version's listing.
-            for (int w = 0; w < 3 || run.prepared().get() < (long) runners * w; w++) {
+            // Untimed publishes: JIT, and every runner in the weight version's listing. A publish
+            // sent before the listing is complete prepares fewer runners; the warm-up ends once the
+            // last one prepared them all (a running total would never catch up after such a miss).
+            long lastPrepared = 0;
+            for (int w = 0; w < 3 || lastPrepared < runners; w++) {
                 if (w > 50) {
                     throw new IllegalStateException("after 50 publishes the weight version still prepares "
-                            + run.prepared().get() + " runners, not " + runners + " each time");
+                            + lastPrepared + " runners per publish, not " + runners);
                 }
+                long before = run.prepared().get();
                 run.publish(++version, weights, POINT_TIMEOUT);
+                lastPrepared = run.prepared().get() - before;
             }
             for (int i = 0; i < publishes; i++) {
                 long preparedBefore = run.prepared().get();
