@@ -6,7 +6,9 @@ reward (docs/agents.md, "Online mode").
     python3 examples/agents/online_client.py --proxy http://127.0.0.1:8471 [--workers 4] [--idle 10]
 
 It stops when no session has been waiting for --idle seconds (the run is over or paused), and
-prints how many sessions it answered. The data item of each session is a template item
+prints how many sessions it answered, how many the run closed before their reward (a run that has
+taken its last batch closes the sessions still open: the proxy answers 404 session_not_found or 503
+shutting_down), and how many failed for any other reason. The data item of each session is a template item
 ({"question": ..., "answer": ...}); the reward is 1.0 when the reply's last number is the answer.
 """
 
@@ -29,6 +31,19 @@ def post(url, body, key, timeout):
     with urllib.request.urlopen(request, timeout=timeout) as response:
         text = response.read()
         return response.status, (json.loads(text) if text else None)
+
+
+def closed_by_run(error):
+    """True when the proxy says the session's episode is over: the run ended or cancelled it."""
+    if error.code == 503:
+        return True
+    if error.code != 404:
+        return False
+    try:
+        body = json.loads(error.read() or b"{}")
+    except ValueError:
+        return False
+    return (body.get("error") or {}).get("code") == "session_not_found"
 
 
 def answer_one(session):
@@ -60,6 +75,12 @@ def worker(args, counts, lock):
             answer_one(session)
             with lock:
                 counts["answered"] += 1
+        except urllib.error.HTTPError as e:
+            kind = "closed" if closed_by_run(e) else "failed"
+            with lock:
+                counts[kind] += 1
+            if kind == "failed":
+                print("session %s failed: %s" % (session.get("session"), e), file=sys.stderr)
         except (urllib.error.URLError, ConnectionError, KeyError, ValueError) as e:
             with lock:
                 counts["failed"] += 1
@@ -75,14 +96,17 @@ def main():
     parser.add_argument("--idle", type=float, default=10.0, help="seconds without a session before stopping")
     args = parser.parse_args()
     args.proxy = args.proxy.rstrip("/")
-    counts = {"answered": 0, "failed": 0}
+    counts = {"answered": 0, "closed": 0, "failed": 0}
     lock = threading.Lock()
     threads = [threading.Thread(target=worker, args=(args, counts, lock)) for _ in range(args.workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    print("answered %d session(s), %d failed" % (counts["answered"], counts["failed"]))
+    print(
+        "answered %d session(s), %d closed by the run before their reward, %d failed"
+        % (counts["answered"], counts["closed"], counts["failed"])
+    )
     return 0 if counts["failed"] == 0 else 1
 
 
