@@ -2,6 +2,7 @@ package org.rollout.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.Set;
 import org.apache.pekko.actor.Address;
 import org.junit.jupiter.api.Test;
@@ -39,5 +40,48 @@ class MinorityGuardTest {
     @Test
     void nothingLostIsNeverTheMinority() {
         assertThat(MinorityGuard.isMinority(Set.of(node(1)), Set.of())).isFalse();
+    }
+
+    @Test
+    void aMemberDownedWhileThisNodeStillReachedItCountsOnThisSideInEitherOrder() {
+        // A one-way cut into node-3 of three: the resolver on node-1 downs node-2 (reachable from
+        // node-1, but node-3 said it could not hear it) and node-3 (unreachable). node-1 is the
+        // majority side, with node-2, and must not down itself.
+        MinorityGuard.Tally tally = new MinorityGuard.Tally(Duration.ofMinutes(1));
+        tally.downed(node(2), true, 0);
+        assertThat(tally.isMinority(Set.of(node(1), node(3)), 1)).isFalse();
+        tally.downed(node(3), false, 2);
+        assertThat(tally.isMinority(Set.of(node(1)), 3)).isFalse();
+        assertThat(tally.thisSide(Set.of(node(1)))).containsExactlyInAnyOrder(node(1), node(2));
+
+        MinorityGuard.Tally reversed = new MinorityGuard.Tally(Duration.ofMinutes(1));
+        reversed.downed(node(3), false, 0);
+        assertThat(reversed.isMinority(Set.of(node(1), node(2)), 1)).isFalse();
+        reversed.downed(node(2), true, 2);
+        assertThat(reversed.isMinority(Set.of(node(1)), 3)).isFalse();
+    }
+
+    @Test
+    void cutOffAloneAfterDowningTheOthersIsStillTheMinority() {
+        MinorityGuard.Tally tally = new MinorityGuard.Tally(Duration.ofMinutes(1));
+        tally.downed(node(2), false, 0);
+        assertThat(tally.isMinority(Set.of(node(1), node(3)), 1)).isFalse();
+        tally.downed(node(3), false, 2);
+        assertThat(tally.isMinority(Set.of(node(1)), 3)).isTrue();
+    }
+
+    @Test
+    void downedMembersAreForgottenAfterTheWindowOrWhenANodeJoinsOnTheirAddress() {
+        MinorityGuard.Tally tally = new MinorityGuard.Tally(Duration.ofNanos(100));
+        tally.downed(node(2), false, 0);
+        tally.downed(node(3), false, 0);
+        assertThat(tally.isMinority(Set.of(node(1)), 200)).isFalse();
+        assertThat(tally.lost()).isEmpty();
+
+        tally.downed(node(2), false, 300);
+        tally.downed(node(3), false, 300);
+        tally.joined(node(3));
+        assertThat(tally.lost()).containsExactly(node(2));
+        assertThat(tally.isMinority(Set.of(node(1), node(3)), 310)).isFalse();
     }
 }
