@@ -189,7 +189,8 @@ final class LocalRun {
                             + "/online/claim (Bearer rollout.agent.admin_api_key)"));
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
-            NodeObservability observability = new NodeObservability("local", engine, rollout.stats(), rollout.client());
+            NodeObservability observability = new NodeObservability("local", engine, rollout.stats(), rollout.client())
+                    .withDumper(assembly.dumper());
             toClose.add(observability);
             RolloutSettings.Metrics metrics = settings.metrics();
             if (metrics.port() >= 0) {

@@ -125,6 +125,16 @@ final class MetricCatalog {
                     "summary",
                     "server",
                     "one server's part of a weight update: pause, load, continue"),
+            m(
+                    "rollout_dump_files_written_total",
+                    "counter",
+                    "",
+                    "trajectory dump writes that succeeded (rollout.dump_to_file)"),
+            m(
+                    "rollout_dump_writes_failed_total",
+                    "counter",
+                    "",
+                    "trajectory dump writes that failed (no space left, an I/O error); the groups went on"),
             new Metric(
                     "rollout_batch_handoff_size_bytes",
                     "summary",

@@ -256,7 +256,8 @@ final class NodeCommand implements Callable<Integer> {
             }
             node.awaitUp(Duration.ofMinutes(2));
             out.println("node up: " + name + " at " + node.address() + " roles=" + node.roles());
-            NodeObservability observability = new NodeObservability(name, engine, node.stats(), node.client());
+            NodeObservability observability =
+                    new NodeObservability(name, engine, node.stats(), node.client()).withDumper(assembly.dumper());
             toClose.add(observability);
             // Servers added or drained through any node's gateway reach every node's engine.
             ReplicatedServerList serverList = ReplicatedServerList.follow(node.system(), engine, Duration.ofSeconds(5));

@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -30,6 +31,7 @@ import org.rollout.cluster.LocalRolloutClient;
 import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.cluster.StatsBook;
+import org.rollout.core.TrajectoryDumper;
 import org.rollout.gateway.GatewayExtras;
 import org.rollout.gateway.GatewayHealth;
 import org.rollout.inference.RemoteInferenceEngine;
@@ -53,6 +55,7 @@ final class NodeObservability implements AutoCloseable {
     private final RemoteInferenceEngine engine;
     private final StatsBook stats;
     private final EngineMetrics engineMetrics;
+    private volatile TrajectoryDumper dumper;
     private HttpServer server;
     private ExecutorService executor;
 
@@ -66,6 +69,20 @@ final class NodeObservability implements AutoCloseable {
         new ProcessorMetrics().bindTo(registry);
         engine.bindMetrics(registry);
         engineMetrics = EngineMetrics.bind(registry, stats, client);
+        // Served whether or not this node dumps (0 without a dumper): a full disk shows here.
+        FunctionCounter.builder("rollout_dump_files_written", this, o -> o.dumper == null ? 0 : o.dumper.filesWritten())
+                .description("trajectory dump writes that succeeded (rollout.dump_to_file)")
+                .register(registry);
+        FunctionCounter.builder(
+                        "rollout_dump_writes_failed", this, o -> o.dumper == null ? 0 : o.dumper.writeFailures())
+                .description("trajectory dump writes that failed (no space left, an I/O error); the groups went on")
+                .register(registry);
+    }
+
+    /** Counts {@code dumper}'s writes in {@code rollout_dump_*} from now on (a node that dumps). */
+    NodeObservability withDumper(java.util.Optional<TrajectoryDumper> dumper) {
+        this.dumper = dumper.orElse(null);
+        return this;
     }
 
     PrometheusMeterRegistry registry() {

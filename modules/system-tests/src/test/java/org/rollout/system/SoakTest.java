@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -35,7 +36,12 @@ import org.rollout.modelserver.FaultPlan;
  *       hung (SIGSTOP) and resumed, answering 5xx, answering malformed bodies of every kind,
  *       answering slowly, drained from the run-time server list through a gateway and added back,
  *       and its link made faulty (50-500 ms per chunk, connections reset) or stalled through its
- *       {@link FaultProxy} (every node reaches the servers through proxies).
+ *       {@link FaultProxy} (every node reaches the servers through proxies);
+ *   <li>the resources' lane: the disk of every node's dumps and statistics (a {@code tmpfs} where
+ *       the test can mount one) filled to the last byte for a few seconds, hundreds of idle
+ *       connections opened to a gateway, and hundreds of batch pulls sent to a gateway and never
+ *       read. A full disk must be counted in {@code rollout_dump_writes_failed_total}; pulls past
+ *       {@code gateway.max_waiting_pulls} must be refused and counted.
  * </ul>
  *
  * Then the run is drained and every task accounted for.
@@ -81,6 +87,18 @@ class SoakTest {
             "server_drain",
             "server_link_faulty",
             "server_link_stall");
+
+    /** The resources' lane. */
+    private static final List<String> RESOURCE_FAULTS =
+            // A pull flood is rarer: the batches handed to its unread pulls come again only after
+            // batch_ack_timeout, and publishing (so admission) waits for them meanwhile.
+            List.of("dump_disk_full", "dump_disk_full", "connection_flood", "connection_flood", "pull_flood");
+
+    /** The dumps' disk: small enough to fill at once, large enough for a long run's dumps between cleanings. */
+    private static final String DUMP_DISK_SIZE = "64m";
+
+    /** The gateway's default bound on pulls under way ({@code gateway.max_waiting_pulls}). */
+    private static final int MAX_WAITING_PULLS = 256;
 
     /**
      * After a node that left is back, the next kill or minority partition waits this long: the
@@ -141,12 +159,56 @@ class SoakTest {
             // Partitions need the resolver's longer stable-after (see partition-detection.conf).
             spec.withNetworkNamespaces().withNodeProfile("partition-detection.conf");
         }
+        // Every node's dumps and statistics on one small tmpfs, mounted before the nodes start (a
+        // node in a network namespace gets a copy of the mounts of its start).
+        Path dumps = run.dir().resolve("dumps");
+        Files.createDirectories(dumps);
+        String mounted = ManagedProcess.run(
+                List.of(
+                        "/bin/sh",
+                        "-c",
+                        "mount -t tmpfs -o size=" + DUMP_DISK_SIZE + " tmpfs '" + dumps
+                                + "' 2>&1 && echo mounted; true"),
+                java.util.Map.of(),
+                run.dir(),
+                Duration.ofSeconds(20));
+        boolean dumpDisk = mounted.contains("mounted");
+        TestCluster.log(
+                dumpDisk
+                        ? "dumps on a " + DUMP_DISK_SIZE + " tmpfs at " + dumps
+                        : "no full-disk faults: cannot mount a tmpfs here (needs root): " + mounted.strip());
+        if (dumpDisk) {
+            spec.withConfig("rollout.dump_to_file=true", "rollout.fileroot=" + dumps);
+        }
+        try {
+            soak(target, seed, budget, spec, namespaces, dumpDisk ? dumps : null, started, minFaults);
+        } finally {
+            if (dumpDisk) {
+                ManagedProcess.run(
+                        List.of("umount", "-l", dumps.toString()),
+                        java.util.Map.of(),
+                        run.dir(),
+                        Duration.ofSeconds(20));
+            }
+        }
+    }
+
+    private void soak(
+            int target,
+            long seed,
+            Duration budget,
+            TestCluster.Builder spec,
+            boolean namespaces,
+            Path dumpDisk,
+            long started,
+            long minFaults)
+            throws Exception {
         try (TestCluster c = spec.start();
                 CheckedTrainer t = c.checkedTrainer(1, false, 48, 16)) {
             t.startMonitor(Duration.ofMillis(500));
             Path corrupt = truncatedCopy(c.weights(), run.dir().resolve("corrupt-weights.rlm"));
             SplittableRandom random = new SplittableRandom(seed);
-            Chaos chaos = new Chaos(c, random.split(), namespaces);
+            Chaos chaos = new Chaos(c, random.split(), namespaces, dumpDisk);
             try (TrainingLoop loop = TrainingLoop.start(c, t, true, Duration.ZERO, 0.02, random.nextLong())
                     .withCorruptWeights(corrupt, CORRUPT_WEIGHTS_CHANCE)) {
                 try {
@@ -167,6 +229,7 @@ class SoakTest {
             RunReport report = RunReport.of(run.testName(), c, t, new Faults())
                     .with("soak length (-Drollout.soak.tasks) / seed (-Drollout.soak.seed)", target + " / " + seed)
                     .with("nodes", namespaces ? "in network namespaces" : "on 127.0.0.1, no partitions")
+                    .with("resources' lane", chaos.resourceFigures())
                     .with(
                             "wall time: under faults / in all (s)",
                             String.format("%.0f / %.0f", (chaosEnded - started) / 1e9, seconds))
@@ -176,6 +239,23 @@ class SoakTest {
             report.printAndAssertClean();
             assertThat(t.consumedTasks().size()).isGreaterThanOrEqualTo(target);
             assertThat(c.faults().total()).as("faults injected").isGreaterThanOrEqualTo(minFaults);
+            if (c.faults().count("dump_disk_full") > 0) {
+                // Else the nodes wrote no dump (or did not count a failure): the fault would test nothing.
+                assertThat(chaos.dumpWritesFailed())
+                        .as(
+                                "dump writes failed during %d full-disk episodes",
+                                c.faults().count("dump_disk_full"))
+                        .isPositive();
+            }
+        }
+    }
+
+    /** The version a dump directory is named after ({@code rollout/<version>}), or 0. */
+    private static long versionOf(Path dir) {
+        try {
+            return Long.parseLong(dir.getFileName().toString());
+        } catch (NumberFormatException e) {
+            return 0;
         }
     }
 
@@ -198,15 +278,43 @@ class SoakTest {
         /** When the singletons' node was last killed; the next such kill waits {@link #SINGLETON_KILL_GAP}. */
         private long singletonKilledAt = System.nanoTime() - SINGLETON_KILL_GAP.toNanos() / 2;
 
-        Chaos(TestCluster c, SplittableRandom random, boolean namespaces) {
+        /** The tmpfs of the dumps, or null when none could be mounted. */
+        private final Path dumpDisk;
+        /** Dump writes that failed and that succeeded on the nodes during full-disk episodes. */
+        private final java.util.concurrent.atomic.AtomicLong dumpWritesFailed =
+                new java.util.concurrent.atomic.AtomicLong();
+
+        private final java.util.concurrent.atomic.AtomicLong dumpWritesWritten =
+                new java.util.concurrent.atomic.AtomicLong();
+        /** Idle connections and pulls opened by floods, and pulls the gateways counted as refused. */
+        private final java.util.concurrent.atomic.AtomicLong flooded = new java.util.concurrent.atomic.AtomicLong();
+
+        private final java.util.concurrent.atomic.AtomicLong pullsRefused =
+                new java.util.concurrent.atomic.AtomicLong();
+
+        Chaos(TestCluster c, SplittableRandom random, boolean namespaces, Path dumpDisk) {
             this.c = c;
             this.namespaces = namespaces;
+            this.dumpDisk = dumpDisk;
             SplittableRandom nodes = random.split();
             lanes.add(lane("chaos-nodes", () -> nodeFault(nodes)));
             for (int i = 0; i < 2; i++) {
                 SplittableRandom servers = random.split();
                 lanes.add(lane("chaos-servers-" + i, () -> serverFault(servers)));
             }
+            SplittableRandom resources = random.split();
+            lanes.add(lane("chaos-resources", () -> resourceFault(resources)));
+        }
+
+        long dumpWritesFailed() {
+            return dumpWritesFailed.get();
+        }
+
+        String resourceFigures() {
+            return String.format(
+                    "dump writes during full-disk episodes: %d failed, %d written; %d connections and pulls"
+                            + " opened by floods; %d pulls refused by the gateways",
+                    dumpWritesFailed.get(), dumpWritesWritten.get(), flooded.get(), pullsRefused.get());
         }
 
         private interface Step {
@@ -403,6 +511,199 @@ class SoakTest {
                     c.serverProxy(server).heal();
                 }
                 default -> throw new IllegalArgumentException(kind);
+            }
+        }
+
+        // ---- the resources' lane ----
+
+        private void resourceFault(SplittableRandom random) throws Exception {
+            pause(random, 5000, 15000);
+            if (!running) {
+                return;
+            }
+            String kind = RESOURCE_FAULTS.get(random.nextInt(RESOURCE_FAULTS.size()));
+            if (kind.equals("dump_disk_full") && dumpDisk == null) {
+                kind = "connection_flood";
+            }
+            int node = 1 + random.nextInt(c.nodeCount());
+            switch (kind) {
+                case "dump_disk_full" -> diskFull(random);
+                case "connection_flood" -> flood(random, node, false);
+                case "pull_flood" -> flood(random, node, true);
+                default -> throw new IllegalArgumentException(kind);
+            }
+        }
+
+        /**
+         * Fills the dumps' disk to the last byte for 2-6 s, then frees it; dump writes meanwhile
+         * must fail and be counted (a node that wrote a dump in that time and counted no failure
+         * breaks the promise that a full disk is loud). Old dumps are removed when the disk is
+         * over half full, as an operator's clean-up would.
+         */
+        private void diskFull(SplittableRandom random) throws Exception {
+            makeRoom();
+            Path filler = dumpDisk.resolve("filler");
+            fill(filler);
+            c.fault("dump_disk_full", "the dumps' disk filled to the last byte");
+            Map<Integer, double[]> before = dumpCounts();
+            pause(random, 2000, 6000);
+            Map<Integer, double[]> after = dumpCounts();
+            Files.deleteIfExists(filler);
+            for (var e : after.entrySet()) {
+                double[] b = before.get(e.getKey());
+                double[] a = e.getValue();
+                if (b == null || a[0] < b[0] || a[1] < b[1]) {
+                    continue; // not answering before, or restarted since (its counters began again)
+                }
+                long failed = (long) (a[1] - b[1]);
+                long written = (long) (a[0] - b[0]);
+                dumpWritesFailed.addAndGet(failed);
+                dumpWritesWritten.addAndGet(written);
+                // A write that appends to an existing file can fit in the slack of its last page.
+                if (written > 2 && failed == 0) {
+                    throw new AssertionError("node-" + e.getKey() + " wrote " + written
+                            + " dumps on a full disk and counted no failed write");
+                }
+            }
+        }
+
+        /** Writes {@code filler} until the disk says no space is left. */
+        private static void fill(Path filler) throws java.io.IOException {
+            byte[] block = new byte[1 << 16];
+            try (var out = Files.newOutputStream(filler)) {
+                while (true) {
+                    out.write(block);
+                }
+            } catch (java.io.IOException e) {
+                if (!String.valueOf(e.getMessage()).contains("No space left")) {
+                    throw e;
+                }
+            }
+            // Then the last bytes, in smaller writes.
+            for (int size = 1 << 12; size > 0; size >>= 2) {
+                try (var out = Files.newOutputStream(filler, java.nio.file.StandardOpenOption.APPEND)) {
+                    byte[] small = new byte[size];
+                    while (true) {
+                        out.write(small);
+                    }
+                } catch (java.io.IOException e) {
+                    if (!String.valueOf(e.getMessage()).contains("No space left")) {
+                        throw e;
+                    }
+                }
+            }
+        }
+
+        /** Removes the oldest dump directories while the dumps' disk is over half full. */
+        private void makeRoom() throws java.io.IOException {
+            java.nio.file.FileStore store = Files.getFileStore(dumpDisk);
+            if (store.getUsableSpace() > store.getTotalSpace() / 2) {
+                return;
+            }
+            List<Path> versions;
+            try (var walk = Files.walk(dumpDisk, 5)) {
+                versions = walk.filter(p -> p.getParent() != null
+                                && (p.getParent().getFileName().toString().equals("rollout")
+                                        || p.getParent()
+                                                .getFileName()
+                                                .toString()
+                                                .equals("eval-rollout"))
+                                && Files.isDirectory(p))
+                        .sorted(java.util.Comparator.comparingLong(SoakTest::versionOf))
+                        .toList();
+            } catch (java.io.UncheckedIOException e) {
+                return; // a node removed a file it could not write while we walked: clean up next time
+            }
+            for (Path v : versions.subList(0, versions.size() / 2 + 1)) {
+                try (var walk = Files.walk(v)) {
+                    for (Path p :
+                            walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                        Files.deleteIfExists(p);
+                    }
+                } catch (java.io.IOException | java.io.UncheckedIOException e) {
+                    // A node writing into it right now: the next clean-up takes it.
+                }
+            }
+            TestCluster.log("dumps' disk over half full: removed the oldest " + (versions.size() / 2 + 1) + " of "
+                    + versions.size() + " version directories");
+        }
+
+        /** Per live node: {files written, writes failed} from its /metrics. */
+        private Map<Integer, double[]> dumpCounts() throws InterruptedException {
+            Map<Integer, double[]> out = new java.util.HashMap<>();
+            for (int i = 1; i <= c.nodeCount(); i++) {
+                Optional<String> text = c.metrics(i);
+                if (text.isPresent()) {
+                    out.put(i, new double[] {
+                        TestCluster.metricSum(text.get(), "rollout_dump_files_written_total"),
+                        TestCluster.metricSum(text.get(), "rollout_dump_writes_failed_total")
+                    });
+                }
+            }
+            return out;
+        }
+
+        /**
+         * Opens 100-600 connections to node {@code node}'s gateway at once and holds them 2-5 s:
+         * idle ones, or each a batch pull ({@code wait=30}) whose answer is never read. Pulls past
+         * {@code gateway.max_waiting_pulls} must be refused and counted in {@code
+         * rollout_gateway_pulls_refused_total}; the run's trainer goes on through the other
+         * gateways or this one (its own checks).
+         */
+        private void flood(SplittableRandom random, int node, boolean pulls) throws Exception {
+            int count = 100 + random.nextInt(501);
+            java.net.InetSocketAddress address = c.gatewayAddress(node);
+            Optional<String> before = pulls ? c.metrics(node) : Optional.empty();
+            List<java.net.Socket> open = java.util.Collections.synchronizedList(new ArrayList<>());
+            byte[] pull = ("POST /v1/batches/next?wait=30 HTTP/1.1\r\nHost: " + address.getHostString() + ":"
+                            + address.getPort() + "\r\nContent-Length: 0\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            try {
+                try (var connecting = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+                    for (int i = 0; i < count; i++) {
+                        connecting.submit(() -> {
+                            java.net.Socket s = new java.net.Socket();
+                            try {
+                                s.connect(address, 1000);
+                                open.add(s);
+                                if (pulls) {
+                                    s.getOutputStream().write(pull);
+                                    s.getOutputStream().flush();
+                                }
+                            } catch (java.io.IOException e) {
+                                s.close();
+                            }
+                            return null;
+                        });
+                    }
+                }
+                flooded.addAndGet(open.size());
+                c.fault(
+                        pulls ? "pull_flood" : "connection_flood",
+                        open.size() + " of " + count + " " + (pulls ? "unread pulls" : "idle connections")
+                                + " open to node-" + node + "'s gateway");
+                pause(random, 2000, 5000);
+                if (pulls && before.isPresent()) {
+                    Optional<String> after = c.metrics(node);
+                    if (after.isPresent()) {
+                        double b = TestCluster.metricSum(before.get(), "rollout_gateway_pulls_refused_total");
+                        double a = TestCluster.metricSum(after.get(), "rollout_gateway_pulls_refused_total");
+                        if (a >= b) {
+                            pullsRefused.addAndGet((long) (a - b));
+                            if (open.size() > MAX_WAITING_PULLS + 64 && a == b) {
+                                throw new AssertionError(open.size() + " pulls open to node-" + node
+                                        + "'s gateway and none refused past gateway.max_waiting_pulls ("
+                                        + MAX_WAITING_PULLS + ")");
+                            }
+                        }
+                    }
+                }
+            } finally {
+                synchronized (open) {
+                    for (java.net.Socket s : open) {
+                        s.close();
+                    }
+                }
             }
         }
 
