@@ -33,6 +33,9 @@ class PartitionTest {
 
     private static final Duration RECOVERED_WITHIN = Duration.ofSeconds(90);
 
+    /** A restarted node joins and every link recovers (failure detection 4 s, gossip, a join). */
+    private static final Duration SETTLED_WITHIN = Duration.ofSeconds(90);
+
     @RegisterExtension
     final SystemTestRun run = new SystemTestRun();
 
@@ -44,6 +47,7 @@ class PartitionTest {
                         .withNodes(3)
                         .withNetworkNamespaces()
                         .withNodeProfile("partition-detection.conf")
+                        .withManagement()
                         .withServerFlags(DECODE)
                         .withConfig("rollout.consumer_batch_size=8", "rollout.max_concurrent_rollouts=24")
                         .start();
@@ -71,6 +75,8 @@ class PartitionTest {
             c.restartNode(3);
             NodeLossTest.awaitInFlightOn(c, t, "node-3", 1);
 
+            settled(c);
+
             // 3. One way: node-2 stops hearing node-3, which still hears node-2.
             c.cutOneWay(2, 3);
             Waits.untilTrue("a decision on the one-way cut (a node downed or the cut healed)", DOWNED_WITHIN, () -> {
@@ -81,6 +87,8 @@ class PartitionTest {
             recoveries.add(recovered("one-way cut node-3 -> node-2", t));
             restartWhatLeft(c, 2, 3);
 
+            settled(c);
+
             // 4. A flapping link: node-3 cut and healed every second, ten times.
             for (int i = 0; i < 10; i++) {
                 c.partition(3, 1, 2);
@@ -90,6 +98,8 @@ class PartitionTest {
             }
             recoveries.add(recovered("flapping link of node-3", t));
             restartWhatLeft(c, 3);
+
+            settled(c);
 
             // 5. A lossy node: a fifth of node-3's packets (to nodes, servers and the trainer) dropped for 20 s.
             c.packetLoss(3, 0.2);
@@ -103,6 +113,8 @@ class PartitionTest {
             c.heal(3);
             recoveries.add(recovered("20 % packet loss on node-3 for 20 s (" + duringLoss + " batches during)", t));
             restartWhatLeft(c, 3);
+
+            settled(c);
 
             // 6. The singletons' node cut from the other two: the majority takes the singletons over.
             int holder = c.singletonNode(Duration.ofSeconds(60));
@@ -129,6 +141,15 @@ class PartitionTest {
             report.printAndAssertClean();
             assertThat(journal.redispatches).as("groups dispatched again").isPositive();
         }
+    }
+
+    /**
+     * Each fault starts on a settled cluster: every member Up and reachable from every node. A
+     * partition that starts while the last fault's link is still recovering is a different fault
+     * (the resolver downs every node when reachability keeps changing: docs/reliability.md).
+     */
+    private static void settled(TestCluster c) throws InterruptedException {
+        TestCluster.log("cluster settled in " + c.awaitSettled(SETTLED_WITHIN).toMillis() + " ms");
     }
 
     /** Waits until node {@code index} has downed itself and exited, training meanwhile. */

@@ -119,6 +119,9 @@ class SoakTest {
      */
     private static final int LONGEST_HEALED_CUT_MS = 6000;
 
+    /** Every member Up and reachable from every node before a node fault. */
+    private static final Duration SETTLED_WITHIN = Duration.ofSeconds(60);
+
     /** failure detection 4 s + stable-after 20 s, gossip and shutdown (as PartitionTest). */
     private static final Duration DOWNED_WITHIN = Duration.ofSeconds(90);
 
@@ -157,7 +160,9 @@ class SoakTest {
                         "rollout.batch_ack_timeout=10");
         if (namespaces) {
             // Partitions need the resolver's longer stable-after (see partition-detection.conf).
-            spec.withNetworkNamespaces().withNodeProfile("partition-detection.conf");
+            spec.withNetworkNamespaces()
+                    .withNodeProfile("partition-detection.conf")
+                    .withManagement();
         }
         // Every node's dumps and statistics on one small tmpfs, mounted before the nodes start (a
         // node in a network namespace gets a copy of the mounts of its start).
@@ -230,6 +235,7 @@ class SoakTest {
                     .with("soak length (-Drollout.soak.tasks) / seed (-Drollout.soak.seed)", target + " / " + seed)
                     .with("nodes", namespaces ? "in network namespaces" : "on 127.0.0.1, no partitions")
                     .with("resources' lane", chaos.resourceFigures())
+                    .with("node faults started on a cluster not settled within " + SETTLED_WITHIN, chaos.unsettled())
                     .with(
                             "wall time: under faults / in all (s)",
                             String.format("%.0f / %.0f", (chaosEnded - started) / 1e9, seconds))
@@ -278,6 +284,8 @@ class SoakTest {
         /** When the singletons' node was last killed; the next such kill waits {@link #SINGLETON_KILL_GAP}. */
         private long singletonKilledAt = System.nanoTime() - SINGLETON_KILL_GAP.toNanos() / 2;
 
+        /** Node faults that started on a cluster not settled within {@link #SETTLED_WITHIN}. */
+        private final java.util.concurrent.atomic.AtomicLong unsettled = new java.util.concurrent.atomic.AtomicLong();
         /** The tmpfs of the dumps, or null when none could be mounted. */
         private final Path dumpDisk;
         /** Dump writes that failed and that succeeded on the nodes during full-disk episodes. */
@@ -308,6 +316,10 @@ class SoakTest {
 
         long dumpWritesFailed() {
             return dumpWritesFailed.get();
+        }
+
+        long unsettled() {
+            return unsettled.get();
         }
 
         String resourceFigures() {
@@ -341,6 +353,17 @@ class SoakTest {
             pause(random, 1000, 3000);
             if (!running) {
                 return;
+            }
+            if (namespaces) {
+                // A fault starts on a settled cluster: a partition while the last fault's link is still
+                // recovering makes the resolver down every node (docs/reliability.md, "Partitions").
+                try {
+                    c.awaitSettled(SETTLED_WITHIN);
+                } catch (AssertionError e) {
+                    unsettled.incrementAndGet();
+                    TestCluster.log("not settled within " + SETTLED_WITHIN + "; the next fault comes anyway: "
+                            + e.getMessage());
+                }
             }
             List<String> kinds = namespaces ? NODE_FAULTS : NODE_KILLS;
             String kind = kinds.get(random.nextInt(kinds.size()));

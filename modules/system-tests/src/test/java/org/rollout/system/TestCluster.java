@@ -100,6 +100,7 @@ final class TestCluster implements AutoCloseable {
         private boolean namespaces;
         private final List<String> nodeProfiles = new ArrayList<>();
         private boolean bootstrap;
+        private boolean management;
         private int nodeFileLimit;
         private boolean serverProxies;
         private final List<Integer> nodesBehindProxy = new ArrayList<>();
@@ -169,6 +170,15 @@ final class TestCluster implements AutoCloseable {
          */
         Builder withBootstrap() {
             this.bootstrap = true;
+            return this;
+        }
+
+        /**
+         * Every node serves its management endpoint ({@code --management-port}, on its own host),
+         * which {@link #awaitSettled} reads; bootstrap nodes serve it anyway.
+         */
+        Builder withManagement() {
+            this.management = true;
             return this;
         }
 
@@ -534,6 +544,9 @@ final class TestCluster implements AutoCloseable {
             args.add("--seed-nodes");
             args.add(String.join(
                     ",", seeds.stream().map(s -> hostOf(s) + ":" + s.port).toList()));
+            if (spec.management) {
+                args.addAll(List.of("--management-port", Integer.toString(n.managementPort)));
+            }
         }
         for (String profile : transportProfiles) {
             args.add("--profile");
@@ -853,6 +866,64 @@ final class TestCluster implements AutoCloseable {
         }
         return URI.create("http://127.0.0.1:" + node(index).managementPort);
     }
+
+    /**
+     * Waits until every live node sees every member Up and none unreachable ({@code GET
+     * /cluster/members} of its management endpoint, {@link Builder#withManagement}). Between two
+     * faults this is what a fresh fault needs: the Split Brain Resolver counts a cluster whose
+     * reachability keeps changing for stable-after plus three quarters of it as unstable and downs
+     * every node, so a partition that starts while a link hurt by the last fault has not recovered
+     * yet (seen after 20 % packet loss) stops the whole cluster. Returns how long it took.
+     */
+    Duration awaitSettled(Duration within) throws InterruptedException {
+        if (!spec.management && !spec.bootstrap) {
+            throw new IllegalStateException("awaitSettled reads the management endpoints: build withManagement()");
+        }
+        long started = System.nanoTime();
+        Waits.untilTrue("every live node seeing every member Up and reachable", within, () -> {
+            for (NodeSlot n : nodes) {
+                if (!n.alive()) {
+                    continue;
+                }
+                HttpRequest request = HttpRequest.newBuilder(
+                                URI.create("http://" + hostOf(n) + ":" + n.managementPort + "/cluster/members"))
+                        .timeout(Duration.ofSeconds(5))
+                        .GET()
+                        .build();
+                try (HttpClient http = HttpClient.newBuilder()
+                        .connectTimeout(Duration.ofSeconds(2))
+                        .version(HttpClient.Version.HTTP_1_1)
+                        .build()) {
+                    HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+                    if (r.statusCode() != 200) {
+                        return false;
+                    }
+                    com.fasterxml.jackson.databind.JsonNode members = MEMBERS_JSON.readTree(r.body());
+                    if (!members.path("unreachable").isEmpty()) {
+                        return false;
+                    }
+                    long live = nodes.stream().filter(NodeSlot::alive).count();
+                    long up = 0;
+                    for (com.fasterxml.jackson.databind.JsonNode m : members.path("members")) {
+                        if (!m.path("status").asText().equals("Up")) {
+                            return false;
+                        }
+                        up++;
+                    }
+                    if (up != live) {
+                        return false;
+                    }
+                } catch (IOException e) {
+                    return false; // starting, or its endpoint not up yet
+                }
+            }
+            return true;
+        });
+        return Duration.ofNanos(System.nanoTime() - started);
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper MEMBERS_JSON =
+            new com.fasterxml.jackson.databind.ObjectMapper();
 
     /** The address the nodes know model server {@code index} by: its proxy's when it has one. */
     private String serverAddress(int index) {
