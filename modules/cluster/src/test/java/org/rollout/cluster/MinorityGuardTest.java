@@ -44,21 +44,24 @@ class MinorityGuardTest {
 
     @Test
     void aMemberDownedWhileThisNodeStillReachedItCountsOnThisSideInEitherOrder() {
-        // A one-way cut into node-3 of three: the resolver on node-1 downs node-2 (reachable from
-        // node-1, but node-3 said it could not hear it) and node-3 (unreachable). node-1 is the
-        // majority side, with node-2, and must not down itself.
+        // A one-way cut into node-1 of three, seen from node-3: the resolver downs node-2 (reachable
+        // from node-3, but node-1 said it could not hear it) and node-1 (unreachable). node-3 is the
+        // majority side, with node-2, and must not down itself, although node-1 has the lowest
+        // address and would win a tie of one against one.
         MinorityGuard.Tally tally = new MinorityGuard.Tally(Duration.ofMinutes(1));
         tally.downed(node(2), true, 0);
-        assertThat(tally.isMinority(Set.of(node(1), node(3)), 1)).isFalse();
-        tally.downed(node(3), false, 2);
-        assertThat(tally.isMinority(Set.of(node(1)), 3)).isFalse();
-        assertThat(tally.thisSide(Set.of(node(1)))).containsExactlyInAnyOrder(node(1), node(2));
+        assertThat(tally.isMinority(Set.of(node(3), node(1)), 1)).isFalse();
+        tally.downed(node(1), false, 2);
+        assertThat(tally.isMinority(Set.of(node(3)), 3)).isFalse();
+        assertThat(tally.thisSide(Set.of(node(3)))).containsExactlyInAnyOrder(node(3), node(2));
+        // What the guard decided before it counted node-2 on this side.
+        assertThat(MinorityGuard.isMinority(Set.of(node(3)), Set.of(node(1)))).isTrue();
 
         MinorityGuard.Tally reversed = new MinorityGuard.Tally(Duration.ofMinutes(1));
-        reversed.downed(node(3), false, 0);
-        assertThat(reversed.isMinority(Set.of(node(1), node(2)), 1)).isFalse();
+        reversed.downed(node(1), false, 0);
+        assertThat(reversed.isMinority(Set.of(node(3), node(2)), 1)).isFalse();
         reversed.downed(node(2), true, 2);
-        assertThat(reversed.isMinority(Set.of(node(1)), 3)).isFalse();
+        assertThat(reversed.isMinority(Set.of(node(3)), 3)).isFalse();
     }
 
     @Test
