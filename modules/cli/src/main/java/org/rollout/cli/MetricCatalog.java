@@ -164,7 +164,13 @@ final class MetricCatalog {
                     "counter",
                     "",
                     true,
-                    "batch streams dropped after gateway.write_timeout without progress (delivered again)"));
+                    "batch streams dropped after gateway.write_timeout without progress (delivered again)"),
+            new Metric(
+                    "rollout_gateway_batches_released_total",
+                    "counter",
+                    "",
+                    true,
+                    "batches whose connection closed before their last byte, given to the next pull at once"));
 
     /** Every name in the catalogue. */
     static Set<String> names() {

@@ -161,6 +161,14 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** {@code known} is false when the id was never handed out or was already acknowledged. */
     record AckReply(long batchId, boolean known) implements CborSerializable {}
 
+    /**
+     * Batch {@code batchId} never reached its trainer (the connection that was to carry it closed
+     * before its last byte): it goes first to the next pull instead of waiting out {@code
+     * batch_ack_timeout}. Ignored when the batch is not outstanding (acknowledged, or already
+     * back for delivery).
+     */
+    record Release(long batchId) implements Command, CborSerializable {}
+
     /** The weight version moved on: statistics of older versions are written out. */
     record VersionChanged(int version) implements Command, CborSerializable {}
 
@@ -315,6 +323,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .onMessage(Reassembled.class, this::onReassembled)
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
+                .onMessage(Release.class, this::onRelease)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
                 .onMessage(EvalPassFinished.class, e -> {
                     stats.flushEval(e.version());
@@ -728,6 +737,18 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         List<Long> ids = batch.groups().stream().map(TrainingGroup::taskId).toList();
         coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ids, ack.replyTo()));
+        return this;
+    }
+
+    private Behavior<Command> onRelease(Release release) {
+        Outstanding o = outstanding.remove(release.batchId());
+        if (o != null) {
+            getContext()
+                    .getLog()
+                    .info("batch {} did not reach its trainer; it goes to the next pull", release.batchId());
+            redeliveries.addFirst(o.batch());
+            serveWaiting();
+        }
         return this;
     }
 

@@ -136,6 +136,11 @@ public final class LocalRolloutClient implements RolloutClient {
     }
 
     @Override
+    public void release(long batchId) {
+        refs.collector().tell(new Collector.Release(batchId));
+    }
+
+    @Override
     public PublishResult publishWeights(int version, Path weights) throws InterruptedException {
         WeightVersion.PublishReply reply = ask(
                 refs.weightVersion(),

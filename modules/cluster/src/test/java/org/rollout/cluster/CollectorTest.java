@@ -100,6 +100,43 @@ class CollectorTest {
     }
 
     @Test
+    void aReleasedBatchGoesToTheNextPullAheadOfNewOnesAndAnUnknownReleaseIsIgnored() {
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        ActorRef<Collector.Command> c = collector("release", coordinator);
+        TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
+        c.tell(accepted(1, 0));
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));
+        long first = ((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5)))
+                .batch()
+                .batchId();
+
+        // A newer group is buffered; the released batch still comes first, with its id and groups.
+        c.tell(accepted(2, 0));
+        c.tell(new Collector.Release(first));
+        c.tell(new Collector.Release(first)); // already back: ignored, not delivered twice
+        c.tell(new Collector.Release(12345)); // never handed out: ignored
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));
+        var again = ((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch();
+        assertThat(again.batchId()).isEqualTo(first);
+        assertThat(again.groups()).extracting(TrainingGroup::taskId).containsExactly(1L);
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));
+        var next = ((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch();
+        assertThat(next.groups()).extracting(TrainingGroup::taskId).containsExactly(2L);
+        c.tell(new Collector.PullBatch(Duration.ofMillis(300), 0, trainer.getRef()));
+        assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch())
+                .as("nothing else to deliver")
+                .isNull();
+
+        // Once acknowledged, a late release changes nothing.
+        TestProbe<Collector.AckReply> ack = kit.createTestProbe();
+        c.tell(new Collector.Ack(first, java.util.List.of(), ack.getRef()));
+        c.tell(new Collector.Release(first));
+        c.tell(new Collector.PullBatch(Duration.ofMillis(300), 0, trainer.getRef()));
+        assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch())
+                .isNull();
+    }
+
+    @Test
     void acknowledgingAnUnknownBatchSaysSo() {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
         ActorRef<Collector.Command> c = collector("ack", coordinator);

@@ -164,6 +164,7 @@ class MessageSerializationTest {
                 new Collector.StreamedBatchReply(9, 2, 268_000_000, sourceRef()),
                 new Collector.Ack(9, java.util.List.of(1L, 2L), ref()),
                 new Collector.AckReply(9, true),
+                new Collector.Release(9),
                 new Collector.VersionChanged(3),
                 new Collector.EvalPassFinished(2),
                 new Collector.EvalPassStarted(2),

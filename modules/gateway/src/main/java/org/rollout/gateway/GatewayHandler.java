@@ -83,6 +83,9 @@ final class GatewayHandler implements HttpHandler {
     private final java.util.concurrent.atomic.AtomicLong pullsRefused = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong pullsAdmitted = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong writesTimedOut = new java.util.concurrent.atomic.AtomicLong();
+    /** Batches whose connection closed before their last byte, handed back for the next pull. */
+    private final java.util.concurrent.atomic.AtomicLong batchesReleased = new java.util.concurrent.atomic.AtomicLong();
+
     private final java.util.concurrent.atomic.AtomicLong refusalsLogged = new java.util.concurrent.atomic.AtomicLong();
     private volatile long lastRefusalLogNanos = System.nanoTime() - REFUSAL_LOG_EVERY.toNanos();
     /** Batch streams under way, watched for stalls ({@code gateway.write_timeout}). */
@@ -125,6 +128,12 @@ final class GatewayHandler implements HttpHandler {
                             java.util.concurrent.atomic.AtomicLong::get)
                     .description("batch streams dropped after gateway.write_timeout without progress")
                     .register(extras.registry());
+            io.micrometer.core.instrument.FunctionCounter.builder(
+                            "rollout_gateway_batches_released",
+                            batchesReleased,
+                            java.util.concurrent.atomic.AtomicLong::get)
+                    .description("batches whose connection closed before their last byte, given to the next pull")
+                    .register(extras.registry());
         } else {
             handoffBytes = null;
             handoffTime = null;
@@ -144,6 +153,11 @@ final class GatewayHandler implements HttpHandler {
     /** Pulls served (not refused) so far. */
     long pullsAdmitted() {
         return pullsAdmitted.get();
+    }
+
+    /** Batches whose connection closed before their last byte, handed back for the next pull. */
+    long batchesReleased() {
+        return batchesReleased.get();
     }
 
     long writesTimedOut() {
@@ -192,8 +206,7 @@ final class GatewayHandler implements HttpHandler {
                         writesTimedOut.incrementAndGet();
                         log.warn(
                                 "batch {}: the trainer read nothing for {} ms (gateway.write_timeout) after {} bytes;"
-                                        + " the connection is dropped and the batch delivered again after"
-                                        + " batch_ack_timeout",
+                                        + " the connection is dropped and the batch given to the next pull",
                                 s.batchId,
                                 writeTimeout.toMillis(),
                                 s.out.count);
@@ -563,13 +576,27 @@ final class GatewayHandler implements HttpHandler {
                 handoffTime.record(System.nanoTime() - started, java.util.concurrent.TimeUnit.NANOSECONDS);
             }
         } catch (IOException e) {
-            log.info(
-                    "batch {} ({} groups): the trainer went away after {} bytes ({}); it is delivered again after"
-                            + " batch_ack_timeout",
-                    batch.batchId(),
-                    batch.size(),
-                    out.count,
-                    e.toString());
+            if (out.count < body.length()) {
+                // Not received whole, so never trained on: the next pull takes it, not one after
+                // batch_ack_timeout (a pull whose client left while it waited shows only here).
+                engine.release(batch.batchId());
+                batchesReleased.incrementAndGet();
+                log.info(
+                        "batch {} ({} groups): the trainer went away after {} of {} bytes ({}); the next pull"
+                                + " takes it",
+                        batch.batchId(),
+                        batch.size(),
+                        out.count,
+                        body.length(),
+                        e.toString());
+            } else {
+                log.info(
+                        "batch {} ({} groups): the trainer went away after the last byte ({}); it is delivered"
+                                + " again after batch_ack_timeout unless acknowledged",
+                        batch.batchId(),
+                        batch.size(),
+                        e.toString());
+            }
         } finally {
             streams.remove(watched);
             synchronized (watched) {

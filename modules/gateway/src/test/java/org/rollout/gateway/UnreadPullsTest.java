@@ -28,7 +28,7 @@ import org.rollout.trainer.RolloutClient;
  * two (a real engine, LocalRollout, behind both): the gateway serves at most {@code
  * gateway.max_waiting_pulls} of them at once and answers the rest 503 {@code too_many_pulls} naming
  * the limit; a batch it streams to an unread socket is dropped after {@code gateway.write_timeout}
- * and delivered again after {@code batch_ack_timeout}; meanwhile a well-behaved trainer (whose
+ * and goes to the next pull; meanwhile a well-behaved trainer (whose
  * client lists the flooded gateway first) trains on, and in the end it has received every task of
  * the run exactly once.
  */
@@ -122,6 +122,9 @@ class UnreadPullsTest {
                 assertThat(h.writesTimedOut())
                         .as("batches stuck on unread sockets, dropped after gateway.write_timeout")
                         .isPositive();
+                assertThat(h.batchesReleased())
+                        .as("dropped batches handed back for the next pull")
+                        .isGreaterThanOrEqualTo(h.writesTimedOut());
                 // Unread pulls still waiting end at their 20 s wait; streams stuck on unread sockets were dropped.
                 await(
                         "every pull slot of the flooded gateway released",

@@ -80,6 +80,15 @@ public interface RolloutClient extends AutoCloseable {
     }
 
     /**
+     * Says that batch {@code batchId} was not received whole (the connection that carried it broke
+     * before its end), so the engine delivers it again to the next pull instead of after {@code
+     * batch_ack_timeout}. Only for a batch that cannot have been trained on; harmless for one that is
+     * acknowledged or unknown. Never blocks; the default does nothing, and the batch comes again
+     * after the timeout.
+     */
+    default void release(long batchId) {}
+
+    /**
      * Makes every inference server load {@code weights} and labels tokens generated from now on with
      * {@code version}. Returns when the servers have loaded it (or failed to). The servers read the
      * file themselves: it must be at a path they can read (a shared file system when the trainer
