@@ -25,13 +25,18 @@ public final class HeapHungryReward implements RewardFunction {
     public double reward(
             String prompt, String completion, int[] promptIds, int[] completionIds, Map<String, Object> data) {
         if (hungry(data.get("question"))) {
-            List<byte[]> held = new ArrayList<>();
-            while (true) {
-                byte[] chunk = new byte[CHUNK];
-                chunk[held.size() % CHUNK] = 1;
-                held.add(chunk);
-            }
+            exhaustHeap();
         }
         return completion.isEmpty() ? 0.0 : 1.0;
+    }
+
+    /** Allocates 1 MiB arrays, holding every one, until {@link OutOfMemoryError}. */
+    static void exhaustHeap() {
+        List<byte[]> held = new ArrayList<>();
+        while (true) {
+            byte[] chunk = new byte[CHUNK];
+            chunk[held.size() % CHUNK] = 1;
+            held.add(chunk);
+        }
     }
 }

@@ -69,6 +69,11 @@ final class ManagedProcess {
         return process.isAlive();
     }
 
+    /** The exit status of a process that has ended (128 + the signal for one killed by a signal). */
+    int exitValue() {
+        return process.exitValue();
+    }
+
     List<String> command() {
         return command;
     }

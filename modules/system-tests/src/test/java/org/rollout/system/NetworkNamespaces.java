@@ -77,7 +77,7 @@ final class NetworkNamespaces implements AutoCloseable {
         script.append("ip link set ").append(n.bridge()).append(" up\n");
         for (int i = 1; i <= nodes; i++) {
             String ns = n.namespace(i);
-            String host = n.tag + "h" + i;
+            String host = n.hostVeth(i);
             script.append("ip netns add ").append(ns).append('\n');
             script.append("ip link add ")
                     .append(host)
@@ -152,9 +152,56 @@ final class NetworkNamespaces implements AutoCloseable {
                         + inNs(i, "iptables -A OUTPUT -m statistic --mode random --probability " + p + " -j DROP"));
     }
 
-    /** Removes every rule of node {@code i}'s namespace. */
+    /**
+     * Node {@code i}'s link, both ways, throttled to {@code kbit} kbit/s with a queue of at most
+     * {@code latencyMs} (a {@code tbf} qdisc on each end of its veth; this kernel has no {@code
+     * netem}): every packet past the rate waits in the queue, up to that long, and one that would
+     * wait longer is dropped. Real delay and jitter, growing with the link's load, for everything
+     * the node sends or receives (other nodes, model servers, trainers).
+     */
+    void throttle(int i, int kbit, int latencyMs) throws IOException, InterruptedException {
+        String tbf = " root tbf rate " + kbit + "kbit burst 4kb latency " + latencyMs + "ms";
+        sh(workDir, inNs(i, "tc qdisc replace dev eth0" + tbf) + "tc qdisc replace dev " + hostVeth(i) + tbf + "\n");
+    }
+
+    /**
+     * The packets node {@code i}'s throttles held back so far, {@code {delayed, dropped}}: {@code
+     * overlimits} and {@code dropped} of both ends' {@code tbf} (zeros when none is set).
+     */
+    long[] throttled(int i) throws IOException, InterruptedException {
+        String out = ManagedProcess.run(
+                List.of(
+                        "/bin/sh",
+                        "-c",
+                        inNs(i, "tc -s qdisc show dev eth0") + "tc -s qdisc show dev " + hostVeth(i) + "\n"),
+                Map.of(),
+                workDir,
+                COMMAND_TIMEOUT);
+        long delayed = 0;
+        long dropped = 0;
+        boolean tbf = false;
+        for (String line : out.split("\n")) {
+            if (line.startsWith("qdisc ")) {
+                tbf = line.startsWith("qdisc tbf ");
+            } else if (tbf) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("dropped (\\d+), overlimits (\\d+)")
+                        .matcher(line);
+                if (m.find()) {
+                    dropped += Long.parseLong(m.group(1));
+                    delayed += Long.parseLong(m.group(2));
+                }
+            }
+        }
+        return new long[] {delayed, dropped};
+    }
+
+    /** Removes every rule of node {@code i}'s namespace and the throttle of its link. */
     void heal(int i) throws IOException, InterruptedException {
-        sh(workDir, inNs(i, "iptables -F INPUT") + inNs(i, "iptables -F OUTPUT"));
+        sh(
+                workDir,
+                inNs(i, "iptables -F INPUT") + inNs(i, "iptables -F OUTPUT")
+                        + inNs(i, "tc qdisc del dev eth0 root 2>/dev/null || true")
+                        + "tc qdisc del dev " + hostVeth(i) + " root 2>/dev/null || true\n");
     }
 
     @Override
@@ -173,6 +220,11 @@ final class NetworkNamespaces implements AutoCloseable {
 
     private String namespace(int i) {
         return tag + "-node" + i;
+    }
+
+    /** The bridge's end of node {@code i}'s veth, in the root namespace. */
+    private String hostVeth(int i) {
+        return tag + "h" + i;
     }
 
     private String bridge() {

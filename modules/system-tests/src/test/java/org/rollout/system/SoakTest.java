@@ -30,8 +30,9 @@ import org.rollout.modelserver.FaultPlan;
  *   <li>the nodes' lane: SIGKILL of a rollout node (restarted after a while), SIGKILL of the
  *       singletons' node, and, with every node in a network namespace of its own ({@link
  *       NetworkNamespaces}), partitions that heal before the Split Brain Resolver decides, one-way
- *       cuts, flapping links, packet loss on all of a node's links, and a node cut from the
- *       majority until it downs itself (then healed and restarted);
+ *       cuts, flapping links, packet loss on all of a node's links, a node's link throttled (its
+ *       packets delayed in a bounded queue), and a node cut from the majority until it downs
+ *       itself (then healed and restarted);
  *   <li>two servers' lanes, each on a model server the other leaves alone: crashed and restarted,
  *       hung (SIGSTOP) and resumed, answering 5xx, answering malformed bodies of every kind,
  *       answering slowly, drained from the run-time server list through a gateway and added back,
@@ -67,6 +68,8 @@ class SoakTest {
             "flapping_link",
             "packet_loss",
             "packet_loss",
+            "throttled_link",
+            "throttled_link",
             "partition_minority");
 
     /** The nodes' lane on 127.0.0.1: kills only. */
@@ -92,7 +95,25 @@ class SoakTest {
     private static final List<String> RESOURCE_FAULTS =
             // A pull flood is rarer: the batches handed to its unread pulls come again only after
             // batch_ack_timeout, and publishing (so admission) waits for them meanwhile.
-            List.of("dump_disk_full", "dump_disk_full", "connection_flood", "connection_flood", "pull_flood");
+            List.of(
+                    "dump_disk_full",
+                    "dump_disk_full",
+                    "connection_flood",
+                    "connection_flood",
+                    "pull_flood",
+                    "heap_pressure",
+                    "heap_pressure");
+
+    /**
+     * A reward that exhausted the heap, as its node logs it: an attempt to be retried, or the last
+     * one (the task is then rejected as failed).
+     */
+    private static final java.util.regex.Pattern TASK_OUT_OF_HEAP = java.util.regex.Pattern.compile(
+            "(reward function failed \\(attempt \\d+/\\d+, episode \\d+:\\d+\\)|task \\d+ slot \\d+ threw)"
+                    + ".*OutOfMemoryError");
+
+    /** How long after the heap-pressure cue is removed the rewards it started are counted. */
+    private static final Duration HEAP_EXHAUSTED_WITHIN = Duration.ofSeconds(10);
 
     /** The longest a full-disk episode waits for the nodes to try a dump write. */
     private static final Duration DISK_FULL_LONGEST = Duration.ofSeconds(30);
@@ -160,7 +181,16 @@ class SoakTest {
                 .withConfig(
                         "rollout.consumer_batch_size=16",
                         "rollout.max_concurrent_rollouts=48",
-                        "rollout.batch_ack_timeout=10");
+                        "rollout.batch_ack_timeout=10",
+                        // The built-in RLVR workflow over the template's questions, with a reward
+                        // function that exhausts a node's heap on cue (the resources' lane).
+                        "rollout.classpath=\"" + testClasses() + "\"",
+                        "rollout.workflow=rlvr",
+                        "rollout.workflow_kwargs.reward_fn=" + HeapOnCueReward.class.getName(),
+                        "rollout.workflow_kwargs.prompt_key=question",
+                        "rollout.tokenizer_path=builtin",
+                        "rollout.dataset.train=[\"" + questions("train.jsonl") + "\"]",
+                        "rollout.dataset.eval=[\"" + questions("eval.jsonl") + "\"]");
         if (namespaces) {
             // Partitions need the resolver's longer stable-after (see partition-detection.conf).
             spec.withNetworkNamespaces()
@@ -238,6 +268,10 @@ class SoakTest {
                     .with("soak length (-Drollout.soak.tasks) / seed (-Drollout.soak.seed)", target + " / " + seed)
                     .with("nodes", namespaces ? "in network namespaces" : "on 127.0.0.1, no partitions")
                     .with("resources' lane", chaos.resourceFigures())
+                    .with("throttled links", chaos.throttleFigures())
+                    .with(
+                            "heap pressure: episodes / rewards that ran out of heap (retried, or the task failed)",
+                            chaos.heapEpisodes() + " / " + chaos.tasksOutOfHeap())
                     .with("node faults started on a cluster not settled within " + SETTLED_WITHIN, chaos.unsettled())
                     .with(
                             "wall time: under faults / in all (s)",
@@ -248,6 +282,12 @@ class SoakTest {
             report.printAndAssertClean();
             assertThat(t.consumedTasks().size()).isGreaterThanOrEqualTo(target);
             assertThat(c.faults().total()).as("faults injected").isGreaterThanOrEqualTo(minFaults);
+            if (chaos.heapEpisodes() >= 3) {
+                // Else the nodes never read the cue: the fault would test nothing.
+                assertThat(chaos.tasksOutOfHeap())
+                        .as("rewards that ran out of heap in %d heap-pressure episodes", chaos.heapEpisodes())
+                        .isPositive();
+            }
             if (chaos.diskFullWithWrites() > 0) {
                 // The nodes wrote on a full disk past their files' slack: those writes must have been counted.
                 assertThat(chaos.dumpWritesFailed())
@@ -257,6 +297,24 @@ class SoakTest {
                         .isPositive();
             }
         }
+    }
+
+    /** Where this module's test classes are (the nodes' {@code rollout.classpath}). */
+    private static Path testClasses() {
+        return Path.of(HeapOnCueReward.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .getPath());
+    }
+
+    /** A question file of the user-workflow template ({@code examples/user-workflow/data}). */
+    private static Path questions(String file) {
+        return Path.of(System.getProperty("rollout.repo.root", "../.."))
+                .toAbsolutePath()
+                .normalize()
+                .resolve("examples/user-workflow/data")
+                .resolve(file);
     }
 
     /** The version a dump directory is named after ({@code rollout/<version>}), or 0. */
@@ -300,6 +358,20 @@ class SoakTest {
         /** Full-disk episodes in which some node failed a dump write or wrote past its files' slack. */
         private final java.util.concurrent.atomic.AtomicLong diskFullWithWrites =
                 new java.util.concurrent.atomic.AtomicLong();
+        /** Heap-pressure episodes, and the rewards that ran out of heap in them. */
+        private final java.util.concurrent.atomic.AtomicLong heapEpisodes =
+                new java.util.concurrent.atomic.AtomicLong();
+
+        private final java.util.concurrent.atomic.AtomicLong tasksOutOfHeap =
+                new java.util.concurrent.atomic.AtomicLong();
+
+        /** Packets the throttled links queued past their rate, and dropped past their queue's bound. */
+        private final java.util.concurrent.atomic.AtomicLong throttledPackets =
+                new java.util.concurrent.atomic.AtomicLong();
+
+        private final java.util.concurrent.atomic.AtomicLong throttleDrops =
+                new java.util.concurrent.atomic.AtomicLong();
+
         /** Idle connections and pulls opened by floods, and pulls the gateways counted as refused. */
         private final java.util.concurrent.atomic.AtomicLong flooded = new java.util.concurrent.atomic.AtomicLong();
 
@@ -330,6 +402,20 @@ class SoakTest {
 
         long unsettled() {
             return unsettled.get();
+        }
+
+        long heapEpisodes() {
+            return heapEpisodes.get();
+        }
+
+        long tasksOutOfHeap() {
+            return tasksOutOfHeap.get();
+        }
+
+        String throttleFigures() {
+            return String.format(
+                    "%d packets held past the rate, %d dropped past the queue's bound",
+                    throttledPackets.get(), throttleDrops.get());
         }
 
         String resourceFigures() {
@@ -431,6 +517,16 @@ class SoakTest {
                     c.packetLoss(victim, 0.05 + random.nextInt(26) / 100.0);
                     Thread.sleep(3000 + random.nextInt(7000)); // the loss is the fault
                     c.heal(victim);
+                }
+                case "throttled_link" -> {
+                    // 128 kbit/s-2 Mbit/s with a queue of 50-500 ms: delay and jitter that grow with the load.
+                    int victim = 1 + random.nextInt(n);
+                    c.throttle(victim, 128 + random.nextInt(1921), 50 + random.nextInt(451));
+                    Thread.sleep(3000 + random.nextInt(7000)); // the throttle is the fault
+                    long[] held = c.throttled(victim);
+                    c.heal(victim);
+                    throttledPackets.addAndGet(held[0]);
+                    throttleDrops.addAndGet(held[1]);
                 }
                 case "partition_minority" -> {
                     // A rollout node cut from the other two until it downs itself; its groups run elsewhere.
@@ -567,6 +663,7 @@ class SoakTest {
                 case "dump_disk_full" -> diskFull(random);
                 case "connection_flood" -> flood(random, node, false);
                 case "pull_flood" -> flood(random, node, true);
+                case "heap_pressure" -> heapPressure(random, node);
                 default -> throw new IllegalArgumentException(kind);
             }
         }
@@ -628,6 +725,55 @@ class SoakTest {
                 }
             }
             return false;
+        }
+
+        /**
+         * Puts node {@code node} under heap pressure for 5-10 s: its reward function ({@link
+         * HeapOnCueReward}) exhausts the heap on every fourth question while the cue names the
+         * node's process. Each such reward fails and is retried (after the cue, it succeeds), or
+         * its task is rejected as {@code failed}, naming it; the node must not die of it (an
+         * {@link OutOfMemoryError} outside a reward fails the soak), and the rest of the run
+         * carries on.
+         */
+        private void heapPressure(SplittableRandom random, int node) throws Exception {
+            if (!c.isAlive(node)) {
+                return;
+            }
+            ManagedProcess victim = c.nodeProcess(node);
+            long before = tasksOutOfHeap(victim);
+            Path cue = c.dir().resolve(HeapOnCueReward.CUE);
+            Path next = c.dir().resolve(HeapOnCueReward.CUE + ".next");
+            Files.writeString(next, Long.toString(victim.pid()));
+            Files.move(next, cue, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            c.fault("heap_pressure", "node-" + node + " exhausts its heap on every fourth question");
+            try {
+                pause(random, 5000, 10000);
+            } finally {
+                Files.deleteIfExists(cue);
+            }
+            // A reward that began under the cue fails only when the collector gives up on the heap, after
+            // seconds of full collections.
+            Thread.sleep(HEAP_EXHAUSTED_WITHIN.toMillis());
+            heapEpisodes.incrementAndGet();
+            tasksOutOfHeap.addAndGet(Math.max(0, tasksOutOfHeap(victim) - before));
+            if (!victim.isAlive() && victim.exitValue() != 137) {
+                // Not the nodes' lane's SIGKILL (137): did the heap take the node down?
+                Optional<String> fatal = victim.lines().stream()
+                        .filter(l -> l.contains("OutOfMemoryError")
+                                && !TASK_OUT_OF_HEAP.matcher(l).find())
+                        .findFirst();
+                if (fatal.isPresent()) {
+                    throw new AssertionError("node-" + node + " exited (status " + victim.exitValue()
+                            + ") under heap pressure: " + fatal.get());
+                }
+            }
+        }
+
+        /** The rewards that ran out of heap on {@code node}, from its log. */
+        private static long tasksOutOfHeap(ManagedProcess node) throws java.io.IOException {
+            return node.lines().stream()
+                    .filter(l -> TASK_OUT_OF_HEAP.matcher(l).find())
+                    .count();
         }
 
         /** Writes {@code filler} until the disk says no space is left. */

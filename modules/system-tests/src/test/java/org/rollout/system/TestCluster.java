@@ -1262,6 +1262,21 @@ final class TestCluster implements AutoCloseable {
         log("packet loss " + probability + " on every link of node-" + index);
     }
 
+    /**
+     * Node {@code index}'s link throttled to {@code kbit} kbit/s, both ways, with packets queued up
+     * to {@code latencyMs} ({@link NetworkNamespaces#throttle}); {@link #heal} lifts it.
+     */
+    void throttle(int index, int kbit, int latencyMs) throws IOException, InterruptedException {
+        namespaces().throttle(index, kbit, latencyMs);
+        faults.inject("throttled_link");
+        log("node-" + index + " link throttled to " + kbit + " kbit/s, packets queued up to " + latencyMs + " ms");
+    }
+
+    /** The packets node {@code index}'s throttle delayed and dropped so far ({@link NetworkNamespaces#throttled}). */
+    long[] throttled(int index) throws IOException, InterruptedException {
+        return namespaces().throttled(index);
+    }
+
     /** Lifts every cut made in node {@code index}'s namespace. */
     void heal(int index) throws IOException, InterruptedException {
         namespaces().heal(index);
@@ -1346,6 +1361,11 @@ final class TestCluster implements AutoCloseable {
             byNode.put(n.name, sum);
         }
         return byNode;
+    }
+
+    /** Node {@code index}'s current incarnation (its process and log). */
+    ManagedProcess nodeProcess(int index) {
+        return node(index).process;
     }
 
     /** The lines of node {@code index}'s current log. */
