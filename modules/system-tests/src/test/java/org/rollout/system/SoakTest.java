@@ -70,10 +70,18 @@ class SoakTest {
             "packet_loss",
             "throttled_link",
             "throttled_link",
+            "fd_exhaustion",
             "partition_minority");
 
-    /** The nodes' lane on 127.0.0.1: kills only. */
-    private static final List<String> NODE_KILLS = List.of("node_kill", "node_kill", "singleton_node_kill");
+    /** The nodes' lane on 127.0.0.1: kills, and descriptors exhausted. */
+    private static final List<String> NODE_KILLS =
+            List.of("node_kill", "node_kill", "singleton_node_kill", "fd_exhaustion");
+
+    /**
+     * Every node's {@code ulimit -n}: several times what a node uses (170-400 descriptors in a
+     * soak), so that only the {@code fd_exhaustion} fault reaches it.
+     */
+    private static final int NODE_FILE_LIMIT = 2048;
 
     /** The servers' lanes. */
     private static final List<String> SERVER_FAULTS = List.of(
@@ -176,6 +184,7 @@ class SoakTest {
         long minFaults = Math.max(10, target / 100);
         TestCluster.Builder spec = TestCluster.aCluster(run)
                 .withNodes(3)
+                .withNodeFileLimit(NODE_FILE_LIMIT)
                 .withModelServers(3)
                 .withServerProxies()
                 .withConfig(
@@ -269,6 +278,7 @@ class SoakTest {
                     .with("nodes", namespaces ? "in network namespaces" : "on 127.0.0.1, no partitions")
                     .with("resources' lane", chaos.resourceFigures())
                     .with("throttled links", chaos.throttleFigures())
+                    .with("descriptors exhausted", chaos.descriptorFigures())
                     .with(
                             "heap pressure: episodes / rewards that ran out of heap (retried, or the task failed)",
                             chaos.heapEpisodes() + " / " + chaos.tasksOutOfHeap())
@@ -358,6 +368,12 @@ class SoakTest {
         /** Full-disk episodes in which some node failed a dump write or wrote past its files' slack. */
         private final java.util.concurrent.atomic.AtomicLong diskFullWithWrites =
                 new java.util.concurrent.atomic.AtomicLong();
+        /** Descriptor exhaustion: the most a victim held, episodes that reached the limit, nodes downed. */
+        private final java.util.concurrent.atomic.AtomicLong fdPeak = new java.util.concurrent.atomic.AtomicLong();
+
+        private final java.util.concurrent.atomic.AtomicLong fdExhausted = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.atomic.AtomicLong fdDowned = new java.util.concurrent.atomic.AtomicLong();
+
         /** Heap-pressure episodes, and the rewards that ran out of heap in them. */
         private final java.util.concurrent.atomic.AtomicLong heapEpisodes =
                 new java.util.concurrent.atomic.AtomicLong();
@@ -410,6 +426,12 @@ class SoakTest {
 
         long tasksOutOfHeap() {
             return tasksOutOfHeap.get();
+        }
+
+        String descriptorFigures() {
+            return String.format(
+                    "%d episodes at the limit of %d, at most %d in use; %d victims left the cluster (restarted)",
+                    fdExhausted.get(), NODE_FILE_LIMIT, fdPeak.get(), fdDowned.get());
         }
 
         String throttleFigures() {
@@ -528,6 +550,10 @@ class SoakTest {
                     throttledPackets.addAndGet(held[0]);
                     throttleDrops.addAndGet(held[1]);
                 }
+                case "fd_exhaustion" -> {
+                    int victim = 1 + random.nextInt(n);
+                    exhaustDescriptors(random, victim);
+                }
                 case "partition_minority" -> {
                     // A rollout node cut from the other two until it downs itself; its groups run elsewhere.
                     int victim = notTheSingletons(random);
@@ -539,6 +565,80 @@ class SoakTest {
                 }
                 default -> throw new IllegalArgumentException(kind);
             }
+        }
+
+        /**
+         * Holds more idle connections to node {@code victim}'s gateway than it has descriptors
+         * ({@link #NODE_FILE_LIMIT}) for 3-6 s: the node can open no file or socket meanwhile (no
+         * accept, no dump, no new connection to a server or a peer). Then they close; the node
+         * must serve its gateway again within {@link #SETTLED_WITHIN}, or, if the cluster downed it
+         * meanwhile, is restarted like a killed one.
+         */
+        private void exhaustDescriptors(SplittableRandom random, int victim) throws Exception {
+            if (!c.isAlive(victim)) {
+                return;
+            }
+            long pid = c.pidOf(victim);
+            java.net.InetSocketAddress address = c.gatewayAddress(victim);
+            int count = NODE_FILE_LIMIT + 200 + random.nextInt(300);
+            List<java.net.Socket> open = java.util.Collections.synchronizedList(new ArrayList<>());
+            long inUse = 0;
+            try {
+                // In waves (a burst larger than the accept queue has its SYNs dropped and retried), until
+                // the node holds its limit.
+                for (int wave = 0; wave < count && descriptors(pid) < NODE_FILE_LIMIT - 8; wave += 200) {
+                    try (var connecting = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+                        for (int i = wave; i < Math.min(count, wave + 200); i++) {
+                            connecting.submit(() -> {
+                                java.net.Socket s = new java.net.Socket();
+                                try {
+                                    s.connect(address, 5000);
+                                    open.add(s);
+                                } catch (java.io.IOException e) {
+                                    s.close();
+                                }
+                                return null;
+                            });
+                        }
+                    }
+                }
+                inUse = descriptors(pid);
+                fdPeak.accumulateAndGet(inUse, Math::max);
+                c.fault(
+                        "fd_exhaustion",
+                        open.size() + " of " + count + " idle connections open to node-" + victim + "'s gateway; "
+                                + inUse + " of its " + NODE_FILE_LIMIT + " descriptors in use");
+                pause(random, 3000, 6000);
+            } finally {
+                synchronized (open) {
+                    for (java.net.Socket s : open) {
+                        s.close();
+                    }
+                }
+            }
+            if (inUse >= NODE_FILE_LIMIT - 8) {
+                fdExhausted.incrementAndGet();
+            }
+            long deadline = System.nanoTime() + SETTLED_WITHIN.toNanos();
+            while (c.isAlive(victim) && c.metrics(victim).isEmpty()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("node-" + victim + " still not serving its gateway " + SETTLED_WITHIN
+                            + " after its descriptors were freed");
+                }
+                Thread.sleep(500);
+            }
+            if (!c.isAlive(victim)) {
+                fdDowned.incrementAndGet();
+                TestCluster.log("node-" + victim + " left the cluster while out of descriptors; restarting it");
+                c.restartNode(victim);
+                nodeBackAt = System.nanoTime();
+            }
+        }
+
+        /** The descriptors process {@code pid} holds ({@code /proc/<pid>/fd}), or -1 when it is gone. */
+        private static long descriptors(long pid) {
+            java.io.File[] fds = new java.io.File("/proc/" + pid + "/fd").listFiles();
+            return fds == null ? -1 : fds.length;
         }
 
         /** Any node but the one that holds the singletons now. */
