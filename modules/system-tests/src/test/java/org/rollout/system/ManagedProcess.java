@@ -120,6 +120,12 @@ final class ManagedProcess {
         return List.copyOf(seen);
     }
 
+    /** The complete lines of the log from line {@code from} (0-based) on. */
+    synchronized List<String> linesFrom(int from) throws IOException {
+        readNew();
+        return List.copyOf(seen.subList(Math.min(from, seen.size()), seen.size()));
+    }
+
     /** The first line matching {@code pattern} so far, if any. */
     synchronized Optional<Matcher> find(Pattern pattern) throws IOException {
         readNew();

@@ -139,10 +139,16 @@ class NodeLossTest {
      */
     static Set<Long> awaitInFlightOn(TestCluster c, CheckedTrainer t, String node, int atLeast)
             throws InterruptedException {
+        // Read as the journal grows: short groups end within the time a full read of a long run takes.
+        TaskAccounting.Follower journal = new TaskAccounting.Follower();
         return Waits.until("" + atLeast + " groups in flight on " + node, Duration.ofSeconds(120), () -> {
-            Set<Long> running = TaskAccounting.read(c.nodeProcesses()).inFlightOn(node);
-            if (running.size() >= atLeast) {
-                return Optional.of(running);
+            // Looked at for 200 ms after each step: its publish admits groups a moment after it returns.
+            for (int look = 0; look < 20; look++) {
+                Set<Long> running = journal.update(c.nodeProcesses()).inFlightOn(node);
+                if (running.size() >= atLeast) {
+                    return Optional.of(running);
+                }
+                Thread.sleep(10);
             }
             t.step(Duration.ofMillis(500), true);
             return Optional.empty();

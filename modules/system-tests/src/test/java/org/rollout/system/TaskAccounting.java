@@ -73,6 +73,26 @@ final class TaskAccounting {
         return a;
     }
 
+    /**
+     * A journal read as it grows: each {@link #update} parses only the lines logged since the last
+     * one, so that a test can look many times a second at a long run (a full {@link #read} of every
+     * log takes longer than a short group runs).
+     */
+    static final class Follower {
+        private final TaskAccounting accounting = new TaskAccounting();
+        private final Map<ManagedProcess, Integer> consumed = new java.util.IdentityHashMap<>();
+
+        /** The accounting with every line logged so far by {@code processes}. */
+        TaskAccounting update(List<ManagedProcess> processes) throws IOException {
+            for (ManagedProcess p : processes) {
+                List<String> fresh = p.linesFrom(consumed.getOrDefault(p, 0));
+                consumed.merge(p, fresh.size(), Integer::sum);
+                fresh.forEach(accounting::parse);
+            }
+            return accounting;
+        }
+    }
+
     private void parse(String line) {
         if (!line.contains("rollout.tasks - ")) {
             return;
