@@ -32,7 +32,9 @@ class LocalUserWorkflowTest {
      * A number as examples/python/rewards/math_exact.py finds one: thousands commas, and a leading
      * point (".8" is 0.8, where the Java reward sees 8).
      */
-    private static final Pattern PYTHON_NUMBER = Pattern.compile("-?\\d[\\d,]*(?:\\.\\d+)?|-?\\.\\d+");
+    /** The reward's number pattern, with Python's {@code \d}: any Unicode decimal digit, not only 0-9. */
+    private static final Pattern PYTHON_NUMBER =
+            Pattern.compile("-?\\d[\\d,]*(?:\\.\\d+)?|-?\\.\\d+", Pattern.UNICODE_CHARACTER_CLASS);
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
