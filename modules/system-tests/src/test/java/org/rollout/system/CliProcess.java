@@ -56,11 +56,9 @@ final class CliProcess {
         return p;
     }
 
-    /** A port free on 127.0.0.1 at the time of the call. */
+    /** A port free on 127.0.0.1 at the time of the call, never handed out before ({@link TestCluster#freePort}). */
     static int freePort() throws IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
-            return s.getLocalPort();
-        }
+        return TestCluster.freePort();
     }
 
     /** The one run directory under {@code experiment}. */

@@ -17,11 +17,13 @@ import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -665,9 +667,25 @@ final class TestCluster implements AutoCloseable {
         return netns != null ? netns.bridgeIp() : "127.0.0.1";
     }
 
+    /** Ports this JVM has handed out: the kernel may give a closed probe's port again at once. */
+    private static final Set<Integer> HANDED_OUT = new HashSet<>();
+
+    /**
+     * A port free at the time of the call and never handed out before in this JVM: a node's
+     * Artery, gateway and management ports are taken one after the other and bound later, and two
+     * probes in a row once got the same port (the management endpoint then failed to bind).
+     */
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        while (true) {
+            int port;
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+            synchronized (HANDED_OUT) {
+                if (HANDED_OUT.add(port)) {
+                    return port;
+                }
+            }
         }
     }
 
