@@ -273,6 +273,32 @@ public final class SingletonHarness {
             this.weightVersion = weightVersion;
         }
 
+        private Counter ledgerWrites = new Counter();
+        private Counter ledgerUnconfirmed = new Counter();
+        private Counter ledgerSettled = new Counter();
+
+        Running withLedger(Counter writes, Counter unconfirmed, Counter settled) {
+            this.ledgerWrites = writes;
+            this.ledgerUnconfirmed = unconfirmed;
+            this.ledgerSettled = settled;
+            return this;
+        }
+
+        /** Ledger writes whose stage completed, confirmed or not. */
+        public Counter ledgerSettled() {
+            return ledgerSettled;
+        }
+
+        /** Ledger writes the coordinator made. */
+        public Counter ledgerWrites() {
+            return ledgerWrites;
+        }
+
+        /** Ledger writes whose stage failed: not confirmed by a majority in time. */
+        public Counter ledgerUnconfirmed() {
+            return ledgerUnconfirmed;
+        }
+
         /** Groups dispatched to simulated runners (coordinator admissions, re-dispatches included). */
         public Counter dispatched() {
             return dispatched;
@@ -384,6 +410,38 @@ public final class SingletonHarness {
         return coordinator(runners, capacity, batch, rows, pekko, 0);
     }
 
+    /** {@code state}, counting its ledger writes, those whose stage failed, and those settled either way. */
+    private static DurableState counting(DurableState state, Counter writes, Counter unconfirmed, Counter settled) {
+        return new DurableState() {
+            @Override
+            public java.util.concurrent.CompletionStage<VersionRecord> readVersion() {
+                return state.readVersion();
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Void> writeVersion(VersionRecord record) {
+                return state.writeVersion(record);
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Ledger> readLedger() {
+                return state.readLedger();
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Void> writeLedger(
+                    java.util.Collection<OpenTask> put, java.util.Collection<Long> remove, Cursor cursor) {
+                writes.increment();
+                return state.writeLedger(put, remove, cursor).whenComplete((ok, error) -> {
+                    if (error != null) {
+                        unconfirmed.increment();
+                    }
+                    settled.increment();
+                });
+            }
+        };
+    }
+
     /**
      * As {@link #coordinator(int, int, int, TensorDict, Config)}; with {@code ledgerNodes} &gt; 0 the
      * coordinator's actor system is one of {@code ledgerNodes} cluster nodes in this JVM (Artery TCP
@@ -392,16 +450,39 @@ public final class SingletonHarness {
      */
     public static Running coordinator(
             int runners, int capacity, int batch, TensorDict rows, Config pekko, int ledgerNodes) throws Exception {
+        return coordinator(runners, capacity, batch, rows, pekko, ledgerNodes, false);
+    }
+
+    /**
+     * As {@link #coordinator(int, int, int, TensorDict, Config, int)}; {@code singleKeyLedger} keeps
+     * the replicated ledger in one key and sends every write on its own, as it was before the ledger
+     * was split by task range (a baseline to measure the split against).
+     */
+    public static Running coordinator(
+            int runners,
+            int capacity,
+            int batch,
+            TensorDict rows,
+            Config pekko,
+            int ledgerNodes,
+            boolean singleKeyLedger)
+            throws Exception {
         Counter dispatched = new Counter();
         Counter prepared = new Counter();
+        Counter ledgerWrites = new Counter();
+        Counter ledgerUnconfirmed = new Counter();
+        Counter ledgerSettled = new Counter();
         CompletableFuture<Boolean> up = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Collector.AckReply> acks = ctx.spawn(Behaviors.ignore(), "acks");
             ActorRef<Collector.Command> collector = ctx.spawn(standInCollector(batch, acks), "collector");
             int total = runners * capacity;
             DurableState state = ledgerNodes > 0
-                    ? new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10))
+                    ? (singleKeyLedger
+                            ? new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10), 1, 1, false)
+                            : new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10)))
                     : DurableState.inMemory();
+            state = counting(state, ledgerWrites, ledgerUnconfirmed, ledgerSettled);
             ctx.spawn(
                     RolloutCoordinator.create(
                             openBudget(total, batch),
@@ -420,7 +501,8 @@ public final class SingletonHarness {
         });
         if (ledgerNodes <= 0) {
             ActorSystem<Void> system = system(guardian, "bench-coordinator", pekko, up);
-            return new Running(system, dispatched, prepared, new Counter(), null, null);
+            return new Running(system, dispatched, prepared, new Counter(), null, null)
+                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled);
         }
         // The other nodes first: the coordinator's first ledger read needs a majority.
         Config cluster = CLUSTER.withFallback(pekko);
@@ -453,7 +535,8 @@ public final class SingletonHarness {
             }
             up.get(30, TimeUnit.SECONDS);
             return new Running(
-                    system, dispatched, prepared, new Counter(), null, null, others.subList(1, others.size()));
+                            system, dispatched, prepared, new Counter(), null, null, others.subList(1, others.size()))
+                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled);
         } catch (Exception e) {
             others.forEach(ActorSystem::terminate);
             throw e;

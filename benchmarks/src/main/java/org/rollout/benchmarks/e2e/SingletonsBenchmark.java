@@ -5,9 +5,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -65,6 +67,11 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                         "coordinator: 0 for the in-memory ledger, else cluster nodes in this JVM whose majority "
                                 + "holds each ledger write (ReplicatedState)"),
                 new Flag(
+                        "ledger-layouts",
+                        "split",
+                        "coordinator with --ledger-nodes: split (keys by task range, writes to a key grouped), "
+                                + "single (one key, each write sent on its own: the layout before), or both"),
+                new Flag(
                         "collector-remote",
                         "no",
                         "collector: yes to send the groups from another cluster node in this JVM (Kryo over Artery "
@@ -96,6 +103,16 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         int warmup = f.integer("warmup-groups", 0);
         int groups = f.integer("groups", 1);
         int ledgerNodes = f.integer("ledger-nodes", 0);
+        List<String> layouts = csv(f.string("ledger-layouts"));
+        for (String l : layouts) {
+            if (!l.equals("split") && !l.equals("single")) {
+                throw new IllegalArgumentException(
+                        "bench singletons: --ledger-layouts: unknown layout '" + l + "' (known: split, single)");
+            }
+        }
+        if (ledgerNodes == 0) {
+            layouts = List.of("in-memory");
+        }
         String remote = f.string("collector-remote");
         if (!remote.equals("yes") && !remote.equals("no")) {
             throw new IllegalArgumentException(
@@ -118,18 +135,46 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
 
         if (parts.contains("coordinator")) {
             for (int r : runners) {
-                try (Running run =
-                        SingletonHarness.coordinator(r, capacity, batch, small, BenchmarkPipeline.PEKKO, ledgerNodes)) {
-                    double rate = rate(run.dispatched(), warmup, groups, "coordinator, " + r + " runners");
-                    log.printf(
-                            Locale.ROOT,
-                            "singletons: coordinator, %d runners × %d, %s ledger: %.0f admissions/s%n",
-                            r,
-                            capacity,
-                            ledgerNodes == 0 ? "in-memory" : ledgerNodes + "-node replicated",
-                            rate);
-                    line.put("coordinator_r" + r + "_per_s", rate);
-                    met &= rate >= needGroups;
+                Map<String, Double> byLayout = new LinkedHashMap<>();
+                for (String layout : layouts) {
+                    try (Running run = SingletonHarness.coordinator(
+                            r, capacity, batch, small, BenchmarkPipeline.PEKKO, ledgerNodes, layout.equals("single"))) {
+                        double rate = rate(run.dispatched(), warmup, groups, "coordinator, " + r + " runners");
+                        // Writes time out after 10 s: wait for those made so far to settle, so the
+                        // unconfirmed count covers the whole point.
+                        run.ledgerSettled()
+                                .awaitCount(
+                                        run.ledgerWrites().get(), Duration.ofSeconds(30), "ledger writes to settle");
+                        log.printf(
+                                Locale.ROOT,
+                                "singletons: coordinator, %d runners × %d, %s ledger: %.0f admissions/s"
+                                        + " (%d ledger writes, %d not confirmed within 10 s)%n",
+                                r,
+                                capacity,
+                                ledgerNodes == 0 ? "in-memory" : ledgerNodes + "-node replicated " + layout,
+                                rate,
+                                run.ledgerWrites().get(),
+                                run.ledgerUnconfirmed().get());
+                        if (ledgerNodes > 0) {
+                            line.put(
+                                    "coordinator_r" + r + "_" + layout + "_unconfirmed",
+                                    run.ledgerUnconfirmed().get());
+                        }
+                        line.put(
+                                ledgerNodes == 0 || layouts.size() == 1
+                                        ? "coordinator_r" + r + "_per_s"
+                                        : "coordinator_r" + r + "_" + layout + "_per_s",
+                                rate);
+                        byLayout.put(layout, rate);
+                        if (!layout.equals("single")) {
+                            met &= rate >= needGroups;
+                        }
+                    }
+                }
+                if (byLayout.containsKey("split") && byLayout.containsKey("single")) {
+                    double ratio = byLayout.get("split") / byLayout.get("single");
+                    log.printf(Locale.ROOT, "singletons: coordinator, %d runners: split / single = %.2fx%n", r, ratio);
+                    line.put("coordinator_r" + r + "_split_over_single", ratio);
                 }
             }
         }

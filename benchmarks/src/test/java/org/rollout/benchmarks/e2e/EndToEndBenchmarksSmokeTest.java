@@ -183,6 +183,8 @@ class EndToEndBenchmarksSmokeTest {
                 "coordinator,collector",
                 "--ledger-nodes",
                 "3",
+                "--ledger-layouts",
+                "single,split",
                 "--collector-remote",
                 "yes",
                 "--runners",
@@ -201,7 +203,10 @@ class EndToEndBenchmarksSmokeTest {
                 "8",
                 "--groups",
                 "20");
-        assertThat(Double.parseDouble(v.get("coordinator_r2_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("coordinator_r2_single_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("coordinator_r2_split_per_s"))).isPositive();
+        assertThat(Double.parseDouble(v.get("coordinator_r2_split_over_single")))
+                .isPositive();
         assertThat(Double.parseDouble(v.get("collector_t64_mb_per_s"))).isPositive();
         Run burst = run(
                 "singletons", "--parts", "coordinator", "--runners", "10", "--capacity", "8", "--warmup-groups", "5");
