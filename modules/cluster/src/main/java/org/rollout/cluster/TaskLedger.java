@@ -57,12 +57,29 @@ final class TaskLedger<R> {
         int evalInFlight;
         /** Groups dispatched here so far: breaks ties between equally loaded runners. */
         long dispatched;
+        /** When it joined, among the ledger's runners: the last tie-break, as a scan in join order. */
+        long joined;
 
         RunnerLoad(String node, int capacity) {
             this.node = node;
             this.capacity = capacity;
         }
     }
+
+    /**
+     * The order in which {@link #leastLoaded(Map, boolean)} prefers runners: lower load relative to
+     * capacity, then fewer groups dispatched, then the earlier join. Loads compare as exact
+     * fractions.
+     */
+    static final java.util.Comparator<RunnerLoad> PREFERENCE = (a, b) -> {
+        int byLoad =
+                Long.compare((long) a.inFlight * Math.max(1, b.capacity), (long) b.inFlight * Math.max(1, a.capacity));
+        if (byLoad != 0) {
+            return byLoad;
+        }
+        int byDispatched = Long.compare(a.dispatched, b.dispatched);
+        return byDispatched != 0 ? byDispatched : Long.compare(a.joined, b.joined);
+    };
 
     /** What a trainer's acknowledgement did to each of its tasks. */
     record Consumed<R>(List<Task<R>> retired, List<Task<R>> rerunsStopped, int unknown) {}
@@ -71,6 +88,10 @@ final class TaskLedger<R> {
     private final Map<Long, Task<R>> acceptedUnacked = new HashMap<>();
     private final ArrayDeque<Task<R>> toRedispatch = new ArrayDeque<>();
     private final Map<R, RunnerLoad> runners = new LinkedHashMap<>();
+    /** The joined runners in {@link #PREFERENCE} order, kept as loads change: a dispatch is O(log n). */
+    private final java.util.TreeMap<RunnerLoad, R> byPreference = new java.util.TreeMap<>(PREFERENCE);
+
+    private long joins;
 
     // ---- runners ----
 
@@ -88,6 +109,7 @@ final class TaskLedger<R> {
             return false;
         }
         RunnerLoad load = new RunnerLoad(node, capacity);
+        load.joined = joins++;
         runners.put(runner, load);
         for (Task<R> t : inFlight.values()) {
             if (runner.equals(t.runner())) {
@@ -97,6 +119,7 @@ final class TaskLedger<R> {
                 }
             }
         }
+        byPreference.put(load, runner);
         return true;
     }
 
@@ -110,7 +133,10 @@ final class TaskLedger<R> {
      * joined here: a successor may have learnt of its tasks from its holdings). Returns them.
      */
     List<Task<R>> leave(R runner) {
-        runners.remove(runner);
+        RunnerLoad gone = runners.remove(runner);
+        if (gone != null) {
+            byPreference.remove(gone);
+        }
         List<Task<R>> orphans = new ArrayList<>();
         for (Task<R> t : inFlight.values()) {
             if (runner.equals(t.runner()) && !toRedispatch.contains(t)) {
@@ -133,14 +159,24 @@ final class TaskLedger<R> {
      * false (training admission) only runners whose training groups are below capacity qualify.
      */
     R leastLoaded(boolean overCapacity) {
-        return leastLoaded(runners, overCapacity);
+        for (Map.Entry<RunnerLoad, R> e : byPreference.entrySet()) {
+            if (overCapacity || hasTrainingPlace(e.getKey())) {
+                return e.getValue();
+            }
+        }
+        return null;
+    }
+
+    private static boolean hasTrainingPlace(RunnerLoad s) {
+        return s.inFlight - s.evalInFlight < Math.max(1, s.capacity);
     }
 
     /**
      * {@link #leastLoaded(boolean)} over {@code runners}: among runners equally loaded, the one that
      * was given the fewest groups so far. Without that tie-break, groups that end faster than they
      * are admitted (every runner idle at each admission) would all go to the runner that joined
-     * first, and the other nodes would idle.
+     * first, and the other nodes would idle. A scan of every runner: the rule, which the ledger
+     * keeps in {@link #PREFERENCE} order instead.
      */
     static <K> K leastLoaded(Map<K, RunnerLoad> runners, boolean overCapacity) {
         K best = null;
@@ -162,6 +198,11 @@ final class TaskLedger<R> {
         return best;
     }
 
+    /** The joined runners' loads, in join order (read-only). */
+    Map<R, RunnerLoad> loads() {
+        return java.util.Collections.unmodifiableMap(runners);
+    }
+
     /** Tasks in flight per node, over the joined runners. */
     Map<String, Integer> inFlightByNode() {
         Map<String, Integer> byNode = new LinkedHashMap<>();
@@ -179,11 +220,13 @@ final class TaskLedger<R> {
         }
         RunnerLoad load = runners.get(t.runner());
         if (load != null) {
+            byPreference.remove(load);
             load.inFlight++;
             load.dispatched++;
             if (t.isEval()) {
                 load.evalInFlight++;
             }
+            byPreference.put(load, t.runner());
         }
         return t;
     }
@@ -196,10 +239,12 @@ final class TaskLedger<R> {
         for (Task<R> t : inFlight.values()) {
             RunnerLoad load = t.runner() == null ? null : runners.get(t.runner());
             if (load != null) {
+                byPreference.remove(load);
                 load.inFlight++;
                 if (t.isEval()) {
                     load.evalInFlight++;
                 }
+                byPreference.put(load, t.runner());
             }
         }
     }
@@ -327,10 +372,12 @@ final class TaskLedger<R> {
     private void release(Task<R> t) {
         RunnerLoad load = t.runner() == null ? null : runners.get(t.runner());
         if (load != null) {
+            byPreference.remove(load);
             load.inFlight--;
             if (t.isEval()) {
                 load.evalInFlight--;
             }
+            byPreference.put(load, t.runner());
         }
     }
 }

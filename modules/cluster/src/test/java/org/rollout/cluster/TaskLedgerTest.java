@@ -21,6 +21,50 @@ class TaskLedgerTest {
     }
 
     @Test
+    void theRunnerKeptInPreferenceOrderIsTheOneAScanOfEveryRunnerChooses() {
+        // Random joins, departures, dispatches (training and evaluation, to the chosen runner or
+        // to any), finishes and a recovery's restore: after each, the kept order and the scan agree.
+        java.util.Random random = new java.util.Random(20261204);
+        TaskLedger<String> l = new TaskLedger<>();
+        List<Long> running = new java.util.ArrayList<>();
+        long nextId = 0;
+        int nextRunner = 0;
+        int checks = 0;
+        for (int step = 0; step < 20_000; step++) {
+            int op = random.nextInt(100);
+            List<String> joined = List.copyOf(l.loads().keySet());
+            if (op < 4 || joined.isEmpty()) {
+                String r = "r" + nextRunner++;
+                l.join(r, "node-" + r, 1 + random.nextInt(4));
+            } else if (op < 6 && joined.size() > 1) {
+                l.leave(joined.get(random.nextInt(joined.size())));
+            } else if (op < 55) {
+                boolean eval = random.nextInt(5) == 0;
+                String r = random.nextBoolean() ? l.leastLoaded(eval) : joined.get(random.nextInt(joined.size()));
+                if (r != null) {
+                    l.dispatch(task(nextId, 0, r, eval));
+                    running.add(nextId++);
+                }
+            } else if (op < 58) {
+                // A recovery: tasks found open on runners that joined, their loads counted again.
+                String r = joined.get(random.nextInt(joined.size()));
+                l.restore(List.of(task(nextId, 0, r, false)), List.of(), List.of());
+                running.add(nextId++);
+            } else if (!running.isEmpty()) {
+                l.finish(running.remove(random.nextInt(running.size())));
+            }
+            for (boolean over : new boolean[] {false, true}) {
+                assertThat(l.leastLoaded(over))
+                        .as("step %d, over capacity %s", step, over)
+                        .isEqualTo(TaskLedger.leastLoaded(l.loads(), over));
+                checks++;
+            }
+        }
+        assertThat(checks).isEqualTo(40_000);
+        assertThat(nextRunner).isGreaterThan(100);
+    }
+
+    @Test
     void shouldCountADispatchedTaskOnItsRunnerAndReleaseItWhenItFinishes() {
         TaskLedger<String> l = twoRunners();
         l.dispatch(task(1, 0, "a", false));
