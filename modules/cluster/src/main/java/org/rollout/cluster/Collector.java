@@ -238,7 +238,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** Rejections held while the acknowledgement of a predecessor's batch may still come. */
     private final LinkedHashMap<Long, GroupFinished> heldRejections = new LinkedHashMap<>();
 
-    private final Set<Long> finished = new HashSet<>();
+    /** Tasks whose outcome this collector took: a late one of theirs is a duplicate. */
+    private final TakenIds finished = new TakenIds();
     /** Tasks whose taken outcome was a rejection or an evaluation result (see {@link #reannounce}). */
     private final Set<Long> unbufferedTaken = new HashSet<>();
 
@@ -367,6 +368,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         holdUntilNanos = System.nanoTime() + ackTimeout.toNanos();
         if (first) {
             nextBatchId = a.incarnation() << 32;
+            // Below the first new id, only the predecessor's open tasks are still wanted: outcomes
+            // of the others are dropped before the duplicate check, so they count as taken.
+            long lowestOpen = a.open().stream().mapToLong(Long::longValue).min().orElse(a.firstNewTaskId());
+            finished.takenBelow(Math.min(lowestOpen, a.firstNewTaskId()));
         } else {
             reannounce(a.open());
         }
