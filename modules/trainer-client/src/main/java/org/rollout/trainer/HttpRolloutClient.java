@@ -32,7 +32,10 @@ import org.rollout.trainer.wire.GatewayJson;
 
 /**
  * A {@link RolloutClient} for a trainer outside the engine: HTTP/1.1 to the trainer gateways at
- * the configured contact points ({@link RolloutClient#connect}). One pooled {@link HttpClient}.
+ * the configured contact points ({@link RolloutClient#connect}). One pooled {@link HttpClient}; a
+ * batch pull over plain {@code http} reads its response from a socket of its own ({@link
+ * PlainHttpExchange}), so that the batch's bytes go from the socket to the decoder in the pulling
+ * thread.
  *
  * <pre>
  *   nextBatch()      POST /v1/batches/next?wait=poll_wait   repeated until a batch comes (200), 204 = none yet
@@ -67,12 +70,16 @@ public final class HttpRolloutClient implements RolloutClient {
     private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
     private static final int MAX_SMALL_BODY = 1 << 20;
     private static final Duration FOREVER = Duration.ofDays(365L * 100);
+    private static final String USER_AGENT = "rollout-trainer-client/1";
 
     private final ClientConfig config;
     private final HttpClient http;
     private final ScheduledExecutorService watchdog;
     private final AtomicInteger preferred = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Connections of batch pulls in flight over plain sockets: closed by {@link #close()}. */
+    private final java.util.Set<java.nio.channels.SocketChannel> plainOpen =
+            java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     HttpRolloutClient(ClientConfig config) {
         this.config = java.util.Objects.requireNonNull(config, "config");
@@ -123,11 +130,18 @@ public final class HttpRolloutClient implements RolloutClient {
 
     private Optional<TrainingBatch> pull(Duration wait) throws InterruptedException {
         String seconds = String.format(Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
+        String path = "/v1/batches/next?wait=" + seconds;
+        Duration timeout = wait.plus(config.requestTimeout());
+        Sender viaHttpClient = viaHttpClient(base -> request(base, path, timeout)
+                .POST(HttpRequest.BodyPublishers.noBody())
+                .build());
         return call(
                 "pull a batch",
-                base -> request(base, "/v1/batches/next?wait=" + seconds, wait.plus(config.requestTimeout()))
-                        .POST(HttpRequest.BodyPublishers.noBody())
-                        .build(),
+                // A batch body is read from a plain socket by this thread (PlainHttpExchange); TLS
+                // goes through java.net.http.
+                base -> "http".equalsIgnoreCase(base.getScheme())
+                        ? plain(base, path, timeout)
+                        : viaHttpClient.send(base),
                 (base, status, body, ambiguous) -> switch (status) {
                     case 204 -> {
                         body.transferTo(java.io.OutputStream.nullOutputStream());
@@ -174,10 +188,10 @@ public final class HttpRolloutClient implements RolloutClient {
                 : HttpRequest.BodyPublishers.ofByteArray(GatewayJson.ackRequest(taskIds));
         GatewayJson.AckReply reply = call(
                 what,
-                base -> request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
+                viaHttpClient(base -> request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
                         .header("Content-Type", "application/json")
                         .POST(ids)
-                        .build(),
+                        .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError(what, base, status, body);
@@ -220,10 +234,10 @@ public final class HttpRolloutClient implements RolloutClient {
     private PublishResult publish(String what, byte[] json) throws InterruptedException {
         return call(
                 what,
-                base -> request(base, "/v1/weights", config.publishTimeout())
+                viaHttpClient(base -> request(base, "/v1/weights", config.publishTimeout())
                         .header("Content-Type", "application/json")
                         .POST(HttpRequest.BodyPublishers.ofByteArray(json))
-                        .build(),
+                        .build()),
                 (base, status, body, ambiguous) -> switch (status) {
                     case 200 -> parse(what, base, body, GatewayJson::parsePublishResult);
                     case 409 -> {
@@ -248,9 +262,9 @@ public final class HttpRolloutClient implements RolloutClient {
     public RolloutStatus status() throws InterruptedException {
         return call(
                 "read status",
-                base -> request(base, "/v1/status", config.requestTimeout())
+                viaHttpClient(base -> request(base, "/v1/status", config.requestTimeout())
                         .GET()
-                        .build(),
+                        .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError("read status", base, status, body);
@@ -266,9 +280,9 @@ public final class HttpRolloutClient implements RolloutClient {
         }
         return call(
                 "read statistics",
-                base -> request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
+                viaHttpClient(base -> request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
                         .GET()
-                        .build(),
+                        .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError("read statistics", base, status, body);
@@ -282,6 +296,13 @@ public final class HttpRolloutClient implements RolloutClient {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             http.shutdownNow();
+            for (java.nio.channels.SocketChannel c : plainOpen) {
+                try {
+                    c.close();
+                } catch (IOException e) {
+                    log.log(System.Logger.Level.DEBUG, "closing a pull's connection: {0}", e);
+                }
+            }
             watchdog.shutdownNow();
         }
     }
@@ -297,12 +318,40 @@ public final class HttpRolloutClient implements RolloutClient {
         T read(URI base, int status, InputStream body, String ambiguous) throws IOException;
     }
 
+    /** A response's status and body. */
+    private record Reply(int status, InputStream body) {}
+
+    /** Sends one request to a contact point. */
+    private interface Sender {
+        Reply send(URI base) throws IOException, InterruptedException;
+    }
+
+    private Sender viaHttpClient(Function<URI, HttpRequest> request) {
+        return base -> {
+            HttpResponse<InputStream> response =
+                    http.send(request.apply(base), HttpResponse.BodyHandlers.ofInputStream());
+            return new Reply(response.statusCode(), response.body());
+        };
+    }
+
+    /** {@code POST path} with no body over a plain socket ({@link PlainHttpExchange}). */
+    private Reply plain(URI base, String path, Duration timeout) throws IOException {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("User-Agent", USER_AGENT);
+        if (config.token() != null) {
+            headers.put("Authorization", "Bearer " + config.token());
+        }
+        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
+        PlainHttpExchange exchange =
+                PlainHttpExchange.post(base, prefix + path, headers, config.connectTimeout(), timeout, plainOpen);
+        return new Reply(exchange.status(), exchange.body());
+    }
+
     /**
      * Sends the request to the preferred contact point, failing over and backing off as the class
      * comment says, and reads the response with {@code reader}.
      */
-    private <T> T call(String what, Function<URI, HttpRequest> request, ResponseReader<T> reader)
-            throws InterruptedException {
+    private <T> T call(String what, Sender sender, ResponseReader<T> reader) throws InterruptedException {
         if (closed.get()) {
             throw new IllegalStateException("could not " + what + ": the client is closed");
         }
@@ -318,9 +367,8 @@ public final class HttpRolloutClient implements RolloutClient {
                 int index = (start + i) % contacts.size();
                 URI base = contacts.get(index);
                 try {
-                    HttpResponse<InputStream> response =
-                            http.send(request.apply(base), HttpResponse.BodyHandlers.ofInputStream());
-                    if (response.statusCode() == 503) {
+                    Reply response = sender.send(base);
+                    if (response.status() == 503) {
                         try (InputStream body = response.body()) {
                             GatewayJson.ErrorBody e = errorOf(body);
                             lastErrors.put(base, "HTTP 503 " + e.code() + ": " + e.message());
@@ -329,7 +377,7 @@ public final class HttpRolloutClient implements RolloutClient {
                     }
                     preferred.set(index);
                     try (InputStream body = new IdleGuardedStream(response.body(), base, what)) {
-                        return reader.read(base, response.statusCode(), body, ambiguous);
+                        return reader.read(base, response.status(), body, ambiguous);
                     }
                 } catch (BatchFormatException e) {
                     throwIfInterrupted(e);
@@ -374,9 +422,8 @@ public final class HttpRolloutClient implements RolloutClient {
     }
 
     private HttpRequest.Builder request(URI base, String path, Duration timeout) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
-                .timeout(timeout)
-                .header("User-Agent", "rollout-trainer-client/1");
+        HttpRequest.Builder b =
+                HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout).header("User-Agent", USER_AGENT);
         if (config.token() != null) {
             b.header("Authorization", "Bearer " + config.token());
         }

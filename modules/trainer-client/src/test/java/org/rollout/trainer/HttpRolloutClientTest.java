@@ -297,6 +297,50 @@ class HttpRolloutClientTest {
     }
 
     @Test
+    void interruptionEndsALongPollOfAPlatformThreadAtOnce() throws Exception {
+        // A trainer's main thread is a platform thread: its pull reads a socket of its own.
+        StubGateway g = stub(null);
+        g.script = (ex, n) -> g.release.await(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        RolloutClient c = client(fast(g.uri()));
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread t = Thread.ofPlatform().start(() -> {
+            try {
+                c.nextBatch();
+                outcome.complete(null);
+            } catch (Throwable e) {
+                outcome.complete(e);
+            }
+        });
+        TestWaits.await("the stub to receive the pull", DEADLINE, () -> !g.seen.isEmpty());
+        t.interrupt();
+        assertThat(outcome.get(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
+        assertThat(t.isInterrupted())
+                .as("the flag is consumed by the InterruptedException")
+                .isFalse();
+    }
+
+    @Test
+    void closingTheClientEndsAPullInFlight() throws Exception {
+        StubGateway g = stub(null);
+        g.script = (ex, n) -> g.release.await(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+        RolloutClient c = client(fast(g.uri()));
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread.ofPlatform().start(() -> {
+            try {
+                c.nextBatch();
+                outcome.complete(null);
+            } catch (Throwable e) {
+                outcome.complete(e);
+            }
+        });
+        TestWaits.await("the stub to receive the pull", DEADLINE, () -> !g.seen.isEmpty());
+        c.close();
+        assertThat(outcome.get(DEADLINE.toSeconds(), TimeUnit.SECONDS))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the client was closed");
+    }
+
+    @Test
     void interruptionEndsTheBackoffBetweenRetries() throws Exception {
         URI dead = StubGateway.closedPort();
         RolloutClient c = client(ClientConfig.of(List.of(dead))
