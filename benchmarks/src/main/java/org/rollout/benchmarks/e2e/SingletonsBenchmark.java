@@ -74,8 +74,10 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                 new Flag(
                         "collector-remote",
                         "no",
-                        "collector: yes to send the groups from another cluster node in this JVM (Kryo over Artery "
-                                + "TCP), no to pass them by reference"),
+                        "collector: yes to send the groups from another cluster node in this JVM (Kryo, over the "
+                                + "data plane or, with -Drollout.large_payload_transport=stream-ref, stream refs over "
+                                + "Artery TCP), and time the same bytes through a raw loopback socket; no to pass them "
+                                + "by reference"),
                 new Flag("wv-runners", "100,1000", "weights: runners to prepare, one point each"),
                 new Flag("wv-servers", "100,1000,10000", "weights: simulated servers to update, one point each"),
                 new Flag("publishes", "20", "weights: publishes timed per point (after 3 untimed)"),
@@ -180,6 +182,7 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         }
         if (parts.contains("collector")) {
             for (int t : tokens) {
+                double lastRate;
                 TensorDict g = SingletonHarness.groupRows(rows, t);
                 double mb = SingletonHarness.estimatedBytes(g) / 1e6;
                 try (Running run = (remote.equals("yes")
@@ -202,6 +205,27 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                     line.put("collector_t" + t + "_mb_per_s", rate * mb);
                     line.put("collector_t" + t + "_group_mb", mb);
                     met &= rate >= needGroups && rate * mb >= needMb;
+                    lastRate = rate;
+                }
+                if (remote.equals("yes")) {
+                    // The same bytes through a raw loopback socket, once the nodes are down (median of
+                    // three): the baseline.
+                    long bytes = (long) (Math.min(groups, 2000) * mb * 1e6);
+                    double[] sockets = new double[3];
+                    for (int k = 0; k < sockets.length; k++) {
+                        sockets[k] = bytes / 1e6 / HandoffBenchmark.loopback(bytes);
+                    }
+                    double socket = percentile(sockets, 50);
+                    log.printf(
+                            Locale.ROOT,
+                            "singletons: collector, groups of %d × %d tokens: raw loopback socket %.0f MB/s (median of 3);"
+                                    + " groups from another node at %.3fx it%n",
+                            rows,
+                            t,
+                            socket,
+                            lastRate * mb / socket);
+                    line.put("collector_t" + t + "_loopback_mb_per_s", socket);
+                    line.put("collector_t" + t + "_to_loopback", lastRate * mb / socket);
                 }
             }
         }

@@ -88,7 +88,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             int completionVersion,
             long generatedTokens,
             long estimatedBytes,
-            SourceRef<ByteString> bytes)
+            SourceRef<ByteString> bytes,
+            DirectRef direct)
             implements Command, CborSerializable {}
 
     /** What a group became; travels inside a {@link GroupFinished} (Kryo), never alone. */
@@ -144,7 +145,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     record BatchReply(TrainingBatch batch) implements PullReply, KryoSerializable {}
 
     /** Batch {@code batchId} of {@code groups} groups, as a stream ref of a {@link BatchReply}. */
-    record StreamedBatchReply(long batchId, int groups, long estimatedBytes, SourceRef<ByteString> bytes)
+    record StreamedBatchReply(
+            long batchId, int groups, long estimatedBytes, SourceRef<ByteString> bytes, DirectRef direct)
             implements PullReply, CborSerializable {}
 
     /**
@@ -541,6 +543,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             return;
         }
         String what = "task " + finished.taskId() + " attempt " + finished.attempt();
+        DirectRef direct = payloads.offerDirect(finished, what);
         collector.tell(new StreamedGroupFinished(
                 finished.taskId(),
                 finished.attempt(),
@@ -549,14 +552,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 finished.completionVersion(),
                 finished.generatedTokens(),
                 bytes,
-                payloads.offer(finished, what)));
+                direct == null ? payloads.offer(finished, what) : null,
+                direct));
     }
 
     private Behavior<Command> onStreamedGroupFinished(StreamedGroupFinished s) {
         String what = "task " + s.taskId() + " attempt " + s.attempt();
         getContext()
                 .pipeToSelf(
-                        payloads.receive(s.bytes(), GroupFinished.class, what),
+                        payloads.receive(s.bytes(), s.direct(), GroupFinished.class, what),
                         (finished, error) -> new Reassembled(s, finished, error));
         return this;
     }
@@ -618,11 +622,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private void reply(ActorRef<PullReply> to, TrainingBatch batch) {
         long bytes = LargePayloads.isLocal(to) ? 0 : LargePayloads.estimatedBytes(batch);
         if (payloads.streams(to, bytes)) {
+            BatchReply reply = new BatchReply(batch);
+            String what = "batch " + batch.batchId();
+            DirectRef direct = payloads.offerDirect(reply, what);
             to.tell(new StreamedBatchReply(
-                    batch.batchId(),
-                    batch.size(),
-                    bytes,
-                    payloads.offer(new BatchReply(batch), "batch " + batch.batchId())));
+                    batch.batchId(), batch.size(), bytes, direct == null ? payloads.offer(reply, what) : null, direct));
         } else {
             to.tell(new BatchReply(batch));
         }

@@ -79,6 +79,10 @@ public final class LargePayloads implements Extension {
     public static final String THRESHOLD_KEY = LargePayloadLimits.THRESHOLD_KEY;
     /** Config key: bytes per stream element. */
     public static final String CHUNK_KEY = LargePayloadLimits.CHUNK_KEY;
+    /** Config key: {@code direct} (the nodes' data plane) or {@code stream-ref} (over Artery). */
+    public static final String TRANSPORT_KEY = LargePayloadLimits.TRANSPORT_KEY;
+    /** Config key: the data plane's port, 0 for any free one. */
+    public static final String PORT_KEY = LargePayloadLimits.PORT_KEY;
 
     static final String THRESHOLD_ALLOWED = LargePayloadLimits.THRESHOLD_ALLOWED;
     static final String CHUNK_ALLOWED = LargePayloadLimits.CHUNK_ALLOWED;
@@ -90,6 +94,8 @@ public final class LargePayloads implements Extension {
     static final int MAX_CHUNK = LargePayloadLimits.MAX_CHUNK;
     static final long STALL_SECONDS = 60;
     private static final Duration STALL = Duration.ofSeconds(STALL_SECONDS);
+    /** An offer on the data plane not fetched by then is dropped (as a stream ref's subscription times out). */
+    private static final Duration UNFETCHED_AFTER = Duration.ofSeconds(60);
 
     private static final Id ID = new Id();
 
@@ -109,6 +115,8 @@ public final class LargePayloads implements Extension {
     private final AtomicLong streamsSent = new AtomicLong();
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong streamsReceived = new AtomicLong();
+    /** This node's data plane, or null when payloads go as stream refs. */
+    private final DataPlane dataPlane;
 
     private LargePayloads(ActorSystem<?> system) {
         Config config = system.settings().config();
@@ -122,7 +130,59 @@ public final class LargePayloads implements Extension {
         this.kryo = boundSerializer(system);
         this.io = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("large-payload-", 0).factory());
-        system.getWhenTerminated().thenRun(io::shutdown);
+        this.dataPlane = startDataPlane(system, config, kryo, chunkBytes, n -> {
+            streamsSent.incrementAndGet();
+            bytesSent.addAndGet(n);
+        });
+        system.getWhenTerminated().thenRun(() -> {
+            if (dataPlane != null) {
+                dataPlane.close();
+            }
+            io.shutdown();
+        });
+    }
+
+    /**
+     * The data plane, when payloads cross nodes at all ({@code pekko.actor.provider} not local),
+     * {@code rollout.large_payload_transport} is {@code direct} and Artery's transport is not
+     * {@code tls-tcp} (the data plane does not encrypt). It listens where Artery binds and is
+     * reached where Artery is.
+     */
+    private static DataPlane startDataPlane(
+            ActorSystem<?> system,
+            Config config,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            java.util.function.LongConsumer sent) {
+        if (config.getString("pekko.actor.provider").equals("local")) {
+            return null;
+        }
+        String transport = config.hasPath(TRANSPORT_KEY) ? config.getString(TRANSPORT_KEY) : "direct";
+        if (!transport.equals("direct") && !transport.equals("stream-ref")) {
+            throw new InvalidConfigException(TRANSPORT_KEY, transport, LargePayloadLimits.TRANSPORT_ALLOWED);
+        }
+        if (transport.equals("stream-ref")
+                || (config.hasPath("pekko.remote.artery.transport")
+                        && config.getString("pekko.remote.artery.transport").equals("tls-tcp"))) {
+            return null;
+        }
+        int port = config.hasPath(PORT_KEY) ? config.getInt(PORT_KEY) : 0;
+        String advertised = system.address().getHost().orElse("127.0.0.1");
+        String bind = config.hasPath("pekko.remote.artery.bind.hostname")
+                        && !config.getString("pekko.remote.artery.bind.hostname")
+                                .isBlank()
+                ? config.getString("pekko.remote.artery.bind.hostname")
+                : advertised;
+        try {
+            DataPlane d = DataPlane.start(bind, advertised, port, kryo, chunkBytes, STALL, UNFETCHED_AFTER, sent);
+            log.info("large payloads cross nodes on the data plane at {}:{}", advertised, d.port());
+            return d;
+        } catch (IOException e) {
+            throw new IllegalStateException(
+                    "the data plane for large payloads could not listen on " + bind + ":" + port + " (" + PORT_KEY
+                            + "): " + e.getMessage(),
+                    e);
+        }
     }
 
     private static KryoPayloadSerializer boundSerializer(ActorSystem<?> system) {
@@ -253,6 +313,54 @@ public final class LargePayloads implements Extension {
             }
         });
         return m.second();
+    }
+
+    /**
+     * Offers {@code message} on this node's data plane, or returns null when there is none (then
+     * {@link #offer} it as a stream ref). Send the ref at once: an offer not fetched within 60 s is
+     * dropped and logged.
+     */
+    public DirectRef offerDirect(KryoSerializable message, String what) {
+        return dataPlane == null ? null : dataPlane.offer(message, what);
+    }
+
+    /** This node's data plane port, or -1 when payloads go as stream refs. */
+    public int dataPlanePort() {
+        return dataPlane == null ? -1 : dataPlane.port();
+    }
+
+    /** Receives from {@code direct} when it is given, else from {@code bytes}. */
+    public <T> CompletionStage<T> receive(SourceRef<ByteString> bytes, DirectRef direct, Class<T> type, String what) {
+        return direct != null ? receive(direct, type, what) : receive(bytes, type, what);
+    }
+
+    /**
+     * Fetches the message {@code ref} names from its sender's data plane and decodes it; the stage
+     * completes on a virtual thread of this extension and fails as {@link #receive(SourceRef,
+     * Class, String)}'s does.
+     */
+    public <T> CompletionStage<T> receive(DirectRef ref, Class<T> type, String what) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        Object o = DataPlane.fetch(ref, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER);
+                        if (!type.isInstance(o)) {
+                            throw new IllegalStateException(what + ": expected a " + type.getSimpleName()
+                                    + " on the data plane, received "
+                                    + (o == null ? "null" : o.getClass().getName()));
+                        }
+                        streamsReceived.incrementAndGet();
+                        return type.cast(o);
+                    } catch (IllegalStateException e) {
+                        throw e;
+                    } catch (RuntimeException | IOException e) {
+                        throw new IllegalStateException(
+                                what + ": receiving the payload from " + ref.host() + ":" + ref.port() + " failed: "
+                                        + e.getMessage(),
+                                e);
+                    }
+                },
+                io);
     }
 
     /**

@@ -79,7 +79,7 @@ public final class LocalRolloutClient implements RolloutClient {
             case Collector.BatchReply b -> b;
             case Collector.StreamedBatchReply s -> {
                 var stage = LargePayloads.get(system)
-                        .receive(s.bytes(), Collector.BatchReply.class, "batch " + s.batchId());
+                        .receive(s.bytes(), s.direct(), Collector.BatchReply.class, "batch " + s.batchId());
                 try {
                     yield stage.toCompletableFuture()
                             .get(LargePayloads.STALL_SECONDS + CONTROL_TIMEOUT.toSeconds(), TimeUnit.SECONDS);

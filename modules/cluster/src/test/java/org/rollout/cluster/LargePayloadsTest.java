@@ -73,7 +73,7 @@ class LargePayloadsTest {
         c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         try (LogCapture log = new LogCapture()) {
             var broken = payloads.offer(new CrossNodeTest.Unregistered(1), "task 5 attempt 2");
-            c.tell(new Collector.StreamedGroupFinished(5, 2, false, 0, 0, 10, 1_000_000, broken));
+            c.tell(new Collector.StreamedGroupFinished(5, 2, false, 0, 0, 10, 1_000_000, broken, null));
 
             RolloutCoordinator.TaskFinished done =
                     coordinator.expectMessageClass(RolloutCoordinator.TaskFinished.class, Duration.ofSeconds(60));

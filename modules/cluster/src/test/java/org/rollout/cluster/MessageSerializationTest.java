@@ -145,7 +145,9 @@ class MessageSerializationTest {
                         Map.of(),
                         stats.totals(),
                         17),
-                new Collector.StreamedGroupFinished(14, 0, false, 2, 3, 100, 9_000_000, sourceRef()),
+                new Collector.StreamedGroupFinished(14, 0, false, 2, 3, 100, 9_000_000, sourceRef(), null),
+                new Collector.StreamedGroupFinished(
+                        15, 1, false, 2, 3, 100, 9_000_000, null, new DirectRef("10.0.0.7", 40123, "00ff".repeat(8))),
                 new Collector.Attach(ref(), 2, 40, java.util.List.of(3L, 7L), java.util.List.of(7L)),
                 new Collector.Introduce(ref()),
                 new RolloutCoordinator.CollectorIs(ref()),
@@ -161,7 +163,9 @@ class MessageSerializationTest {
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, ref()),
                 new Collector.BatchReply(batch),
                 new Collector.BatchReply(null),
-                new Collector.StreamedBatchReply(9, 2, 268_000_000, sourceRef()),
+                new Collector.StreamedBatchReply(9, 2, 268_000_000, sourceRef(), null),
+                new Collector.StreamedBatchReply(
+                        10, 2, 268_000_000, null, new DirectRef("127.0.0.1", 1, "ab".repeat(16))),
                 new Collector.Ack(9, java.util.List.of(1L, 2L), ref()),
                 new Collector.AckReply(9, true),
                 new Collector.Release(9),

@@ -11,6 +11,13 @@ public final class LargePayloadLimits {
     public static final String THRESHOLD_KEY = "rollout.large_payload_threshold";
     /** Config key: bytes per stream element. */
     public static final String CHUNK_KEY = "rollout.large_payload_chunk_size";
+    /** Config key: how large payloads cross nodes. */
+    public static final String TRANSPORT_KEY = "rollout.large_payload_transport";
+    /** Config key: the data plane's port. */
+    public static final String PORT_KEY = "rollout.large_payload_port";
+
+    public static final String TRANSPORT_ALLOWED = "\"direct\" (the nodes' data plane) or \"stream-ref\" (over Artery)";
+    public static final String PORT_ALLOWED = "a port from 0 (any free one) to 65535";
 
     public static final String THRESHOLD_ALLOWED = "a byte size >= 0 (e.g. 131072 or \"128 KiB\")";
     public static final String CHUNK_ALLOWED = "a byte size from 4 KiB to 64 MiB";
@@ -27,5 +34,11 @@ public final class LargePayloadLimits {
     static void check(ConfigReader r) {
         r.bytes(THRESHOLD_KEY, 0, Integer.MAX_VALUE, THRESHOLD_ALLOWED);
         r.bytes(CHUNK_KEY, MIN_CHUNK, MAX_CHUNK, CHUNK_ALLOWED);
+        r.choice(
+                TRANSPORT_KEY,
+                java.util.Map.of("direct", "direct", "stream-ref", "stream-ref"),
+                false,
+                TRANSPORT_ALLOWED);
+        r.integer(PORT_KEY, 0, 65535, false, PORT_ALLOWED);
     }
 }

@@ -1,0 +1,338 @@
+package org.rollout.cluster;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A node's data plane for payloads too big for one Artery frame: the sender keeps the message and
+ * hands its receiver a {@link DirectRef} (host, port and a random token) in a small envelope over
+ * Artery; the receiver connects to the sender's node and reads the message's Kryo bytes from one
+ * TCP connection, written straight from the object on one side and decoded straight into the object
+ * on the other. Control stays in actors; only the bytes take this path.
+ *
+ * <pre>
+ *   receiver ──connect──► sender's data plane        "RLP1 &lt;token&gt;\n"
+ *            ◄── 'Y' + the message's Kryo bytes, then the sender closes
+ *            ◄── 'N' when the token is unknown (fetched already, or given up)
+ * </pre>
+ *
+ * <p>An offer is fetched once; one not fetched within {@code unfetchedAfter} is dropped and logged
+ * (its receiver failed or never got the envelope). A transfer that makes no progress for {@code
+ * stall} fails on both sides: the receiver's reads time out, and the sender closes a connection
+ * whose writes have not moved. A token is 128 random bits: a peer that did not get the envelope
+ * cannot name a payload. The bytes are not encrypted: the data plane is for transports that are
+ * not either ({@code tcp}, {@code aeron-udp}); with {@code tls-tcp} payloads stay on stream refs.
+ */
+final class DataPlane implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(DataPlane.class);
+    private static final byte[] HELLO = "RLP1 ".getBytes(StandardCharsets.US_ASCII);
+    private static final int TOKEN_BYTES = 16;
+    private static final int BUFFER = 1 << 17;
+    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
+
+    private record Offer(KryoSerializable message, String what, long offeredNanos) {}
+
+    /** A send in progress: the bytes written so far, and when they last moved. */
+    private static final class Send {
+        final SocketChannel channel;
+        final String what;
+        volatile long written;
+        volatile long movedNanos = System.nanoTime();
+
+        Send(SocketChannel channel, String what) {
+            this.channel = channel;
+            this.what = what;
+        }
+    }
+
+    private final ServerSocketChannel server;
+    private final String advertisedHost;
+    private final int port;
+    private final KryoPayloadSerializer kryo;
+    private final int chunkBytes;
+    private final Duration stall;
+    private final Duration unfetchedAfter;
+    private final java.util.function.LongConsumer onSent;
+    private final ExecutorService io = Executors.newThreadPerTaskExecutor(
+            Thread.ofVirtual().name("data-plane-", 0).factory());
+    private final ScheduledExecutorService sweeper;
+    private final Map<String, Offer> offers = new ConcurrentHashMap<>();
+    private final Map<Send, Boolean> sends = new ConcurrentHashMap<>();
+    private final SecureRandom random = new SecureRandom();
+    private final AtomicLong dropped = new AtomicLong();
+    private volatile boolean closed;
+
+    private DataPlane(
+            ServerSocketChannel server,
+            String advertisedHost,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            Duration stall,
+            Duration unfetchedAfter,
+            java.util.function.LongConsumer onSent)
+            throws IOException {
+        this.server = server;
+        this.onSent = onSent;
+        this.advertisedHost = advertisedHost;
+        this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+        this.kryo = kryo;
+        this.chunkBytes = chunkBytes;
+        this.stall = stall;
+        this.unfetchedAfter = unfetchedAfter;
+        this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "data-plane-sweeper");
+            t.setDaemon(true);
+            return t;
+        });
+        long period = Math.max(100, Math.min(stall.toMillis(), unfetchedAfter.toMillis()) / 4);
+        sweeper.scheduleWithFixedDelay(this::sweep, period, period, TimeUnit.MILLISECONDS);
+        io.execute(this::acceptLoop);
+    }
+
+    /**
+     * Listens on {@code bindHost:port} (0: any free port) and tells receivers to connect to {@code
+     * advertisedHost} and the port it got; {@code onSent} hears the bytes of each payload sent whole.
+     */
+    static DataPlane start(
+            String bindHost,
+            String advertisedHost,
+            int port,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            Duration stall,
+            Duration unfetchedAfter,
+            java.util.function.LongConsumer onSent)
+            throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        try {
+            server.bind(new InetSocketAddress(bindHost, port), 128);
+            return new DataPlane(server, advertisedHost, kryo, chunkBytes, stall, unfetchedAfter, onSent);
+        } catch (IOException | RuntimeException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    int port() {
+        return port;
+    }
+
+    /** Offers dropped because no receiver fetched them in time. */
+    long unfetchedDropped() {
+        return dropped.get();
+    }
+
+    /** Keeps {@code message} for one fetch; send the ref to the receiver at once. */
+    DirectRef offer(KryoSerializable message, String what) {
+        byte[] t = new byte[TOKEN_BYTES];
+        random.nextBytes(t);
+        String token = HexFormat.of().formatHex(t);
+        offers.put(token, new Offer(message, what, System.nanoTime()));
+        return new DirectRef(advertisedHost, port, token);
+    }
+
+    /**
+     * Fetches the payload {@code ref} names from its sender's data plane and decodes it; blocks (run
+     * it on a virtual thread).
+     *
+     * @throws IOException when the connection fails, stalls or is cut short, or the sender no
+     *     longer holds the payload
+     */
+    static Object fetch(
+            DirectRef ref,
+            String what,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            Duration stall,
+            Duration unfetchedAfter)
+            throws IOException {
+        try (SocketChannel c = SocketChannel.open()) {
+            c.socket().connect(new InetSocketAddress(ref.host(), ref.port()), (int) REQUEST_TIMEOUT.toMillis());
+            c.socket().setTcpNoDelay(true);
+            c.socket().setReceiveBufferSize(1 << 20);
+            ByteBuffer hello = ByteBuffer.allocate(HELLO.length + ref.token().length() + 1);
+            hello.put(HELLO)
+                    .put(ref.token().getBytes(StandardCharsets.US_ASCII))
+                    .put((byte) '\n')
+                    .flip();
+            while (hello.hasRemaining()) {
+                c.write(hello);
+            }
+            c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
+            InputStream in = new BufferedInputStream(c.socket().getInputStream(), BUFFER);
+            int answer = in.read();
+            if (answer == 'N') {
+                throw new IOException("the sending node " + ref.host() + ":" + ref.port()
+                        + " no longer holds the payload (fetched already, or not fetched within "
+                        + unfetchedAfter.toSeconds() + " s)");
+            }
+            if (answer != 'Y') {
+                throw new IOException("the sending node " + ref.host() + ":" + ref.port()
+                        + (answer < 0 ? " closed the connection before answering" : " answered " + answer));
+            }
+            try {
+                return kryo.read(in, chunkBytes, what);
+            } catch (RuntimeException e) {
+                if (e.getCause() instanceof SocketTimeoutException || hasCause(e, SocketTimeoutException.class)) {
+                    throw new IOException(
+                            "no bytes from " + ref.host() + ":" + ref.port() + " for " + stall.toSeconds() + " s", e);
+                }
+                throw e;
+            }
+        }
+    }
+
+    private static boolean hasCause(Throwable e, Class<? extends Throwable> type) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            SocketChannel c;
+            try {
+                c = server.accept();
+            } catch (IOException e) {
+                if (!closed) {
+                    log.warn("the data plane on port {} stopped accepting connections: {}", port, e.toString());
+                }
+                return;
+            }
+            io.execute(() -> serve(c));
+        }
+    }
+
+    private void serve(SocketChannel c) {
+        Send send = null;
+        try (c) {
+            c.socket().setTcpNoDelay(true);
+            c.socket().setSendBufferSize(1 << 20);
+            c.socket().setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
+            String token = readHello(c.socket().getInputStream());
+            Offer offer = token == null ? null : offers.remove(token);
+            OutputStream raw = c.socket().getOutputStream();
+            if (offer == null) {
+                raw.write('N');
+                raw.flush();
+                return;
+            }
+            send = new Send(c, offer.what());
+            sends.put(send, Boolean.TRUE);
+            Send s = send;
+            OutputStream out = new BufferedOutputStream(
+                    new FilterOutputStream(raw) {
+                        @Override
+                        public void write(byte[] b, int off, int len) throws IOException {
+                            out.write(b, off, len);
+                            s.written += len;
+                            s.movedNanos = System.nanoTime();
+                        }
+                    },
+                    BUFFER);
+            out.write('Y');
+            long n = kryo.write(offer.message(), out, chunkBytes);
+            out.flush();
+            c.shutdownOutput();
+            onSent.accept(n);
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                log.warn(
+                        "{}: sending the payload to its receiver failed{}: {}",
+                        send == null ? "a data-plane request" : send.what,
+                        send == null ? "" : " after " + send.written + " bytes",
+                        e.toString());
+            }
+        } finally {
+            if (send != null) {
+                sends.remove(send);
+            }
+        }
+    }
+
+    /** The token of a request, or null when it is not one. */
+    private static String readHello(InputStream in) throws IOException {
+        byte[] head = in.readNBytes(HELLO.length);
+        if (head.length < HELLO.length || !java.util.Arrays.equals(head, HELLO)) {
+            return null;
+        }
+        byte[] token = in.readNBytes(2 * TOKEN_BYTES + 1);
+        if (token.length != 2 * TOKEN_BYTES + 1 || token[2 * TOKEN_BYTES] != '\n') {
+            return null;
+        }
+        return new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII);
+    }
+
+    private void sweep() {
+        long now = System.nanoTime();
+        offers.forEach((token, o) -> {
+            if (now - o.offeredNanos() > unfetchedAfter.toNanos() && offers.remove(token, o)) {
+                dropped.incrementAndGet();
+                log.warn(
+                        "{}: its receiver did not fetch the payload within {} s; dropped",
+                        o.what(),
+                        unfetchedAfter.toSeconds());
+            }
+        });
+        for (Send s : sends.keySet()) {
+            if (now - s.movedNanos > stall.toNanos()) {
+                log.warn(
+                        "{}: the receiver took nothing for {} s after {} bytes; closing the transfer",
+                        s.what,
+                        stall.toSeconds(),
+                        s.written);
+                try {
+                    s.channel.close();
+                } catch (IOException e) {
+                    log.debug("closing a stalled transfer: {}", e.toString());
+                }
+                sends.remove(s);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException e) {
+            log.debug("closing the data plane: {}", e.toString());
+        }
+        for (Send s : sends.keySet()) {
+            try {
+                s.channel.close();
+            } catch (IOException e) {
+                log.debug("closing a transfer: {}", e.toString());
+            }
+        }
+        offers.clear();
+        sweeper.shutdownNow();
+        io.shutdownNow();
+    }
+}
