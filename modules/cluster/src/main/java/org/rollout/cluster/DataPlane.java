@@ -51,6 +51,7 @@ final class DataPlane implements AutoCloseable {
     private static final int TOKEN_BYTES = 16;
     private static final int BUFFER = 1 << 17;
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration ACCEPT_RETRY = Duration.ofMillis(200);
 
     private record Offer(KryoSerializable message, String what, long offeredNanos) {}
 
@@ -213,16 +214,41 @@ final class DataPlane implements AutoCloseable {
         return false;
     }
 
+    /**
+     * Accepts until closed. An accept that fails while open (out of file descriptors, say) is
+     * logged once per episode and tried again after a pause: the node's data plane comes back
+     * with the descriptors.
+     */
     private void acceptLoop() {
+        boolean failing = false;
         while (!closed) {
             SocketChannel c;
             try {
                 c = server.accept();
-            } catch (IOException e) {
-                if (!closed) {
-                    log.warn("the data plane on port {} stopped accepting connections: {}", port, e.toString());
-                }
+            } catch (java.nio.channels.ClosedChannelException e) {
                 return;
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+                if (!failing) {
+                    log.warn(
+                            "the data plane on port {} cannot accept connections ({}); trying again every {} ms",
+                            port,
+                            e.toString(),
+                            ACCEPT_RETRY.toMillis());
+                    failing = true;
+                }
+                try {
+                    Thread.sleep(ACCEPT_RETRY);
+                } catch (InterruptedException stop) {
+                    return;
+                }
+                continue;
+            }
+            if (failing) {
+                log.info("the data plane on port {} accepts connections again", port);
+                failing = false;
             }
             io.execute(() -> serve(c));
         }
