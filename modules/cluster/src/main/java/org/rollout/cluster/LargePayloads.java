@@ -340,27 +340,12 @@ public final class LargePayloads implements Extension {
      * Class, String)}'s does.
      */
     public <T> CompletionStage<T> receive(DirectRef ref, Class<T> type, String what) {
-        return CompletableFuture.supplyAsync(
-                () -> {
-                    try {
-                        Object o = DataPlane.fetch(ref, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER);
-                        if (!type.isInstance(o)) {
-                            throw new IllegalStateException(what + ": expected a " + type.getSimpleName()
-                                    + " on the data plane, received "
-                                    + (o == null ? "null" : o.getClass().getName()));
-                        }
-                        streamsReceived.incrementAndGet();
-                        return type.cast(o);
-                    } catch (IllegalStateException e) {
-                        throw e;
-                    } catch (RuntimeException | IOException e) {
-                        throw new IllegalStateException(
-                                what + ": receiving the payload from " + ref.host() + ":" + ref.port() + " failed: "
-                                        + e.getMessage(),
-                                e);
-                    }
-                },
-                io);
+        return decode(
+                () -> DataPlane.fetch(ref, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER),
+                type,
+                what,
+                "the data plane",
+                "receiving the payload from " + ref.host() + ":" + ref.port() + " failed: ");
     }
 
     /**
@@ -370,22 +355,40 @@ public final class LargePayloads implements Extension {
      */
     public <T> CompletionStage<T> receive(SourceRef<ByteString> bytes, Class<T> type, String what) {
         InputStream in = bytes.getSource().runWith(StreamConverters.asInputStream(STALL), materializer);
-        return CompletableFuture.supplyAsync(
+        return decode(
                 () -> {
                     try (in) {
-                        Object o = kryo.read(in, chunkBytes, what);
+                        return kryo.read(in, chunkBytes, what);
+                    }
+                },
+                type,
+                what,
+                "the stream",
+                "receiving the streamed payload failed: ");
+    }
+
+    /** Reads a payload. */
+    private interface PayloadRead {
+        Object read() throws IOException;
+    }
+
+    /** Runs {@code read} on a virtual thread and checks the payload is a {@code type}. */
+    private <T> CompletionStage<T> decode(PayloadRead read, Class<T> type, String what, String where, String failure) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        Object o = read.read();
                         if (!type.isInstance(o)) {
-                            throw new IllegalStateException(what + ": expected a " + type.getSimpleName()
-                                    + " on the stream, received "
-                                    + (o == null ? "null" : o.getClass().getName()));
+                            throw new IllegalStateException(
+                                    what + ": expected a " + type.getSimpleName() + " on " + where + ", received "
+                                            + (o == null ? "null" : o.getClass().getName()));
                         }
                         streamsReceived.incrementAndGet();
                         return type.cast(o);
                     } catch (IllegalStateException e) {
                         throw e;
                     } catch (RuntimeException | IOException e) {
-                        throw new IllegalStateException(
-                                what + ": receiving the streamed payload failed: " + e.getMessage(), e);
+                        throw new IllegalStateException(what + ": " + failure + e.getMessage(), e);
                     }
                 },
                 io);

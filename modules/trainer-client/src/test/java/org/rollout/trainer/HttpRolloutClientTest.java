@@ -303,14 +303,7 @@ class HttpRolloutClientTest {
         g.script = (ex, n) -> g.release.await(DEADLINE.toSeconds(), TimeUnit.SECONDS);
         RolloutClient c = client(fast(g.uri()));
         CompletableFuture<Throwable> outcome = new CompletableFuture<>();
-        Thread t = Thread.ofPlatform().start(() -> {
-            try {
-                c.nextBatch();
-                outcome.complete(null);
-            } catch (Throwable e) {
-                outcome.complete(e);
-            }
-        });
+        Thread t = Thread.ofPlatform().start(() -> outcome.complete(thrownBy(c::nextBatch)));
         TestWaits.await("the stub to receive the pull", DEADLINE, () -> !g.seen.isEmpty());
         t.interrupt();
         assertThat(outcome.get(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
@@ -325,14 +318,7 @@ class HttpRolloutClientTest {
         g.script = (ex, n) -> g.release.await(DEADLINE.toSeconds(), TimeUnit.SECONDS);
         RolloutClient c = client(fast(g.uri()));
         CompletableFuture<Throwable> outcome = new CompletableFuture<>();
-        Thread.ofPlatform().start(() -> {
-            try {
-                c.nextBatch();
-                outcome.complete(null);
-            } catch (Throwable e) {
-                outcome.complete(e);
-            }
-        });
+        Thread.ofPlatform().start(() -> outcome.complete(thrownBy(c::nextBatch)));
         TestWaits.await("the stub to receive the pull", DEADLINE, () -> !g.seen.isEmpty());
         c.close();
         assertThat(outcome.get(DEADLINE.toSeconds(), TimeUnit.SECONDS))
@@ -368,6 +354,16 @@ class HttpRolloutClientTest {
         assertThatThrownBy(c::status)
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("could not read status: the client is closed");
+    }
+
+    /** What {@code call} threw, or null. */
+    private static Throwable thrownBy(InterruptibleCall call) {
+        try {
+            call.run();
+            return null;
+        } catch (Throwable e) {
+            return e;
+        }
     }
 
     /** Runs {@code call} on a thread, interrupts it once the stub has its request, returns what it threw. */
