@@ -242,8 +242,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     /** Tasks whose outcome this collector took: a late one of theirs is a duplicate. */
     private final TakenIds finished = new TakenIds();
-    /** Tasks whose taken outcome was a rejection or an evaluation result (see {@link #reannounce}). */
-    private final Set<Long> unbufferedTaken = new HashSet<>();
+    /**
+     * Tasks whose taken outcome was a rejection or an evaluation result, with when (see {@link
+     * #reannounce}), for {@link #UNBUFFERED_KEPT}: a restarted coordinator re-attaches within
+     * seconds, and one that still counts such a task open learnt it from a ledger write made right
+     * after the outcome was taken. Kept for the whole run they grew with every rejection.
+     */
+    private final LinkedHashMap<Long, Long> unbufferedTaken = new LinkedHashMap<>();
+
+    static final Duration UNBUFFERED_KEPT = Duration.ofMinutes(10);
 
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
     private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
@@ -407,7 +414,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             if (g != null) {
                 coordinator.tell(
                         new RolloutCoordinator.TaskFinished(id, g.attempt(), false, true, null, buffer.size()));
-            } else if (unbufferedTaken.remove(id)) {
+            } else if (unbufferedTaken.remove(id) != null) {
                 finished.remove(id);
             }
             // Otherwise it was accepted and handed out: the trainer's acknowledgement retires it.
@@ -473,7 +480,12 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
         if (!accepted || g.isEval()) {
-            unbufferedTaken.add(g.taskId());
+            long now = System.nanoTime();
+            unbufferedTaken.put(g.taskId(), now);
+            var oldest = unbufferedTaken.entrySet().iterator();
+            while (oldest.hasNext() && now - oldest.next().getValue() > UNBUFFERED_KEPT.toNanos()) {
+                oldest.remove();
+            }
         }
         if (accepted && !g.isEval()) {
             buffer.addLast(((Accepted) g.outcome()).group());
