@@ -54,7 +54,8 @@ class PromptLogprobsTest {
 
         JsonNode from3 = c.post(
                         "/generate",
-                        "{\"input_ids\":" + IDS + ",\"sampling_params\":{\"max_new_tokens\":2,\"temperature\":0.7},"
+                        "{\"input_ids\":" + IDS + ",\"sampling_params\":{\"max_new_tokens\":2,\"temperature\":0.7,"
+                                + "\"ignore_eos\":true},"
                                 + "\"return_logprob\":true,\"logprob_start_len\":3}")
                 .json();
         JsonNode tail = from3.at("/meta_info/input_token_logprobs");

@@ -117,7 +117,10 @@ class VllmRoutesTest {
         assertThat(aborted.at("/choices/0/logprobs/token_logprobs").size()).isEqualTo(tokens(aborted).length);
 
         CompletableFuture<ServerClient.Reply> blocked =
-                c.postAsync("/v1/completions", completion("\"max_tokens\":4,\"ignore_eos\":true"));
+                // No stop token ids either: a sampled one would end it with "stop" before its 4 tokens.
+                c.postAsync(
+                        "/v1/completions",
+                        completion("\"max_tokens\":4,\"ignore_eos\":true").replace("[256,258]", "[]"));
         await("the completion to wait in the queue", () -> server.stats().queued() == 1);
         assertThat(blocked).isNotDone();
         c.post("/areal_continue_generation", "{}");
