@@ -140,6 +140,11 @@ final class DataPlane implements AutoCloseable {
         return port;
     }
 
+    /** Payloads being sent now. */
+    int sending() {
+        return sends.size();
+    }
+
     /** Offers dropped because no receiver fetched them in time. */
     long unfetchedDropped() {
         return dropped.get();

@@ -108,7 +108,9 @@ class DataPlaneTest {
             s.getOutputStream().write(("RLP1 " + ref.token() + "\n").getBytes(StandardCharsets.US_ASCII));
             InputStream in = s.getInputStream();
             assertThat(in.read()).isEqualTo('Y');
-            Thread.sleep(3_000); // read nothing: the sender's writes stop moving
+            // Read nothing: the sender's writes stop moving, and it gives the transfer up.
+            TestRollout.await(
+                    "the sender to give up the stalled transfer", Duration.ofSeconds(30), () -> p.sending() == 0);
             s.setSoTimeout(30_000);
             long got = 0;
             byte[] buf = new byte[1 << 16];
