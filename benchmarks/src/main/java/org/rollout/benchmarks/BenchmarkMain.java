@@ -113,7 +113,9 @@ public final class BenchmarkMain {
             VersionRleBenchmark.class.getSimpleName(),
             new String[] {"VersionRle.encode", "one-pass scan floor"},
             SerializationBenchmark.class.getSimpleName(),
-            new String[] {"Jackson CBOR round trip", "Kryo round trip"});
+            new String[] {"Jackson CBOR round trip", "Kryo round trip"},
+            PayloadCodecBenchmark.class.getSimpleName(),
+            new String[] {"cluster Kryo serializer round trip", "arraycopy floor (2 copies)"});
 
     /**
      * A Markdown table of every {@code interleaved} benchmark that reports {@link PairTimes}: time

@@ -1,6 +1,8 @@
 package org.rollout.api;
 
+import java.nio.FloatBuffer;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.stream.DoubleStream;
 import java.util.stream.IntStream;
 
@@ -103,6 +105,15 @@ public final class Float32Tensor extends DenseTensor<Float32Tensor, float[]> imp
         copyElements(from, dest, destPos, length);
     }
 
+    /**
+     * Puts {@code length} elements starting at flat index {@code from} into {@code dest} at its
+     * position, which advances: one bulk copy, in the buffer's byte order when it views bytes.
+     */
+    public void copyTo(int from, FloatBuffer dest, int length) {
+        Objects.checkFromIndexSize(from, length, numel);
+        dest.put(data, offset + from, length);
+    }
+
     /** The elements in row-major order, widened to double. */
     public DoubleStream stream() {
         return IntStream.range(0, numel).mapToDouble(k -> data[offset + k]);
@@ -148,6 +159,12 @@ public final class Float32Tensor extends DenseTensor<Float32Tensor, float[]> imp
         /** Copies {@code length} values of {@code src} from {@code srcPos} to flat index {@code destPos}. */
         public Builder copyFrom(int destPos, float[] src, int srcPos, int length) {
             System.arraycopy(src, srcPos, live(), destPos, length);
+            return this;
+        }
+
+        /** Takes {@code length} values from {@code src} at its position, which advances, to flat index {@code destPos}. */
+        public Builder copyFrom(int destPos, FloatBuffer src, int length) {
+            src.get(live(), destPos, length);
             return this;
         }
 

@@ -1,6 +1,8 @@
 package org.rollout.api;
 
+import java.nio.LongBuffer;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.stream.LongStream;
 
 /** An immutable int64 {@link Tensor}. Tensors built from interactions use it for ids, masks and versions (semantics §3.2). */
@@ -99,6 +101,15 @@ public final class Int64Tensor extends DenseTensor<Int64Tensor, long[]> implemen
         copyElements(from, dest, destPos, length);
     }
 
+    /**
+     * Puts {@code length} elements starting at flat index {@code from} into {@code dest} at its
+     * position, which advances: one bulk copy, in the buffer's byte order when it views bytes.
+     */
+    public void copyTo(int from, LongBuffer dest, int length) {
+        Objects.checkFromIndexSize(from, length, numel);
+        dest.put(data, offset + from, length);
+    }
+
     /** The elements in row-major order. */
     public LongStream stream() {
         return Arrays.stream(data, offset, offset + numel);
@@ -144,6 +155,12 @@ public final class Int64Tensor extends DenseTensor<Int64Tensor, long[]> implemen
         /** Copies {@code length} values of {@code src} from {@code srcPos} to flat index {@code destPos}. */
         public Builder copyFrom(int destPos, long[] src, int srcPos, int length) {
             System.arraycopy(src, srcPos, live(), destPos, length);
+            return this;
+        }
+
+        /** Takes {@code length} values from {@code src} at its position, which advances, to flat index {@code destPos}. */
+        public Builder copyFrom(int destPos, LongBuffer src, int length) {
+            src.get(live(), destPos, length);
             return this;
         }
 

@@ -5,6 +5,11 @@ import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -27,9 +32,10 @@ import org.rollout.api.TrainingGroup;
  * <pre>
  *   id   class                         wire form
  *   100  Int32Tensor                   rank and dims (varints), then the elements in blocks
- *   101  Int64Tensor                     (fixed width, copied in blocks of 8192 elements:
- *   102  Float32Tensor                    no per-element boxing, no copy of the whole tensor
- *   103  BoolTensor                       on either side; one byte per bool)
+ *   101  Int64Tensor                     (fixed width, little-endian, in blocks of 8192 elements
+ *   102  Float32Tensor                    copied in bulk through a staging buffer: no loop over
+ *   103  BoolTensor                       bytes, no copy of the whole tensor on either side;
+ *                                         one byte per bool)
  *   104  TensorDict                    entry count, then key + class id + tensor per entry, in order
  *   105  TrainingGroup                 ids and versions, rows (a TensorDict), slot arrays
  *   106  TrainingBatch                 batch id, version at hand-out, groups
@@ -56,10 +62,11 @@ final class KryoRegistrations {
         Kryo k = new Kryo();
         k.setRegistrationRequired(true);
         k.setReferences(false);
-        k.register(Int32Tensor.class, new Int32TensorSerializer(), 100);
-        k.register(Int64Tensor.class, new Int64TensorSerializer(), 101);
-        k.register(Float32Tensor.class, new Float32TensorSerializer(), 102);
-        k.register(BoolTensor.class, new BoolTensorSerializer(), 103);
+        Staging staging = new Staging();
+        k.register(Int32Tensor.class, new Int32TensorSerializer(staging), 100);
+        k.register(Int64Tensor.class, new Int64TensorSerializer(staging), 101);
+        k.register(Float32Tensor.class, new Float32TensorSerializer(staging), 102);
+        k.register(BoolTensor.class, new BoolTensorSerializer(staging), 103);
         k.register(TensorDict.class, new TensorDictSerializer(), 104);
         k.register(TrainingGroup.class, new TrainingGroupSerializer(), 105);
         k.register(TrainingBatch.class, new TrainingBatchSerializer(), 106);
@@ -107,16 +114,44 @@ final class KryoRegistrations {
         return n;
     }
 
+    /**
+     * One Kryo instance's staging buffer for tensor elements: {@value #BLOCK} elements of up to 8
+     * bytes, with little-endian views of each element type (and a block of bools, one byte each). An element block goes between a tensor
+     * and the buffer in one bulk copy (no loop over bytes), and between the buffer and Kryo's stream
+     * as bytes; the layout is Kryo's own fixed-width one ({@code Output.writeInts} and friends), so
+     * either side can read what the other writes.
+     */
+    static final class Staging {
+        final byte[] bytes = new byte[BLOCK * Long.BYTES];
+        final boolean[] bools = new boolean[BLOCK];
+        final IntBuffer ints;
+        final LongBuffer longs;
+        final FloatBuffer floats;
+
+        Staging() {
+            ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+            ints = b.asIntBuffer();
+            longs = b.asLongBuffer();
+            floats = b.asFloatBuffer();
+        }
+    }
+
     static final class Int32TensorSerializer extends Serializer<Int32Tensor> {
+        private final Staging staging;
+
+        Int32TensorSerializer(Staging staging) {
+            this.staging = staging;
+        }
+
         @Override
         public void write(Kryo kryo, Output out, Int32Tensor t) {
             writeShape(out, t);
             int n = t.numel();
-            int[] block = new int[Math.min(n, BLOCK)];
+            IntBuffer view = staging.ints;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                t.copyTo(from, block, 0, len);
-                out.writeInts(block, 0, len);
+                t.copyTo(from, view.clear(), len);
+                out.writeBytes(staging.bytes, 0, len * Integer.BYTES);
             }
         }
 
@@ -125,24 +160,32 @@ final class KryoRegistrations {
             int[] shape = readShape(in, "int32 tensor");
             Int32Tensor.Builder b = Int32Tensor.builder(shape);
             int n = numel(shape);
+            IntBuffer view = staging.ints;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                b.copyFrom(from, in.readInts(len), 0, len);
+                in.readBytes(staging.bytes, 0, len * Integer.BYTES);
+                b.copyFrom(from, view.clear(), len);
             }
             return b.build();
         }
     }
 
     static final class Int64TensorSerializer extends Serializer<Int64Tensor> {
+        private final Staging staging;
+
+        Int64TensorSerializer(Staging staging) {
+            this.staging = staging;
+        }
+
         @Override
         public void write(Kryo kryo, Output out, Int64Tensor t) {
             writeShape(out, t);
             int n = t.numel();
-            long[] block = new long[Math.min(n, BLOCK)];
+            LongBuffer view = staging.longs;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                t.copyTo(from, block, 0, len);
-                out.writeLongs(block, 0, len);
+                t.copyTo(from, view.clear(), len);
+                out.writeBytes(staging.bytes, 0, len * Long.BYTES);
             }
         }
 
@@ -151,24 +194,32 @@ final class KryoRegistrations {
             int[] shape = readShape(in, "int64 tensor");
             Int64Tensor.Builder b = Int64Tensor.builder(shape);
             int n = numel(shape);
+            LongBuffer view = staging.longs;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                b.copyFrom(from, in.readLongs(len), 0, len);
+                in.readBytes(staging.bytes, 0, len * Long.BYTES);
+                b.copyFrom(from, view.clear(), len);
             }
             return b.build();
         }
     }
 
     static final class Float32TensorSerializer extends Serializer<Float32Tensor> {
+        private final Staging staging;
+
+        Float32TensorSerializer(Staging staging) {
+            this.staging = staging;
+        }
+
         @Override
         public void write(Kryo kryo, Output out, Float32Tensor t) {
             writeShape(out, t);
             int n = t.numel();
-            float[] block = new float[Math.min(n, BLOCK)];
+            FloatBuffer view = staging.floats;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                t.copyTo(from, block, 0, len);
-                out.writeFloats(block, 0, len);
+                t.copyTo(from, view.clear(), len);
+                out.writeBytes(staging.bytes, 0, len * Float.BYTES);
             }
         }
 
@@ -177,24 +228,36 @@ final class KryoRegistrations {
             int[] shape = readShape(in, "float32 tensor");
             Float32Tensor.Builder b = Float32Tensor.builder(shape);
             int n = numel(shape);
+            FloatBuffer view = staging.floats;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                b.copyFrom(from, in.readFloats(len), 0, len);
+                in.readBytes(staging.bytes, 0, len * Float.BYTES);
+                b.copyFrom(from, view.clear(), len);
             }
             return b.build();
         }
     }
 
     static final class BoolTensorSerializer extends Serializer<BoolTensor> {
+        private final Staging staging;
+
+        BoolTensorSerializer(Staging staging) {
+            this.staging = staging;
+        }
+
         @Override
         public void write(Kryo kryo, Output out, BoolTensor t) {
             writeShape(out, t);
             int n = t.numel();
-            boolean[] block = new boolean[Math.min(n, BLOCK)];
+            boolean[] block = staging.bools;
+            byte[] bytes = staging.bytes;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
                 t.copyTo(from, block, 0, len);
-                out.writeBooleans(block, 0, len);
+                for (int i = 0; i < len; i++) {
+                    bytes[i] = (byte) (block[i] ? 1 : 0);
+                }
+                out.writeBytes(bytes, 0, len);
             }
         }
 
@@ -203,9 +266,15 @@ final class KryoRegistrations {
             int[] shape = readShape(in, "bool tensor");
             BoolTensor.Builder b = BoolTensor.builder(shape);
             int n = numel(shape);
+            boolean[] block = staging.bools;
+            byte[] bytes = staging.bytes;
             for (int from = 0; from < n; from += BLOCK) {
                 int len = Math.min(BLOCK, n - from);
-                b.copyFrom(from, in.readBooleans(len), 0, len);
+                in.readBytes(bytes, 0, len);
+                for (int i = 0; i < len; i++) {
+                    block[i] = bytes[i] != 0;
+                }
+                b.copyFrom(from, block, 0, len);
             }
             return b.build();
         }
