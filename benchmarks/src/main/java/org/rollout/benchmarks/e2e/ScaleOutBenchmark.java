@@ -28,6 +28,11 @@ import org.rollout.trainer.RolloutClient;
  * the efficiency {@code groups/s(N) / (N × groups/s(1))}, and the cluster formation time (all N
  * JVMs launched at once until every one printed {@code node up}).
  *
+ * <p>The default sizes (20 warm-up batches, then 60 timed) put the timed window after each fresh
+ * cluster's start-up: on two cores its first seconds run the machine at 100 % (class loading, and
+ * the JIT's compiler threads at over a third of each node's CPU), and a window of 25 batches right
+ * after 5 measured that burst as much as the rollout. Tests pass small sizes.
+ *
  * <p>Then the hand-off bandwidth: a two-node cluster, both nodes with a trainer gateway, node 1
  * holding the collector, makes groups of {@code handoff-group-size × handoff-tokens} synthetic
  * tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) until {@code 2 × handoff-batches}
@@ -71,8 +76,11 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
                 new Flag("group-size", "8", "gconfig.n_samples: samples per prompt"),
                 new Flag("node-capacity", "8", "rollout.node_capacity: groups one node runs at once"),
                 new Flag("batch", "4", "rollout.consumer_batch_size: groups per batch"),
-                new Flag("warmup-batches", "5", "batches pulled before measuring"),
-                new Flag("batches", "25", "batches measured per cluster size"),
+                new Flag(
+                        "warmup-batches",
+                        "20",
+                        "batches pulled before measuring; fewer leave each fresh node JVM compiling (JIT) in the timed window"),
+                new Flag("batches", "60", "batches measured per cluster size"),
                 new Flag("node-heap", "384m", "-Xmx of each node JVM"),
                 new Flag("handoff-tokens", "32768", "hand-off phase: synthetic output tokens per row"),
                 new Flag("handoff-group-size", "16", "hand-off phase: rows per group"),

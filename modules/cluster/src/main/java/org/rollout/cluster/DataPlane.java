@@ -1,7 +1,5 @@
 package org.rollout.cluster;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -49,7 +47,6 @@ final class DataPlane implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DataPlane.class);
     private static final byte[] HELLO = "RLP1 ".getBytes(StandardCharsets.US_ASCII);
     private static final int TOKEN_BYTES = 16;
-    private static final int BUFFER = 1 << 17;
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration ACCEPT_RETRY = Duration.ofMillis(200);
 
@@ -187,7 +184,9 @@ final class DataPlane implements AutoCloseable {
                 c.write(hello);
             }
             c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
-            InputStream in = new BufferedInputStream(c.socket().getInputStream(), BUFFER);
+            // Kryo's Input buffers the reads itself (chunkBytes at a time); a buffer under it
+            // would only add a copy of every byte.
+            InputStream in = c.socket().getInputStream();
             int answer = in.read();
             if (answer == 'N') {
                 throw new IOException("the sending node " + ref.host() + ":" + ref.port()
@@ -276,16 +275,15 @@ final class DataPlane implements AutoCloseable {
             send = new Send(c, offer.what());
             sends.put(send, Boolean.TRUE);
             Send s = send;
-            OutputStream out = new BufferedOutputStream(
-                    new FilterOutputStream(raw) {
-                        @Override
-                        public void write(byte[] b, int off, int len) throws IOException {
-                            out.write(b, off, len);
-                            s.written += len;
-                            s.movedNanos = System.nanoTime();
-                        }
-                    },
-                    BUFFER);
+            // Unbuffered: Kryo's Output writes chunkBytes at a time already.
+            OutputStream out = new FilterOutputStream(raw) {
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    out.write(b, off, len);
+                    s.written += len;
+                    s.movedNanos = System.nanoTime();
+                }
+            };
             out.write('Y');
             long n = kryo.write(offer.message(), out, chunkBytes);
             out.flush();
