@@ -63,6 +63,18 @@ public class PayloadCodecBenchmark {
         return b.encoded.length;
     }
 
+    /** The sending side alone: group → bytes. */
+    @Benchmark
+    public byte[] encode() {
+        return codec.toBinary(group);
+    }
+
+    /** The receiving side alone: bytes → group (fresh tensors). */
+    @Benchmark
+    public Object decode() {
+        return codec.fromBinaryJava(encoded, null);
+    }
+
     @Benchmark
     public Object roundTrip() {
         return codec.fromBinaryJava(codec.toBinary(group), null);
