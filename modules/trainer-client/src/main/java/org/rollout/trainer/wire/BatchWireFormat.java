@@ -152,9 +152,6 @@ public final class BatchWireFormat {
         private final List<byte[]> metadata;
         private final ByteBuffer buf = ByteBuffer.allocate(WRITE_CHUNK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         private long written;
-        private int[] ints;
-        private long[] longs;
-        private float[] floats;
         private boolean[] bools;
 
         Writer(OutputStream out, List<byte[]> metadata) {
@@ -202,16 +199,13 @@ public final class BatchWireFormat {
                 int at = buf.position();
                 switch (t) {
                     case Int32Tensor x -> {
-                        x.copyTo(from, ints(), 0, len);
-                        slice(at, len * size).asIntBuffer().put(ints, 0, len);
+                        x.copyTo(from, slice(at, len * size).asIntBuffer(), len);
                     }
                     case Int64Tensor x -> {
-                        x.copyTo(from, longs(), 0, len);
-                        slice(at, len * size).asLongBuffer().put(longs, 0, len);
+                        x.copyTo(from, slice(at, len * size).asLongBuffer(), len);
                     }
                     case Float32Tensor x -> {
-                        x.copyTo(from, floats(), 0, len);
-                        slice(at, len * size).asFloatBuffer().put(floats, 0, len);
+                        x.copyTo(from, slice(at, len * size).asFloatBuffer(), len);
                     }
                     case BoolTensor x -> {
                         x.copyTo(from, bools(), 0, len);
@@ -256,18 +250,6 @@ public final class BatchWireFormat {
             }
         }
 
-        private int[] ints() {
-            return ints == null ? (ints = new int[COPY_ELEMENTS]) : ints;
-        }
-
-        private long[] longs() {
-            return longs == null ? (longs = new long[COPY_ELEMENTS]) : longs;
-        }
-
-        private float[] floats() {
-            return floats == null ? (floats = new float[COPY_ELEMENTS]) : floats;
-        }
-
         private boolean[] bools() {
             return bools == null ? (bools = new boolean[COPY_ELEMENTS]) : bools;
         }
@@ -303,9 +285,6 @@ public final class BatchWireFormat {
         private final byte[] chunk = new byte[CHUNK_BYTES];
         private final ByteBuffer view = ByteBuffer.wrap(chunk).order(ByteOrder.LITTLE_ENDIAN);
         // One chunk's elements on their way into a tensor builder; allocated on first use, then reused.
-        private int[] ints;
-        private long[] longs;
-        private float[] floats;
         private boolean[] bools;
         private long position;
         /** Where reading is, for messages; null before the batch id is known. */
@@ -437,34 +416,28 @@ public final class BatchWireFormat {
             return switch (dtype) {
                 case INT32 -> {
                     Int32Tensor.Builder b = Int32Tensor.builder(shape);
-                    int[] tmp = ints();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 4, nbytes, from * 4L);
-                        view.asIntBuffer().get(tmp, 0, len);
-                        b.copyFrom(from, tmp, 0, len);
+                        b.copyFrom(from, view.asIntBuffer(), len);
                     }
                     yield b.build();
                 }
                 case INT64 -> {
                     Int64Tensor.Builder b = Int64Tensor.builder(shape);
-                    long[] tmp = longs();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 8, nbytes, from * 8L);
-                        view.asLongBuffer().get(tmp, 0, len);
-                        b.copyFrom(from, tmp, 0, len);
+                        b.copyFrom(from, view.asLongBuffer(), len);
                     }
                     yield b.build();
                 }
                 case FLOAT32 -> {
                     Float32Tensor.Builder b = Float32Tensor.builder(shape);
-                    float[] tmp = floats();
                     for (int from = 0; from < n; from += step) {
                         int len = Math.min(step, n - from);
                         data(len * 4, nbytes, from * 4L);
-                        view.asFloatBuffer().get(tmp, 0, len);
-                        b.copyFrom(from, tmp, 0, len);
+                        b.copyFrom(from, view.asFloatBuffer(), len);
                     }
                     yield b.build();
                 }
@@ -487,18 +460,6 @@ public final class BatchWireFormat {
                     yield b.build();
                 }
             };
-        }
-
-        private int[] ints() {
-            return ints == null ? (ints = new int[CHUNK_BYTES / 4]) : ints;
-        }
-
-        private long[] longs() {
-            return longs == null ? (longs = new long[CHUNK_BYTES / 8]) : longs;
-        }
-
-        private float[] floats() {
-            return floats == null ? (floats = new float[CHUNK_BYTES / 4]) : floats;
         }
 
         private boolean[] bools() {
