@@ -86,8 +86,12 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         return List.of(
                 new Flag("sizes-mb", "10,100", "batch sizes in MB, comma-separated (1000 needs -Xmx of ~3g)"),
                 new Flag("groups", "4", "groups per batch"),
-                new Flag("rounds", "5", "timed pulls per size and client, each paired with a loopback transfer"),
-                new Flag("warmup", "2", "untimed pulls per size and client first"),
+                new Flag("rounds", "9", "timed pulls per size and client, each paired with a loopback transfer"),
+                new Flag(
+                        "warmup",
+                        "10",
+                        "untimed pulls (and loopback transfers) per size and client first; with 1-2 both sides still"
+                                + " ran partly interpreted"),
                 new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"),
                 new Flag(
                         "python-recycle-mb",
