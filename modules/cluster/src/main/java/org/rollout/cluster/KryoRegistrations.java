@@ -116,10 +116,10 @@ final class KryoRegistrations {
 
     /**
      * One Kryo instance's staging buffer for tensor elements: {@value #BLOCK} elements of up to 8
-     * bytes, with little-endian views of each element type (and a block of bools, one byte each). An element block goes between a tensor
-     * and the buffer in one bulk copy (no loop over bytes), and between the buffer and Kryo's stream
-     * as bytes; the layout is Kryo's own fixed-width one ({@code Output.writeInts} and friends), so
-     * either side can read what the other writes.
+     * bytes, with a little-endian view for each element type, and a block of bools. An element
+     * block goes between a tensor and the buffer in one bulk copy (no loop over bytes), and between
+     * the buffer and Kryo's stream as bytes; the layout is Kryo's own fixed-width one ({@code
+     * Output.writeInts} and friends), so either side can read what the other writes.
      */
     static final class Staging {
         final byte[] bytes = new byte[BLOCK * Long.BYTES];

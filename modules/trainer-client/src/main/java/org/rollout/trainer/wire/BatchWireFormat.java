@@ -184,9 +184,10 @@ public final class BatchWireFormat {
         }
 
         /**
-         * Fills the write buffer behind whatever it holds, one bulk copy per slice (the elements go
-         * through a reused array because a tensor does not expose its own), and writes it out
-         * whenever it is full: the stream sees writes of {@value #WRITE_CHUNK_BYTES} bytes.
+         * Fills the write buffer behind whatever it holds, one bulk copy per slice from the tensor
+         * into a little-endian view of the buffer (bools through a reused array, as bytes), and
+         * writes it out whenever it is full: the stream sees writes of {@value #WRITE_CHUNK_BYTES}
+         * bytes.
          */
         private void tensor(Tensor t) throws IOException {
             int n = t.numel();
@@ -284,7 +285,7 @@ public final class BatchWireFormat {
         private final InputStream in;
         private final byte[] chunk = new byte[CHUNK_BYTES];
         private final ByteBuffer view = ByteBuffer.wrap(chunk).order(ByteOrder.LITTLE_ENDIAN);
-        // One chunk's elements on their way into a tensor builder; allocated on first use, then reused.
+        // One chunk's bools on their way into a tensor builder; allocated on first use, then reused.
         private boolean[] bools;
         private long position;
         /** Where reading is, for messages; null before the batch id is known. */
