@@ -144,10 +144,23 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** A batch, or none ({@code batch} null) when the wait expired. Kryo on the wire. */
     record BatchReply(TrainingBatch batch) implements PullReply, KryoSerializable {}
 
-    /** Batch {@code batchId} of {@code groups} groups, as a stream ref of a {@link BatchReply}. */
+    /**
+     * Batch {@code batchId} of {@code groups} groups (their task ids in {@code taskIds}), as a
+     * stream ref of a {@link BatchReply} or an offer on the collector node's data plane ({@code
+     * direct}), which also serves it as RBATCH bytes for a gateway to relay.
+     */
     record StreamedBatchReply(
-            long batchId, int groups, long estimatedBytes, SourceRef<ByteString> bytes, DirectRef direct)
-            implements PullReply, CborSerializable {}
+            long batchId,
+            int groups,
+            List<Long> taskIds,
+            long estimatedBytes,
+            SourceRef<ByteString> bytes,
+            DirectRef direct)
+            implements PullReply, CborSerializable {
+        StreamedBatchReply {
+            taskIds = List.copyOf(taskIds);
+        }
+    }
 
     /**
      * A trainer consumed batch {@code batchId}, which carried {@code taskIds} (empty when the
@@ -638,7 +651,12 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             String what = "batch " + batch.batchId();
             DirectRef direct = payloads.offerDirect(reply, what);
             to.tell(new StreamedBatchReply(
-                    batch.batchId(), batch.size(), bytes, direct == null ? payloads.offer(reply, what) : null, direct));
+                    batch.batchId(),
+                    batch.size(),
+                    batch.groups().stream().map(TrainingGroup::taskId).toList(),
+                    bytes,
+                    direct == null ? payloads.offer(reply, what) : null,
+                    direct));
         } else {
             to.tell(new BatchReply(batch));
         }

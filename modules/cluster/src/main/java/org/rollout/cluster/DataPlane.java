@@ -20,6 +20,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.wire.BatchWireFormat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,7 +36,15 @@ import org.slf4j.LoggerFactory;
  *   receiver ──connect──► sender's data plane        "RLP1 &lt;token&gt;\n"
  *            ◄── 'Y' + the message's Kryo bytes, then the sender closes
  *            ◄── 'N' when the token is unknown (fetched already, or given up)
+ *
+ *   relay    ──connect──► holder's data plane        "RLB1 &lt;token&gt;\n"   (a batch, as RBATCH)
+ *            ◄── 'Y' + i64 length (big-endian) + the batch's RBATCH bytes, then the holder closes
+ *            ◄── 'N' when the token is unknown;  'F' when the offer is not a batch (it stays offered)
  * </pre>
+ *
+ * <p>The second form lets a trainer gateway on another node than the collector's pass a batch to
+ * its trainer as the holder encodes it ({@link #openBatch}): the gateway's node copies bytes from
+ * one socket to the other and never decodes the batch nor holds it whole.
  *
  * <p>An offer is fetched once; one not fetched within {@code unfetchedAfter} is dropped and logged
  * (its receiver failed or never got the envelope). A transfer that makes no progress for {@code
@@ -46,6 +56,7 @@ import org.slf4j.LoggerFactory;
 final class DataPlane implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DataPlane.class);
     private static final byte[] HELLO = "RLP1 ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HELLO_BATCH = "RLB1 ".getBytes(StandardCharsets.US_ASCII);
     private static final int TOKEN_BYTES = 16;
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration ACCEPT_RETRY = Duration.ofMillis(200);
@@ -171,32 +182,11 @@ final class DataPlane implements AutoCloseable {
             Duration stall,
             Duration unfetchedAfter)
             throws IOException {
-        try (SocketChannel c = SocketChannel.open()) {
-            c.socket().connect(new InetSocketAddress(ref.host(), ref.port()), (int) REQUEST_TIMEOUT.toMillis());
-            c.socket().setTcpNoDelay(true);
-            c.socket().setReceiveBufferSize(1 << 20);
-            ByteBuffer hello = ByteBuffer.allocate(HELLO.length + ref.token().length() + 1);
-            hello.put(HELLO)
-                    .put(ref.token().getBytes(StandardCharsets.US_ASCII))
-                    .put((byte) '\n')
-                    .flip();
-            while (hello.hasRemaining()) {
-                c.write(hello);
-            }
-            c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
+        try (SocketChannel c = request(ref, HELLO, stall)) {
             // Kryo's Input buffers the reads itself (chunkBytes at a time); a buffer under it
             // would only add a copy of every byte.
             InputStream in = c.socket().getInputStream();
-            int answer = in.read();
-            if (answer == 'N') {
-                throw new IOException("the sending node " + ref.host() + ":" + ref.port()
-                        + " no longer holds the payload (fetched already, or not fetched within "
-                        + unfetchedAfter.toSeconds() + " s)");
-            }
-            if (answer != 'Y') {
-                throw new IOException("the sending node " + ref.host() + ":" + ref.port()
-                        + (answer < 0 ? " closed the connection before answering" : " answered " + answer));
-            }
+            expectYes(in, ref, unfetchedAfter);
             try {
                 return kryo.read(in, chunkBytes, what);
             } catch (RuntimeException e) {
@@ -206,6 +196,84 @@ final class DataPlane implements AutoCloseable {
                 }
                 throw e;
             }
+        }
+    }
+
+    /** Connects to {@code ref}'s data plane and asks for its payload with {@code hello}. */
+    private static SocketChannel request(DirectRef ref, byte[] hello, Duration stall) throws IOException {
+        SocketChannel c = SocketChannel.open();
+        try {
+            c.socket().connect(new InetSocketAddress(ref.host(), ref.port()), (int) REQUEST_TIMEOUT.toMillis());
+            c.socket().setTcpNoDelay(true);
+            c.socket().setReceiveBufferSize(1 << 20);
+            ByteBuffer request = ByteBuffer.allocate(hello.length + ref.token().length() + 1);
+            request.put(hello)
+                    .put(ref.token().getBytes(StandardCharsets.US_ASCII))
+                    .put((byte) '\n')
+                    .flip();
+            while (request.hasRemaining()) {
+                c.write(request);
+            }
+            c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
+            return c;
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    /** Reads the holder's answer; anything but 'Y' is an {@link IOException} that says what it meant. */
+    private static void expectYes(InputStream in, DirectRef ref, Duration unfetchedAfter) throws IOException {
+        int answer = in.read();
+        if (answer == 'N') {
+            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
+                    + " no longer holds the payload (fetched already, or not fetched within "
+                    + unfetchedAfter.toSeconds() + " s)");
+        }
+        if (answer == 'F') {
+            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
+                    + " holds the payload, but it is not a batch it can send as RBATCH");
+        }
+        if (answer != 'Y') {
+            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
+                    + (answer < 0 ? " closed the connection before answering" : " answered " + answer));
+        }
+    }
+
+    /** A batch being read from its holder's data plane as RBATCH bytes: {@link #length} of them on {@link #in}. */
+    record BatchStream(SocketChannel channel, InputStream in, long length) implements AutoCloseable {
+        @Override
+        public void close() {
+            try {
+                channel.close();
+            } catch (IOException e) {
+                log.debug("closing a batch relay: {}", e.toString());
+            }
+        }
+    }
+
+    /**
+     * Opens the batch {@code ref} names on its holder's data plane in RBATCH form: returns once the
+     * holder has said yes and how many bytes follow. The caller reads exactly that many from the
+     * stream (a read that waits {@code stall} fails with a {@link SocketTimeoutException}) and
+     * closes it. Blocks (run it on a virtual thread).
+     *
+     * @throws IOException when the connection fails or the holder no longer holds the batch
+     */
+    static BatchStream openBatch(DirectRef ref, Duration stall, Duration unfetchedAfter) throws IOException {
+        SocketChannel c = request(ref, HELLO_BATCH, stall);
+        try {
+            InputStream in = c.socket().getInputStream();
+            expectYes(in, ref, unfetchedAfter);
+            long length = new java.io.DataInputStream(in).readLong();
+            if (length < 0) {
+                throw new IOException(
+                        "the sending node " + ref.host() + ":" + ref.port() + " announced " + length + " bytes");
+            }
+            return new BatchStream(c, in, length);
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
         }
     }
 
@@ -264,10 +332,19 @@ final class DataPlane implements AutoCloseable {
             c.socket().setTcpNoDelay(true);
             c.socket().setSendBufferSize(1 << 20);
             c.socket().setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
-            String token = readHello(c.socket().getInputStream());
-            Offer offer = token == null ? null : offers.remove(token);
+            Hello hello = readHello(c.socket().getInputStream());
             OutputStream raw = c.socket().getOutputStream();
-            if (offer == null) {
+            Offer offer = hello == null ? null : offers.get(hello.token());
+            TrainingBatch batch = null;
+            if (offer != null && hello.rbatch()) {
+                if (!(offer.message() instanceof Collector.BatchReply reply) || reply.batch() == null) {
+                    raw.write('F');
+                    raw.flush();
+                    return;
+                }
+                batch = reply.batch();
+            }
+            if (offer == null || !offers.remove(hello.token(), offer)) {
                 raw.write('N');
                 raw.flush();
                 return;
@@ -285,7 +362,16 @@ final class DataPlane implements AutoCloseable {
                 }
             };
             out.write('Y');
-            long n = kryo.write(offer.message(), out, chunkBytes);
+            long n;
+            if (batch != null) {
+                BatchWireFormat.Prepared body = BatchWireFormat.prepare(batch);
+                byte[] length =
+                        ByteBuffer.allocate(Long.BYTES).putLong(body.length()).array();
+                out.write(length, 0, length.length);
+                n = body.writeTo(out);
+            } else {
+                n = kryo.write(offer.message(), out, chunkBytes);
+            }
             out.flush();
             c.shutdownOutput();
             onSent.accept(n);
@@ -304,17 +390,21 @@ final class DataPlane implements AutoCloseable {
         }
     }
 
-    /** The token of a request, or null when it is not one. */
-    private static String readHello(InputStream in) throws IOException {
+    /** A request: the token it names, and whether it asks for a batch in RBATCH form. */
+    private record Hello(String token, boolean rbatch) {}
+
+    /** The request on {@code in}, or null when it is not one. */
+    private static Hello readHello(InputStream in) throws IOException {
         byte[] head = in.readNBytes(HELLO.length);
-        if (head.length < HELLO.length || !java.util.Arrays.equals(head, HELLO)) {
+        boolean kryo = java.util.Arrays.equals(head, HELLO);
+        if (!kryo && !java.util.Arrays.equals(head, HELLO_BATCH)) {
             return null;
         }
         byte[] token = in.readNBytes(2 * TOKEN_BYTES + 1);
         if (token.length != 2 * TOKEN_BYTES + 1 || token[2 * TOKEN_BYTES] != '\n') {
             return null;
         }
-        return new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII);
+        return new Hello(new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII), !kryo);
     }
 
     private void sweep() {

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.NotSerializableException;
 import java.io.OutputStream;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
@@ -34,6 +35,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
 import org.rollout.config.LargePayloadLimits;
+import org.rollout.trainer.wire.EncodedBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -96,6 +98,8 @@ public final class LargePayloads implements Extension {
     private static final Duration STALL = Duration.ofSeconds(STALL_SECONDS);
     /** An offer on the data plane not fetched by then is dropped (as a stream ref's subscription times out). */
     private static final Duration UNFETCHED_AFTER = Duration.ofSeconds(60);
+    /** The buffer a relayed batch's bytes go through on their way from one socket to the other. */
+    private static final int RELAY_BUFFER = 1 << 20;
 
     private static final Id ID = new Id();
 
@@ -115,6 +119,8 @@ public final class LargePayloads implements Extension {
     private final AtomicLong streamsSent = new AtomicLong();
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong streamsReceived = new AtomicLong();
+    private final AtomicLong batchesRelayed = new AtomicLong();
+    private final AtomicLong bytesRelayed = new AtomicLong();
     /** This node's data plane, or null when payloads go as stream refs. */
     private final DataPlane dataPlane;
 
@@ -346,6 +352,99 @@ public final class LargePayloads implements Extension {
                 what,
                 "the data plane",
                 "receiving the payload from " + ref.host() + ":" + ref.port() + " failed: ");
+    }
+
+    /**
+     * Opens batch {@code batchId}, offered on its holder's data plane as {@code ref}, in RBATCH form
+     * (the holder encodes it): the returned batch's {@link EncodedBatch#writeTo} copies the bytes to
+     * its stream as they arrive, through one 1 MiB buffer, so this node never decodes the batch nor
+     * holds it whole. Blocks until the holder has answered (run it on a virtual thread).
+     *
+     * @throws IOException when the holder cannot be reached or no longer holds the batch (the
+     *     message names the node and the batch)
+     */
+    public EncodedBatch relay(DirectRef ref, long batchId, int groups, List<Long> taskIds) throws IOException {
+        String what = "batch " + batchId;
+        DataPlane.BatchStream stream;
+        try {
+            stream = DataPlane.openBatch(ref, STALL, UNFETCHED_AFTER);
+        } catch (IOException e) {
+            throw new IOException(what + ": " + e.getMessage(), e);
+        }
+        batchesRelayed.incrementAndGet();
+        List<Long> ids = List.copyOf(taskIds);
+        return new EncodedBatch() {
+            private boolean written;
+
+            @Override
+            public long batchId() {
+                return batchId;
+            }
+
+            @Override
+            public int groups() {
+                return groups;
+            }
+
+            @Override
+            public List<Long> taskIds() {
+                return ids;
+            }
+
+            @Override
+            public long length() {
+                return stream.length();
+            }
+
+            @Override
+            public long writeTo(OutputStream out) throws IOException {
+                if (written) {
+                    throw new IllegalStateException(what + " was written already");
+                }
+                written = true;
+                try (stream) {
+                    byte[] buffer = new byte[RELAY_BUFFER];
+                    long left = stream.length();
+                    while (left > 0) {
+                        int n;
+                        try {
+                            n = stream.in().read(buffer, 0, (int) Math.min(buffer.length, left));
+                        } catch (IOException e) {
+                            throw new EncodedBatch.SourceFailedException(
+                                    what + ": reading it from " + ref.host() + ":" + ref.port() + " failed after "
+                                            + (stream.length() - left) + " of " + stream.length() + " bytes: "
+                                            + e,
+                                    e);
+                        }
+                        if (n < 0) {
+                            throw new EncodedBatch.SourceFailedException(
+                                    what + ": " + ref.host() + ":" + ref.port() + " closed the connection after "
+                                            + (stream.length() - left) + " of " + stream.length() + " bytes",
+                                    null);
+                        }
+                        out.write(buffer, 0, n);
+                        left -= n;
+                    }
+                    bytesRelayed.addAndGet(stream.length());
+                    return stream.length();
+                }
+            }
+
+            @Override
+            public void close() {
+                stream.close();
+            }
+        };
+    }
+
+    /** Batches opened for relaying from another node's data plane ({@link #relay}). */
+    public long batchesRelayed() {
+        return batchesRelayed.get();
+    }
+
+    /** Bytes of batches relayed whole. */
+    public long bytesRelayed() {
+        return bytesRelayed.get();
     }
 
     /**

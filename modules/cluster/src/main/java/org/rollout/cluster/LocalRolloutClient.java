@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -18,6 +19,8 @@ import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
 import org.rollout.trainer.StatsPage;
 import org.rollout.trainer.WeightPublishException;
+import org.rollout.trainer.wire.EncodedBatch;
+import org.rollout.trainer.wire.EncodedBatchSource;
 import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * interruption; a pull that is abandoned by interruption leaves its batch unacknowledged, so it is
  * delivered again after {@code batch_ack_timeout} and nothing is lost.
  */
-public final class LocalRolloutClient implements RolloutClient {
+public final class LocalRolloutClient implements RolloutClient, EncodedBatchSource {
     private static final Logger log = LoggerFactory.getLogger(LocalRolloutClient.class);
     private static final Duration PULL_WAIT = Duration.ofSeconds(20);
     private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
@@ -66,6 +69,42 @@ public final class LocalRolloutClient implements RolloutClient {
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
         return Optional.ofNullable(received(reply).batch());
+    }
+
+    /**
+     * The next batch in RBATCH form, for a trainer gateway. A batch the collector offers on its
+     * node's data plane is not read here: its holder encodes it and the returned batch relays the
+     * bytes as they come ({@link LargePayloads#relay}), so a gateway on another node than the
+     * collector's moves a batch at about the rate of the collector's own. Any other batch is encoded
+     * here. A batch whose holder cannot be reached is released (the next pull takes it) and the
+     * failure thrown.
+     */
+    @Override
+    public Optional<EncodedBatch> nextEncodedBatch(Duration timeout) throws InterruptedException {
+        Collector.PullReply reply = ask(
+                refs.collector(),
+                r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
+                timeout.plus(CONTROL_TIMEOUT),
+                "pull a batch");
+        if (reply instanceof Collector.StreamedBatchReply s && s.direct() != null) {
+            try {
+                return Optional.of(LargePayloads.get(system).relay(s.direct(), s.batchId(), s.groups(), s.taskIds()));
+            } catch (IOException e) {
+                release(s.batchId());
+                throw new IllegalStateException(e.getMessage() + "; released for the next pull", e);
+            }
+        }
+        TrainingBatch batch = received(reply).batch();
+        if (batch == null) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(EncodedBatch.of(batch));
+        } catch (IOException e) {
+            release(batch.batchId());
+            throw new IllegalStateException(
+                    "batch " + batch.batchId() + ": encoding its groups' metadata failed: " + e.getMessage(), e);
+        }
     }
 
     /**

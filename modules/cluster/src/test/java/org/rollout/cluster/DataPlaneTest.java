@@ -86,6 +86,47 @@ class DataPlaneTest {
     }
 
     @Test
+    void aBatchIsServedOnceAsItsRbatchBytesForARelay() throws Exception {
+        DataPlane p = start(Duration.ofSeconds(30), Duration.ofSeconds(30));
+        long sentBefore = sent.get();
+        TrainingBatch batch = Payloads.batch(8, 3, 8, 2048);
+        java.io.ByteArrayOutputStream expected = new java.io.ByteArrayOutputStream();
+        org.rollout.trainer.wire.BatchWireFormat.write(batch, expected);
+        DirectRef ref = p.offer(new Collector.BatchReply(batch), "batch 8");
+
+        byte[] got;
+        try (DataPlane.BatchStream stream = DataPlane.openBatch(ref, Duration.ofSeconds(30), Duration.ofSeconds(60))) {
+            assertThat(stream.length()).isEqualTo(expected.size());
+            got = stream.in().readNBytes((int) stream.length());
+            assertThat(stream.in().read())
+                    .as("the holder closes after the batch")
+                    .isEqualTo(-1);
+        }
+        assertThat(got).isEqualTo(expected.toByteArray());
+        TestRollout.await(
+                "the holder to count the bytes",
+                Duration.ofSeconds(30),
+                () -> sent.get() - sentBefore == expected.size());
+        assertThatThrownBy(() -> DataPlane.openBatch(ref, Duration.ofSeconds(30), Duration.ofSeconds(60)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("no longer holds the payload");
+        assertThatThrownBy(() -> fetch(ref, Duration.ofSeconds(30)))
+                .as("fetched once, in either form")
+                .hasMessageContaining("no longer holds the payload");
+    }
+
+    @Test
+    void aPayloadThatIsNotABatchIsRefusedAsRbatchAndStaysOffered() throws Exception {
+        DataPlane p = start(Duration.ofSeconds(30), Duration.ofSeconds(30));
+        DirectRef ref = p.offer(new Collector.BatchReply(null), "no batch");
+        assertThatThrownBy(() -> DataPlane.openBatch(ref, Duration.ofSeconds(30), Duration.ofSeconds(60)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("not a batch it can send as RBATCH");
+        assertThat(((Collector.BatchReply) fetch(ref, Duration.ofSeconds(30))).batch())
+                .isNull();
+    }
+
+    @Test
     void aPayloadNobodyFetchesInTimeIsDropped() throws Exception {
         DataPlane p = start(Duration.ofSeconds(30), Duration.ofMillis(300));
         DirectRef ref = p.offer(new Collector.BatchReply(Payloads.batch(1, 1, 2, 16)), "batch 1");

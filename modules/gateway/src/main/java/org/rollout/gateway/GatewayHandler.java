@@ -28,6 +28,8 @@ import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.WeightPublishException;
 import org.rollout.trainer.wire.BatchWireFormat;
+import org.rollout.trainer.wire.EncodedBatch;
+import org.rollout.trainer.wire.EncodedBatchSource;
 import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -541,10 +543,10 @@ final class GatewayHandler implements HttpHandler {
     }
 
     private void pull(HttpExchange ex, Duration wait) throws IOException, InterruptedException {
-        Optional<TrainingBatch> next;
+        Optional<EncodedBatch> next;
         waitingPulls.add(Thread.currentThread());
         try {
-            next = engine.nextBatch(wait);
+            next = nextEncoded(wait);
         } finally {
             waitingPulls.remove(Thread.currentThread());
         }
@@ -552,21 +554,45 @@ final class GatewayHandler implements HttpHandler {
             ex.sendResponseHeaders(204, -1);
             return;
         }
-        TrainingBatch batch = next.get();
-        handedOut.add(
-                batch.batchId(), batch.groups().stream().map(g -> g.taskId()).toList());
+        try (EncodedBatch body = next.get()) {
+            send(ex, body);
+        }
+    }
+
+    /**
+     * The engine's next batch in RBATCH form: relayed from the node that holds it when the engine
+     * can ({@link EncodedBatchSource}), else encoded here.
+     */
+    private Optional<EncodedBatch> nextEncoded(Duration wait) throws InterruptedException {
+        if (engine instanceof EncodedBatchSource source) {
+            return source.nextEncodedBatch(wait);
+        }
+        Optional<TrainingBatch> next = engine.nextBatch(wait);
+        if (next.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(EncodedBatch.of(next.get()));
+        } catch (IOException e) {
+            engine.release(next.get().batchId());
+            throw new IllegalStateException(
+                    "batch " + next.get().batchId() + ": encoding its groups' metadata failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void send(HttpExchange ex, EncodedBatch body) throws IOException {
+        handedOut.add(body.batchId(), body.taskIds());
         ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
-        ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(batch.batchId()));
-        ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(batch.size()));
+        ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(body.batchId()));
+        ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(body.groups()));
         // The exact length up front (the metadata is encoded once for it): a plain body, encoded through
-        // a 1 MiB buffer and handed to the socket in 64 KiB writes (the stall watch counts each), where
-        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded;
-        // nothing holds the whole body.
-        BatchWireFormat.Prepared body = BatchWireFormat.prepare(batch);
+        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), where
+        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded
+        // (or as they arrive from the node that holds the batch); nothing holds the whole body.
         ex.sendResponseHeaders(200, body.length());
         CountingStream out = new CountingStream(ex.getResponseBody());
         long started = System.nanoTime();
-        Stream watched = new Stream(batch.batchId(), out);
+        Stream watched = new Stream(body.batchId(), out);
         streams.add(watched);
         try {
             body.writeTo(out);
@@ -576,25 +602,29 @@ final class GatewayHandler implements HttpHandler {
                 handoffTime.record(System.nanoTime() - started, java.util.concurrent.TimeUnit.NANOSECONDS);
             }
         } catch (IOException e) {
+            String who = e instanceof EncodedBatch.SourceFailedException
+                    ? "the node holding it failed"
+                    : "the trainer went away";
             if (out.count < body.length()) {
                 // Not received whole, so never trained on: the next pull takes it, not one after
                 // batch_ack_timeout (a pull whose client left while it waited shows only here).
-                engine.release(batch.batchId());
+                engine.release(body.batchId());
                 batchesReleased.incrementAndGet();
                 log.info(
-                        "batch {} ({} groups): the trainer went away after {} of {} bytes ({}); the next pull"
-                                + " takes it",
-                        batch.batchId(),
-                        batch.size(),
+                        "batch {} ({} groups): {} after {} of {} bytes ({}); the next pull takes it",
+                        body.batchId(),
+                        body.groups(),
+                        who,
                         out.count,
                         body.length(),
                         e.toString());
             } else {
                 log.info(
-                        "batch {} ({} groups): the trainer went away after the last byte ({}); it is delivered"
-                                + " again after batch_ack_timeout unless acknowledged",
-                        batch.batchId(),
-                        batch.size(),
+                        "batch {} ({} groups): {} after the last byte ({}); it is delivered again after"
+                                + " batch_ack_timeout unless acknowledged",
+                        body.batchId(),
+                        body.groups(),
+                        who,
                         e.toString());
             }
         } finally {

@@ -1,0 +1,18 @@
+package org.rollout.trainer.wire;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * An engine that can hand out its next batch already in RBATCH form, which a trainer gateway
+ * writes as it is: a batch held on another node is then relayed from that node's encoding instead
+ * of being decoded and encoded again on the gateway's.
+ */
+public interface EncodedBatchSource {
+
+    /**
+     * The next batch, or empty when none is ready within {@code wait}. The caller writes it (or
+     * closes it) and then acknowledges or releases it by its id, as for a pulled batch.
+     */
+    Optional<EncodedBatch> nextEncodedBatch(Duration wait) throws InterruptedException;
+}
