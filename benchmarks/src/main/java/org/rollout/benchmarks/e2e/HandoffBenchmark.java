@@ -47,16 +47,17 @@ import org.rollout.trainer.RolloutStatus;
  * The trainer gateway's hand-off rate against a raw loopback socket, per batch size: a {@link
  * TrainerGateway} on 127.0.0.1 in front of an engine-side client that hands out one fixed batch
  * (built once, on the heap, as the collector holds it) under a fresh id at every pull; a trainer
- * pulls and acknowledges it over HTTP with the Java client ({@link RolloutClient#connect}) and with
- * the Python client (a {@code /usr/bin/python3} process running {@code
+ * pulls and acknowledges it over HTTP with the Java client ({@link RolloutClient#connect}; by
+ * default in a JVM of its own, {@link HandoffTrainer}, as a trainer process runs, and with {@code
+ * --java in-process} in the benchmark's JVM beside the gateway) and with the Python client (a {@code /usr/bin/python3} process running {@code
  * benchmarks/python/bench_handoff.py}, told to pull over its stdin, recycling each batch's memory
  * after its acknowledgement as a training loop does). Each pull is paired with a
  * transfer of the same number of bytes through a raw loopback TCP socket (one thread writing 64 KiB
  * chunks, another reading them, nothing else), alternating, so both see the same load; the ratio is
  * median rate over median rate.
  *
- * <p>Memory: the Java figure is the JVM's peak heap use during the timed pulls (after a GC) minus
- * the heap held before them (the batch itself), in units of the batch size: a pull whose client
+ * <p>Memory: the Java figure is the trainer JVM's peak heap use (in process: during the timed
+ * pulls, after a GC) minus the heap held before them (in process, the batch itself), in units of the batch size: a pull whose client
  * holds the decoded batch and nothing more shows about 1 (2 while the previous one is still
  * reachable); a whole-batch encoded copy on either side would add 1 more. The Python figure is the
  * trainer process's peak resident set size.
@@ -92,6 +93,11 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                         "10",
                         "untimed pulls (and loopback transfers) per size and client first; with 1-2 both sides still"
                                 + " ran partly interpreted"),
+                new Flag(
+                        "java",
+                        "process",
+                        "where the Java client runs: process (a JVM of its own, heap pre-touched, as a trainer runs),"
+                                + " in-process (in the benchmark's JVM, beside the gateway), both, or none"),
                 new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"),
                 new Flag(
                         "python-recycle-mb",
@@ -105,6 +111,11 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         int rounds = f.integer("rounds", 1);
         int warmup = f.integer("warmup", 0);
         String python = f.string("python");
+        String java = f.string("java");
+        if (!List.of("process", "in-process", "both", "none").contains(java)) {
+            throw new IllegalArgumentException(
+                    "bench handoff: flag --java: '" + java + "' is not one of process, in-process, both, none");
+        }
         int recycleMb = f.integer("python-recycle-mb", 0);
         SummaryLine line = new SummaryLine(name());
         double lowest = Double.MAX_VALUE;
@@ -118,43 +129,40 @@ final class HandoffBenchmark implements EndToEndBenchmark {
             TrainingBatch template = batchOf(mb, groups);
             long bytes = wireBytes(template);
             FixedBatchEngine engine = new FixedBatchEngine(template);
+            String key = mb + "mb";
+            line.put("bytes_" + key, bytes);
             try (TrainerGateway gateway =
-                            TrainerGateway.start(GatewayConfig.defaults().withPort(0), engine);
-                    RolloutClient trainer =
-                            RolloutClient.connect(clientConfig(gateway.uri().toString()))) {
-                for (int i = 0; i < warmup; i++) {
-                    pullJava(trainer);
-                    loopback(bytes);
+                    TrainerGateway.start(GatewayConfig.defaults().withPort(0), engine)) {
+                if (java.equals("process") || java.equals("both")) {
+                    lowest = Math.min(
+                            lowest,
+                            processRounds(
+                                    "Java client (own JVM)",
+                                    "java",
+                                    javaTrainerCommand(gateway, bytes),
+                                    bytes,
+                                    warmup,
+                                    rounds,
+                                    key,
+                                    line,
+                                    log));
                 }
-                double[] java = new double[rounds];
-                double[] raw = new double[rounds];
-                System.gc();
-                long before = heapUsed();
-                resetPeaks();
-                for (int i = 0; i < rounds; i++) {
-                    java[i] = bytes / 1e6 / pullJava(trainer);
-                    raw[i] = bytes / 1e6 / loopback(bytes);
+                if (java.equals("in-process") || java.equals("both")) {
+                    lowest = Math.min(lowest, inProcessRounds(gateway, bytes, warmup, rounds, key, line, log));
                 }
-                double javaHeap = (peakHeap() - before) / (double) bytes;
-                lowest = Math.min(lowest, median(java) / median(raw));
-                String key = mb + "mb";
-                line.put("java_mb_per_s_" + key, median(java))
-                        .put("loopback_mb_per_s_" + key, median(raw))
-                        .put("java_to_loopback_" + key, median(java) / median(raw))
-                        .put("java_peak_heap_batches_" + key, javaHeap)
-                        .put("bytes_" + key, bytes);
-                log.printf(
-                        Locale.ROOT,
-                        "handoff: %d MB batch (%d bytes): Java client %.1f MB/s, raw loopback %.1f MB/s (%.3fx), peak heap +%.2f batches%n",
-                        mb,
-                        bytes,
-                        median(java),
-                        median(raw),
-                        median(java) / median(raw),
-                        javaHeap);
                 if (!python.equals("none")) {
                     lowest = Math.min(
-                            lowest, pythonRounds(python, recycleMb, gateway, bytes, warmup, rounds, key, line, log));
+                            lowest,
+                            processRounds(
+                                    "Python client",
+                                    "python",
+                                    pythonCommand(python, recycleMb, gateway),
+                                    bytes,
+                                    warmup,
+                                    rounds,
+                                    key,
+                                    line,
+                                    log));
                 }
             }
         }
@@ -163,18 +171,46 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         return line;
     }
 
-    /** Runs the Python trainer's pulls; returns its ratio to the raw socket. */
-    private double pythonRounds(
-            String python,
-            int recycleMb,
-            TrainerGateway gateway,
-            long bytes,
-            int warmup,
-            int rounds,
-            String key,
-            SummaryLine line,
-            PrintStream log)
+    /** The Java client in the benchmark's JVM, beside the gateway; returns its ratio to the raw socket. */
+    private static double inProcessRounds(
+            TrainerGateway gateway, long bytes, int warmup, int rounds, String key, SummaryLine line, PrintStream log)
             throws Exception {
+        try (RolloutClient trainer =
+                RolloutClient.connect(clientConfig(gateway.uri().toString()))) {
+            for (int i = 0; i < warmup; i++) {
+                pullJava(trainer);
+                loopback(bytes);
+            }
+            double[] java = new double[rounds];
+            double[] raw = new double[rounds];
+            System.gc();
+            long before = heapUsed();
+            resetPeaks();
+            for (int i = 0; i < rounds; i++) {
+                java[i] = bytes / 1e6 / pullJava(trainer);
+                raw[i] = bytes / 1e6 / loopback(bytes);
+            }
+            double javaHeap = (peakHeap() - before) / (double) bytes;
+            line.put("java_inproc_mb_per_s_" + key, median(java))
+                    .put("java_inproc_loopback_mb_per_s_" + key, median(raw))
+                    .put("java_inproc_to_loopback_" + key, median(java) / median(raw))
+                    .put("java_inproc_peak_heap_batches_" + key, javaHeap);
+            log.printf(
+                    Locale.ROOT,
+                    "handoff: %s batch (%d bytes): Java client in the gateway's JVM %.1f MB/s, raw loopback %.1f MB/s"
+                            + " (%.3fx), peak heap +%.2f batches%n",
+                    key,
+                    bytes,
+                    median(java),
+                    median(raw),
+                    median(java) / median(raw),
+                    javaHeap);
+            return median(java) / median(raw);
+        }
+    }
+
+    /** The Python trainer: {@code benchmarks/python/bench_handoff.py} under {@code python}. */
+    private static List<String> pythonCommand(String python, int recycleMb, TrainerGateway gateway) {
         Path script = Path.of(
                 Optional.ofNullable(System.getenv("ROLLOUT_HOME")).orElse("."), "benchmarks/python/bench_handoff.py");
         if (!Files.isRegularFile(script)) {
@@ -182,53 +218,101 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     "bench handoff: " + script.toAbsolutePath()
                             + " not found; run it as bin/rollout bench handoff, which sets ROLLOUT_HOME (or pass --python none)");
         }
-        Process p = new ProcessBuilder(
-                        python,
-                        script.toString(),
-                        "--url",
-                        gateway.uri().toString(),
-                        "--recycle-mb",
-                        Integer.toString(recycleMb))
+        return List.of(
+                python,
+                script.toString(),
+                "--url",
+                gateway.uri().toString(),
+                "--recycle-mb",
+                Integer.toString(recycleMb));
+    }
+
+    /**
+     * The Java trainer in a JVM of its own ({@link HandoffTrainer}, this JVM's class path): heap
+     * fixed and pre-touched, large enough for two batches and their decoding, as a trainer's JVM
+     * would be set up; {@code ROLLOUT_BENCH_TRAINER_OPTS} adds flags (a profiler, say).
+     */
+    private static List<String> javaTrainerCommand(TrainerGateway gateway, long bytes) {
+        String javaBin = ProcessHandle.current()
+                .info()
+                .command()
+                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        long heapMb = Math.max(512, (3 * bytes >> 20) + 512);
+        List<String> cmd = new java.util.ArrayList<>(
+                List.of(javaBin, "-Xms" + heapMb + "m", "-Xmx" + heapMb + "m", "-XX:+AlwaysPreTouch", "-XX:+UseG1GC"));
+        String extra = System.getenv("ROLLOUT_BENCH_TRAINER_OPTS");
+        if (extra != null && !extra.isBlank()) {
+            cmd.addAll(List.of(extra.strip().split("\\s+")));
+        }
+        cmd.addAll(List.of(
+                "-cp",
+                System.getProperty("java.class.path"),
+                HandoffTrainer.class.getName(),
+                "--url",
+                gateway.uri().toString()));
+        return cmd;
+    }
+
+    /**
+     * Runs a trainer process that pulls when told to on its stdin and answers "&lt;bytes&gt;
+     * &lt;seconds&gt; &lt;peak memory&gt;" ({@code bench_handoff.py}, {@link HandoffTrainer});
+     * returns its ratio to the raw socket.
+     */
+    private static double processRounds(
+            String label,
+            String prefix,
+            List<String> command,
+            long bytes,
+            int warmup,
+            int rounds,
+            String key,
+            SummaryLine line,
+            PrintStream log)
+            throws Exception {
+        Process p = new ProcessBuilder(command)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
         try (Writer in = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
                 BufferedReader out =
                         new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            double[] py = new double[rounds];
+            double[] rate = new double[rounds];
             double[] raw = new double[rounds];
-            long rss = 0;
+            long memory = 0;
             for (int i = 0; i < warmup + rounds; i++) {
                 in.write("pull\n");
                 in.flush();
                 String answer = out.readLine();
                 if (answer == null) {
-                    throw new IllegalStateException("bench handoff: the Python trainer ended (see its stderr above)");
+                    throw new IllegalStateException("bench handoff: the " + label + " ended (see its stderr above)");
                 }
-                // "<payload bytes> <seconds> <peak rss bytes>"
                 String[] w = answer.strip().split(" ");
                 double seconds = Double.parseDouble(w[1]);
-                rss = Long.parseLong(w[2]);
+                memory = Long.parseLong(w[2]);
                 double loop = loopback(bytes);
                 if (i >= warmup) {
-                    py[i - warmup] = bytes / 1e6 / seconds;
+                    rate[i - warmup] = bytes / 1e6 / seconds;
                     raw[i - warmup] = bytes / 1e6 / loop;
                 }
             }
             in.write("quit\n");
             in.flush();
-            line.put("python_mb_per_s_" + key, median(py))
-                    .put("python_loopback_mb_per_s_" + key, median(raw))
-                    .put("python_to_loopback_" + key, median(py) / median(raw))
-                    .put("python_peak_rss_batches_" + key, rss / (double) bytes);
+            boolean python = prefix.equals("python");
+            String memoryKey = python ? "_peak_rss_batches_" : "_peak_heap_batches_";
+            line.put(prefix + "_mb_per_s_" + key, median(rate))
+                    .put(prefix + "_loopback_mb_per_s_" + key, median(raw))
+                    .put(prefix + "_to_loopback_" + key, median(rate) / median(raw))
+                    .put(prefix + memoryKey + key, memory / (double) bytes);
             log.printf(
                     Locale.ROOT,
-                    "handoff: %s batch: Python client %.1f MB/s, raw loopback %.1f MB/s (%.3fx), peak RSS %.2f batches%n",
+                    "handoff: %s batch: %s %.1f MB/s, raw loopback %.1f MB/s (%.3fx), %s %.2f batches%n",
                     key,
-                    median(py),
+                    label,
+                    median(rate),
                     median(raw),
-                    median(py) / median(raw),
-                    rss / (double) bytes);
-            return median(py) / median(raw);
+                    median(rate) / median(raw),
+                    python ? "peak RSS" : "peak heap above the start",
+                    memory / (double) bytes);
+            return median(rate) / median(raw);
         } finally {
             if (!p.waitFor(30, TimeUnit.SECONDS)) {
                 p.destroyForcibly();

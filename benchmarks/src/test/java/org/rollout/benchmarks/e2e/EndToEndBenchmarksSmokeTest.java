@@ -217,10 +217,19 @@ class EndToEndBenchmarksSmokeTest {
 
     @Test
     void handoffPullsThroughARealGatewayAndPrintsItsRatioToTheRawSocket() {
-        Map<String, String> v =
-                summary("handoff", "--sizes-mb", "1", "--rounds", "1", "--warmup", "0", "--python", "none");
-        assertThat(v).containsKeys("java_mb_per_s_1mb", "loopback_mb_per_s_1mb", "java_to_loopback_1mb");
+        Map<String, String> v = summary(
+                "handoff", "--sizes-mb", "1", "--rounds", "1", "--warmup", "0", "--python", "none", "--java", "both");
+        // The Java trainer in a JVM of its own, and in this one beside the gateway.
+        assertThat(v)
+                .containsKeys(
+                        "java_mb_per_s_1mb",
+                        "java_loopback_mb_per_s_1mb",
+                        "java_to_loopback_1mb",
+                        "java_peak_heap_batches_1mb",
+                        "java_inproc_mb_per_s_1mb",
+                        "java_inproc_to_loopback_1mb");
         assertThat(Double.parseDouble(v.get("java_to_loopback_1mb"))).isPositive();
+        assertThat(Double.parseDouble(v.get("java_inproc_to_loopback_1mb"))).isPositive();
         assertThat(Long.parseLong(v.get("bytes_1mb"))).isGreaterThan(900_000L);
     }
 
