@@ -432,15 +432,15 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                 .toList();
     }
 
-    private static long heapUsed() {
+    static long heapUsed() {
         return heapPools().stream().mapToLong(p -> p.getUsage().getUsed()).sum();
     }
 
-    private static void resetPeaks() {
+    static void resetPeaks() {
         heapPools().forEach(MemoryPoolMXBean::resetPeakUsage);
     }
 
-    private static long peakHeap() {
+    static long peakHeap() {
         return heapPools().stream().mapToLong(p -> p.getPeakUsage().getUsed()).sum();
     }
 

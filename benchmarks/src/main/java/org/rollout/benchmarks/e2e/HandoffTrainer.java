@@ -2,9 +2,6 @@ package org.rollout.benchmarks.e2e;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.lang.management.ManagementFactory;
-import java.lang.management.MemoryPoolMXBean;
-import java.lang.management.MemoryType;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Locale;
@@ -41,8 +38,8 @@ public final class HandoffTrainer {
             throw new IllegalArgumentException("HandoffTrainer: --url is required");
         }
         System.gc();
-        long before = heapUsed();
-        resetPeaks();
+        long before = HandoffBenchmark.heapUsed();
+        HandoffBenchmark.resetPeaks();
         try (RolloutClient client = RolloutClient.connect(ClientConfig.of(url)
                         .withPollWait(Duration.ofSeconds(2))
                         .withConnectTimeout(Duration.ofSeconds(5))
@@ -64,7 +61,7 @@ public final class HandoffTrainer {
                 double seconds = (System.nanoTime() - start) / 1e9;
                 long bytes = tensorBytes(batch);
                 client.acknowledge(batch);
-                System.out.printf(Locale.ROOT, "%d %.6f %d%n", bytes, seconds, peakHeap() - before);
+                System.out.printf(Locale.ROOT, "%d %.6f %d%n", bytes, seconds, HandoffBenchmark.peakHeap() - before);
                 System.out.flush();
             }
         }
@@ -83,23 +80,5 @@ public final class HandoffTrainer {
             }
         }
         return n;
-    }
-
-    private static java.util.List<MemoryPoolMXBean> heapPools() {
-        return ManagementFactory.getMemoryPoolMXBeans().stream()
-                .filter(p -> p.getType() == MemoryType.HEAP)
-                .toList();
-    }
-
-    private static long heapUsed() {
-        return heapPools().stream().mapToLong(p -> p.getUsage().getUsed()).sum();
-    }
-
-    private static void resetPeaks() {
-        heapPools().forEach(MemoryPoolMXBean::resetPeakUsage);
-    }
-
-    private static long peakHeap() {
-        return heapPools().stream().mapToLong(p -> p.getPeakUsage().getUsed()).sum();
     }
 }

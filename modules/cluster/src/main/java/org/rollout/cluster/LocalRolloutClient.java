@@ -63,12 +63,16 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
 
     @Override
     public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
-        Collector.PullReply reply = ask(
+        return Optional.ofNullable(received(pull(timeout)).batch());
+    }
+
+    /** Asks the collector for a batch, waiting up to {@code timeout} for one. */
+    private Collector.PullReply pull(Duration timeout) throws InterruptedException {
+        return ask(
                 refs.collector(),
                 r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
-        return Optional.ofNullable(received(reply).batch());
     }
 
     /**
@@ -81,11 +85,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
      */
     @Override
     public Optional<EncodedBatch> nextEncodedBatch(Duration timeout) throws InterruptedException {
-        Collector.PullReply reply = ask(
-                refs.collector(),
-                r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
-                timeout.plus(CONTROL_TIMEOUT),
-                "pull a batch");
+        Collector.PullReply reply = pull(timeout);
         if (reply instanceof Collector.StreamedBatchReply s && s.direct() != null) {
             try {
                 return Optional.of(LargePayloads.get(system).relay(s.direct(), s.batchId(), s.groups(), s.taskIds()));
