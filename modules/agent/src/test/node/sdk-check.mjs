@@ -128,6 +128,17 @@ const steps = [
     assert.deepEqual(m.content.find((b) => b.type === 'tool_use').input, { a: 2, b: 3 });
     return m.id;
   }],
+  ['responses streamed reasoning', async () => {
+    const stream = openai.responses.stream({ model: 'rollout', input: 'What is 2+3? Think first.' });
+    let thought = '';
+    stream.on('response.reasoning_text.delta', (e) => { thought += e.delta; });
+    const final = await stream.finalResponse();
+    assert.equal(thought, 'Two plus three.');
+    assert.equal(final.output[0].type, 'reasoning');
+    assert.deepEqual(final.output[0].content, [{ type: 'reasoning_text', text: 'Two plus three.' }]);
+    assert.equal(final.output_text, 'It is 5.');
+    return final.id;
+  }],
   ['messages bad request', async () => {
     await assert.rejects(
       anthropic.messages.create({ model: 'rollout', messages: [{ role: 'user', content: 'No max_tokens.' }] }),

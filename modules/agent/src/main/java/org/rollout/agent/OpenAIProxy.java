@@ -822,6 +822,10 @@ public final class OpenAIProxy implements AutoCloseable {
                             seq,
                             "response.output_item.added",
                             itemEvent(index, ResponsesApi.reasoningItem(itemId, null)));
+                    // As for a message's text: the part is announced empty, then filled by deltas.
+                    Map<String, Object> added = partEvent(itemId, index);
+                    added.put("part", ResponsesApi.reasoningText(""));
+                    responseEvent(out, seq, "response.content_part.added", added);
                     for (String piece : pieces(t.reasoning())) {
                         Map<String, Object> d = partEvent(itemId, index);
                         d.put("delta", piece);
@@ -830,6 +834,9 @@ public final class OpenAIProxy implements AutoCloseable {
                     Map<String, Object> done = partEvent(itemId, index);
                     done.put("text", t.reasoning());
                     responseEvent(out, seq, "response.reasoning_text.done", done);
+                    Map<String, Object> partDone = partEvent(itemId, index);
+                    partDone.put("part", ResponsesApi.reasoningText(t.reasoning()));
+                    responseEvent(out, seq, "response.content_part.done", partDone);
                 }
                 case "message" -> {
                     String text = t.parsed().content();

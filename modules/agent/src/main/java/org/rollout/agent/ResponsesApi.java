@@ -277,15 +277,20 @@ final class ResponsesApi {
     }
 
     static Map<String, Object> reasoningItem(String id, String text) {
-        Map<String, Object> part = new LinkedHashMap<>();
-        part.put("type", "reasoning_text");
-        part.put("text", text);
         Map<String, Object> item = new LinkedHashMap<>();
         item.put("id", id);
         item.put("type", "reasoning");
         item.put("summary", List.of());
-        item.put("content", text == null ? List.of() : List.of(part));
+        item.put("content", text == null ? List.of() : List.of(reasoningText(text)));
         return item;
+    }
+
+    /** A {@code reasoning_text} content part. */
+    static Map<String, Object> reasoningText(String text) {
+        Map<String, Object> part = new LinkedHashMap<>();
+        part.put("type", "reasoning_text");
+        part.put("text", text);
+        return part;
     }
 
     static Map<String, Object> outputText(String text, List<Map<String, Object>> logprobs) {

@@ -50,7 +50,8 @@ class NodeSdkTest {
                 "Streaming from messages.",
                 CALL,
                 "It is 5.",
-                CALL);
+                CALL,
+                "<think>\nTwo plus three.\n</think>\n\nIt is 5.");
         engine.setVersion(3);
         proxy = OpenAIProxy.start(
                 ProxyConfig.defaults(),
@@ -60,10 +61,10 @@ class NodeSdkTest {
         ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
 
         String out = runNode(s, "scripted", tmp);
-        assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(10);
+        assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(11);
 
         List<Interaction> its = s.interactions();
-        assertThat(its).hasSize(10);
+        assertThat(its).hasSize(11);
         List<String> ids = new ArrayList<>();
         for (Interaction it : its) {
             ids.add(it.id());
@@ -71,6 +72,8 @@ class NodeSdkTest {
         }
         assertThat(ids.subList(0, 5)).allMatch(id -> id.startsWith("resp_"));
         assertThat(ids.subList(5, 10)).allMatch(id -> id.startsWith("msg_"));
+        // A streamed answer that thought first: its reasoning item is built up by the SDK as OpenAI's is.
+        assertThat(out).contains("ok responses streamed reasoning " + ids.get(10));
         assertThat(out).contains("ok responses tool round trip " + ids.get(2) + " " + ids.get(3));
         assertThat(out).contains("ok messages tool round trip " + ids.get(7) + " " + ids.get(8));
         // The second turn of each round trip continues the first: its parent is the first's interaction.
