@@ -139,6 +139,22 @@ const steps = [
     assert.equal(final.output_text, 'It is 5.');
     return final.id;
   }],
+  ['messages streamed thinking', async () => {
+    const stream = anthropic.messages.stream({
+      model: 'rollout',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'What is 2+3? Think first.' }],
+    });
+    let thought = '';
+    stream.on('thinking', (delta) => { thought += delta; });
+    const m = await stream.finalMessage();
+    assert.equal(thought, 'Two plus three.');
+    assert.deepEqual(m.content, [
+      { type: 'thinking', thinking: 'Two plus three.', signature: '' },
+      { type: 'text', text: 'It is 5.' },
+    ]);
+    return m.id;
+  }],
   ['messages bad request', async () => {
     await assert.rejects(
       anthropic.messages.create({ model: 'rollout', messages: [{ role: 'user', content: 'No max_tokens.' }] }),

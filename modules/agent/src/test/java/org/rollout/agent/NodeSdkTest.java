@@ -51,6 +51,7 @@ class NodeSdkTest {
                 CALL,
                 "It is 5.",
                 CALL,
+                "<think>\nTwo plus three.\n</think>\n\nIt is 5.",
                 "<think>\nTwo plus three.\n</think>\n\nIt is 5.");
         engine.setVersion(3);
         proxy = OpenAIProxy.start(
@@ -61,10 +62,10 @@ class NodeSdkTest {
         ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
 
         String out = runNode(s, "scripted", tmp);
-        assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(11);
+        assertThat(out.lines().filter(l -> l.startsWith("ok ")).count()).as(out).isEqualTo(12);
 
         List<Interaction> its = s.interactions();
-        assertThat(its).hasSize(11);
+        assertThat(its).hasSize(12);
         List<String> ids = new ArrayList<>();
         for (Interaction it : its) {
             ids.add(it.id());
@@ -74,6 +75,7 @@ class NodeSdkTest {
         assertThat(ids.subList(5, 10)).allMatch(id -> id.startsWith("msg_"));
         // A streamed answer that thought first: its reasoning item is built up by the SDK as OpenAI's is.
         assertThat(out).contains("ok responses streamed reasoning " + ids.get(10));
+        assertThat(out).contains("ok messages streamed thinking " + ids.get(11));
         assertThat(out).contains("ok responses tool round trip " + ids.get(2) + " " + ids.get(3));
         assertThat(out).contains("ok messages tool round trip " + ids.get(7) + " " + ids.get(8));
         // The second turn of each round trip continues the first: its parent is the first's interaction.
