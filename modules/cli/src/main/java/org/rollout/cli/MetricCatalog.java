@@ -77,6 +77,27 @@ final class MetricCatalog {
             m("rollout_collector_buffered_groups", "gauge", "", "accepted groups waiting to be batched"),
             m("rollout_unacknowledged_batches", "gauge", "", "batches handed out and not acknowledged"),
             m(
+                    "rollout_large_payloads_sent_total",
+                    "counter",
+                    "",
+                    "groups and batches above rollout.large_payload_threshold sent whole to another node"),
+            m(
+                    "rollout_large_payload_sent_bytes_total",
+                    "counter",
+                    "",
+                    "bytes of the large payloads sent whole to another node"),
+            m(
+                    "rollout_large_payloads_received_total",
+                    "counter",
+                    "",
+                    "large payloads received from another node and decoded"),
+            m(
+                    "rollout_batches_relayed_total",
+                    "counter",
+                    "",
+                    "batches this node's gateway relayed from the collector's node as it encoded them"),
+            m("rollout_batch_relayed_bytes_total", "counter", "", "bytes of the batches relayed whole"),
+            m(
                     "rollout_coordinator_reachable",
                     "gauge",
                     "",

@@ -127,6 +127,24 @@ public final class EngineMetrics {
                 "rollout_unacknowledged_batches",
                 "batches handed out and not acknowledged",
                 s -> s.unacknowledgedBatches());
+        LargePayloads payloads = LargePayloads.get(client.system());
+        FunctionCounter.builder("rollout_large_payloads_sent", payloads, LargePayloads::streamsSent)
+                .description("groups and batches above rollout.large_payload_threshold sent whole to another node")
+                .register(registry);
+        FunctionCounter.builder("rollout_large_payload_sent_bytes", payloads, LargePayloads::bytesSent)
+                .description("bytes of the large payloads sent whole to another node")
+                .baseUnit("bytes")
+                .register(registry);
+        FunctionCounter.builder("rollout_large_payloads_received", payloads, LargePayloads::streamsReceived)
+                .description("large payloads received from another node and decoded")
+                .register(registry);
+        FunctionCounter.builder("rollout_batches_relayed", payloads, LargePayloads::batchesRelayed)
+                .description("batches this node's gateway relayed from the collector's node as it encoded them")
+                .register(registry);
+        FunctionCounter.builder("rollout_batch_relayed_bytes", payloads, LargePayloads::bytesRelayed)
+                .description("bytes of the batches relayed whole")
+                .baseUnit("bytes")
+                .register(registry);
         Gauge.builder("rollout_coordinator_reachable", this, m -> m.current().status() == null ? 0 : 1)
                 .description("1 when the coordinator and collector answered the last status read")
                 .register(registry);

@@ -45,6 +45,11 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
     private final java.util.concurrent.atomic.AtomicInteger knownVersion =
             new java.util.concurrent.atomic.AtomicInteger();
 
+    /** The actor system the client asks through (this node's). */
+    ActorSystem<Void> system() {
+        return system;
+    }
+
     LocalRolloutClient(ActorSystem<Void> system, LocalRollout.Refs refs, Duration publishTimeout) {
         this.system = system;
         this.refs = refs;

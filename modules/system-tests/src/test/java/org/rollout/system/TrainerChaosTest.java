@@ -27,7 +27,7 @@ import org.rollout.trainer.RolloutStatus;
 /**
  * Trainers that misbehave: one that goes away mid-batch (pulls, then drops its connection without
  * acknowledging, or cuts the stream of a batch it is reading) and comes back through another node's
- * gateway; one slower than generation, under which back-pressure must keep the nodes' memory
+ * gateway, with every batch pulled there relayed from the collector's node; one slower than generation, under which back-pressure must keep the nodes' memory
  * bounded.
  */
 @Timeout(300)
@@ -41,6 +41,9 @@ class TrainerChaosTest {
                         .withNodes(3)
                         // A batch not acknowledged within 5 s is delivered again.
                         .withConfig("rollout.batch_ack_timeout=5")
+                        // Every group and batch crosses nodes on the data plane, so a batch pulled
+                        // through node 2's or 3's gateway is relayed from the collector's node.
+                        .withConfig("rollout.large_payload_threshold=0")
                         .start();
                 CheckedTrainer t = c.checkedTrainer(1, false)) {
             t.startMonitor(Duration.ofMillis(500));
@@ -77,9 +80,20 @@ class TrainerChaosTest {
             NodeLossTest.steps(t, t.batchesAcknowledged() + 4);
             t.drain(Duration.ofSeconds(120));
 
+            double relayed = 0;
+            for (int node = 1; node <= c.nodeCount(); node++) {
+                relayed += c.metrics(node)
+                        .map(m -> TestCluster.metricSum(m, "rollout_batches_relayed_total"))
+                        .orElse(0.0);
+            }
+            events.add(relayed + " batches relayed to a gateway from the collector's node");
+
             RunReport report = RunReport.of(run.testName(), c, t, new Faults()).with("events", events);
             report.printAndAssertClean();
             assertThat(t.redeliveries()).as("batches delivered again").isPositive();
+            assertThat(relayed)
+                    .as("batches relayed through another node's gateway")
+                    .isPositive();
         }
     }
 
