@@ -29,6 +29,9 @@ class NodeLossTest {
     void shouldFinishTheGroupsOfAKilledRolloutNodeElsewhere() throws Exception {
         try (TestCluster c = TestCluster.aCluster(run)
                         .withNodes(3)
+                        // Every group crosses to the collector on the data plane, as large ones do:
+                        // a transfer from the killed node can die with it.
+                        .withConfig("rollout.large_payload_threshold=0")
                         .withServerFlags(SLOW_DECODE)
                         .start();
                 CheckedTrainer t = c.checkedTrainer(1, false)) {
