@@ -374,6 +374,10 @@ final class LocalRun {
             out.println("  dataset: " + d.train() + (d.eval().isEmpty() ? "" : "   eval: " + d.eval())
                     + "   tokenizer: " + settings.rollout().tokenizerPath());
         }
+        if (settings.rollout().evalWorkflow() != null) {
+            out.println("  evaluation workflow: " + settings.evalWorkflow()
+                    + (settings.rollout().evalWorkflowKwargs() != null ? " " + settings.evalWorkflowKwargs() : ""));
+        }
         out.println("  model servers: " + addresses + "   run directory: " + runDir);
         settings.warnings().forEach(w -> out.println("  note: " + w));
         if (!Files.isDirectory(runDir)) {

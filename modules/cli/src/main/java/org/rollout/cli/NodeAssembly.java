@@ -69,6 +69,8 @@ final class NodeAssembly {
     private final List<AutoCloseable> toClose;
     private Tokenizer tokenizer;
     private Workflows built;
+    // In an agent mode, the evaluation workflow rollout.eval_workflow names (null: the agent evaluates).
+    private RolloutWorkflow agentEval;
     private AcceptFilter accept;
     private AgentKind agentKind = AgentKind.NONE;
     private String onlineProxyUrl;
@@ -194,9 +196,12 @@ final class NodeAssembly {
         agentKind = agentKind();
         if (agentKind == AgentKind.NONE) {
             built = configuredWorkflows(tokenizer);
-        } else if (agentKind == AgentKind.COMMAND) {
-            AgentLaunch launch = settings.agentLaunch();
-            AgentCommands.requireExecutable(launch.command(), launch.workingDir());
+        } else {
+            agentEval = agentEvaluation(tokenizer);
+            if (agentKind == AgentKind.COMMAND) {
+                AgentLaunch launch = settings.agentLaunch();
+                AgentCommands.requireExecutable(launch.command(), launch.workingDir());
+            }
         }
         accept = acceptFilter(settings.acceptSpec());
         return this;
@@ -303,45 +308,123 @@ final class NodeAssembly {
                 new ProcessAgentWorkflow(
                         proxy, options, launch.command(), launch.workingDir(), launch.processTimeout());
             case ONLINE -> new OnlineAgentWorkflow(proxy, options);
-            case CLASS -> {
-                try {
-                    yield AgentWorkflows.resolver(proxy, options)
-                            .resolve(settings.workflow(), settings.workflowKwargs())
-                            .workflow();
-                } catch (InvalidConfigException e) {
-                    throw keyed(e);
-                }
-            }
+            case CLASS -> agentClass(proxy, options, settings.workflowKwargs(), WORKFLOW);
             case NONE -> throw new IllegalStateException("no agent");
         };
+        if (agentEval != null) {
+            return new Workflows(w, agentEval);
+        }
+        if (agentKind == AgentKind.CLASS && settings.evalWorkflowConfigured()) {
+            // The agent class again, with rollout.eval_workflow_kwargs.
+            return new Workflows(w, agentClass(proxy, options, settings.evalWorkflowKwargs(), EVAL_WORKFLOW));
+        }
         return new Workflows(w, w);
     }
 
-    /** {@code rollout.workflow} for training and for evaluation (with eval_gconfig), every error keyed. */
+    private RolloutWorkflow agentClass(
+            OpenAIProxy proxy, AgentOptions options, Map<String, Object> kwargs, WorkflowKeys keys) {
+        try {
+            return AgentWorkflows.resolver(proxy, options)
+                    .resolve(settings.workflow(), kwargs)
+                    .workflow();
+        } catch (InvalidConfigException e) {
+            throw keys.keyed(e);
+        }
+    }
+
+    /**
+     * In an agent mode, the evaluation workflow that {@code rollout.eval_workflow} names, built now
+     * (it runs without the proxy); null when evaluation runs the agent.
+     *
+     * @throws InvalidConfigException for {@code rollout.eval_workflow_kwargs} given without {@code
+     *     rollout.eval_workflow} to an agent that takes no kwargs (a command, online sessions, the demo)
+     */
+    private RolloutWorkflow agentEvaluation(Tokenizer tokenizer) {
+        if (settings.rollout().evalWorkflow() != null) {
+            configurePythonRewards();
+            return build(
+                    settings.evalWorkflow(),
+                    settings.evalWorkflowKwargs(),
+                    settings.evalGconfig(),
+                    tokenizer,
+                    evalKeys());
+        }
+        if (settings.rollout().evalWorkflowKwargs() != null && agentKind != AgentKind.CLASS) {
+            throw new InvalidConfigException(
+                    EVAL_WORKFLOW.kwargs(),
+                    settings.rollout().evalWorkflowKwargs(),
+                    "null: evaluation runs the " + agentKind.name().toLowerCase(java.util.Locale.ROOT)
+                            + " agent, which takes no kwargs; name a workflow in rollout.eval_workflow to give"
+                            + " it kwargs");
+        }
+        return null;
+    }
+
+    /**
+     * {@code rollout.workflow} for training, and for evaluation {@code rollout.eval_workflow} (or the
+     * same) with eval_gconfig; every error keyed.
+     */
     private Workflows configuredWorkflows(Tokenizer tokenizer) {
-        String name = settings.workflow();
         configurePythonRewards();
+        RolloutWorkflow train =
+                build(settings.workflow(), settings.workflowKwargs(), settings.gconfig(), tokenizer, WORKFLOW);
+        RolloutWorkflow eval = build(
+                settings.evalWorkflow(), settings.evalWorkflowKwargs(), settings.evalGconfig(), tokenizer, evalKeys());
+        return new Workflows(train, eval);
+    }
+
+    /**
+     * The keys an evaluation workflow's errors name: {@code rollout.eval_workflow} when it is set
+     * (else the workflow is {@code rollout.workflow}'s), and {@code rollout.eval_workflow_kwargs} when
+     * it is set (else the kwargs are {@code rollout.workflow_kwargs}).
+     */
+    private WorkflowKeys evalKeys() {
+        RolloutSettings.Rollout r = settings.rollout();
+        return new WorkflowKeys(
+                r.evalWorkflow() != null ? EVAL_WORKFLOW.name() : WORKFLOW.name(),
+                r.evalWorkflowKwargs() != null ? EVAL_WORKFLOW.kwargs() : WORKFLOW.kwargs());
+    }
+
+    /** The keys of a workflow and of its kwargs, for errors. */
+    private record WorkflowKeys(String name, String kwargs) {
+        /** A kwarg's error under the kwargs' key; a key of the configuration's own kept as is. */
+        InvalidConfigException keyed(InvalidConfigException e) {
+            String key = e.key();
+            if (key.startsWith("rollout.")) {
+                return e;
+            }
+            String prefix = "workflow_kwargs.";
+            InvalidConfigException keyed = key.startsWith(prefix)
+                    ? new InvalidConfigException(kwargs + "." + key.substring(prefix.length()), e.value(), e.allowed())
+                    : e.under(kwargs);
+            keyed.initCause(e);
+            return keyed;
+        }
+    }
+
+    private static final WorkflowKeys WORKFLOW = new WorkflowKeys("rollout.workflow", "rollout.workflow_kwargs");
+    private static final WorkflowKeys EVAL_WORKFLOW =
+            new WorkflowKeys("rollout.eval_workflow", "rollout.eval_workflow_kwargs");
+
+    /** A built-in or class-named RolloutWorkflow (no agent proxy), every error keyed by {@code keys}. */
+    private RolloutWorkflow build(
+            String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
         try {
             if (BuiltinWorkflows.isBuiltin(name)) {
-                return new Workflows(
-                        BuiltinWorkflows.create(name, settings.gconfig(), tokenizer, settings.workflowKwargs()),
-                        BuiltinWorkflows.create(name, settings.evalGconfig(), tokenizer, settings.workflowKwargs()));
+                return BuiltinWorkflows.create(name, g, tokenizer, kwargs);
             }
-            WorkflowResolver resolver = new WorkflowResolver(WorkflowResolver.MODE_INLINE, null);
-            return new Workflows(
-                    resolver.resolve(name, withInjected(settings.gconfig(), tokenizer))
-                            .workflow(),
-                    resolver.resolve(name, withInjected(settings.evalGconfig(), tokenizer))
-                            .workflow());
+            return new WorkflowResolver(WorkflowResolver.MODE_INLINE, null)
+                    .resolve(name, withInjected(kwargs, g, tokenizer))
+                    .workflow();
         } catch (InvalidConfigException e) {
-            throw keyed(e);
+            throw keys.keyed(e);
         } catch (IllegalArgumentException e) {
             if (e.getCause() instanceof InvalidConfigException kwarg) {
                 // A workflow class's constructor refused one of its kwargs.
-                throw keyed(kwarg);
+                throw keys.keyed(kwarg);
             }
             InvalidConfigException keyed = new InvalidConfigException(
-                    "rollout.workflow",
+                    keys.name(),
                     name,
                     "a built-in name (" + String.join(", ", BuiltinWorkflows.NAMES) + ") or a RolloutWorkflow or"
                             + " AgentWorkflow class on the class path (the engine's, --classpath, rollout.classpath);"
@@ -349,18 +432,6 @@ final class NodeAssembly {
             keyed.initCause(e);
             throw keyed;
         }
-    }
-
-    /** A kwarg's error under {@code rollout.workflow_kwargs}; a key of the configuration's own kept as is. */
-    private static InvalidConfigException keyed(InvalidConfigException e) {
-        String key = e.key();
-        if (key.startsWith("rollout.")) {
-            return e;
-        }
-        InvalidConfigException keyed =
-                key.startsWith("workflow_kwargs.") ? e.under("rollout") : e.under("rollout.workflow_kwargs");
-        keyed.initCause(e);
-        return keyed;
     }
 
     /**
@@ -377,8 +448,9 @@ final class NodeAssembly {
     }
 
     /** A class-named workflow gets the GenerationConfig and tokenizer objects in its kwargs, as AReaL passes them. */
-    private Map<String, Object> withInjected(GenerationConfig g, Tokenizer tokenizer) {
-        Map<String, Object> kwargs = new HashMap<>(settings.workflowKwargs());
+    private static Map<String, Object> withInjected(
+            Map<String, Object> given, GenerationConfig g, Tokenizer tokenizer) {
+        Map<String, Object> kwargs = new HashMap<>(given);
         kwargs.put("gconfig", g);
         kwargs.put("tokenizer", tokenizer);
         return kwargs;

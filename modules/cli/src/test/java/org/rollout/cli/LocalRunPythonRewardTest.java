@@ -33,21 +33,34 @@ class LocalRunPythonRewardTest {
     @TempDir
     Path dir;
 
-    private RolloutSettings settings(String rewardFn) {
-        return RolloutConfig.load(
-                null,
-                List.of(
-                        "rollout.fileroot=" + dir,
-                        "rollout.trial_name=py",
-                        "rollout.workflow=rlvr",
-                        "rollout.workflow_kwargs.reward_fn=\"" + rewardFn + "\"",
-                        "rollout.python.executable=/usr/bin/python3",
-                        "rollout.python.path=\"" + dir.resolve("rewards") + "\"",
-                        "rollout.python.reward_workers=2",
-                        "gconfig.n_samples=4",
-                        "rollout.consumer_batch_size=4",
-                        "rollout.max_concurrent_rollouts=8"),
-                LocalCommand.profile("demo"));
+    private RolloutSettings settings(String rewardFn, String... more) {
+        List<String> overrides = new ArrayList<>(List.of(
+                "rollout.fileroot=" + dir,
+                "rollout.trial_name=py",
+                "rollout.workflow=rlvr",
+                "rollout.workflow_kwargs.reward_fn=\"" + rewardFn + "\"",
+                "rollout.python.executable=/usr/bin/python3",
+                "rollout.python.path=\"" + dir.resolve("rewards") + "\"",
+                "rollout.python.reward_workers=2",
+                "gconfig.n_samples=4",
+                "rollout.consumer_batch_size=4",
+                "rollout.max_concurrent_rollouts=8"));
+        overrides.addAll(List.of(more));
+        return RolloutConfig.load(null, overrides, LocalCommand.profile("demo"));
+    }
+
+    private List<DumpRecord> dumped(String kind) throws java.io.IOException {
+        List<DumpRecord> records = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(dir.resolve("demo/py/" + kind))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).toList()) {
+                records.addAll(TrajectoryDumpReader.read(f));
+            }
+        }
+        return records;
+    }
+
+    private static double rewardOf(DumpRecord r) {
+        return r.originalReward() != null ? r.originalReward() : r.reward();
     }
 
     @Test
@@ -74,19 +87,13 @@ class LocalRunPythonRewardTest {
                         new PrintStream(out, true, StandardCharsets.UTF_8))
                 .execute();
 
-        List<DumpRecord> records = new ArrayList<>();
-        try (Stream<Path> files = Files.walk(dir.resolve("demo/py/rollout"))) {
-            for (Path f : files.filter(p -> p.toString().endsWith(".jsonl")).toList()) {
-                records.addAll(TrajectoryDumpReader.read(f));
-            }
-        }
+        List<DumpRecord> records = dumped("rollout");
         assertThat(records).hasSizeGreaterThanOrEqualTo(8);
         for (DumpRecord r : records) {
             Matcher m = LETTER.matcher(r.prompt());
             assertThat(m.find()).as("prompt %s", r.prompt()).isTrue();
             double expected = (m.group(1).charAt(0) - 'a') + 0.001 * (r.seqlen() - r.promptLen());
-            double reward = r.originalReward() != null ? r.originalReward() : r.reward();
-            assertThat(reward)
+            assertThat(rewardOf(r))
                     .as("reward of %s", r.completion())
                     .isCloseTo(expected, org.assertj.core.data.Offset.offset(1e-4));
         }
@@ -104,6 +111,48 @@ class LocalRunPythonRewardTest {
                     .isEmpty();
         }
         assertThat(out.toString(StandardCharsets.UTF_8)).contains("Done in");
+    }
+
+    @Test
+    void evaluationGroupsAreScoredByTheEvaluationWorkflowsOwnKwargs() throws Exception {
+        Files.createDirectories(dir.resolve("rewards"));
+        Files.writeString(dir.resolve("rewards/train_py.py"), """
+                def reward(prompt, completions, prompt_ids, completion_ids, target, **data):
+                    return 0.001 * len(completion_ids)
+                """);
+        Files.writeString(dir.resolve("rewards/eval_py.py"), """
+                def reward(prompt, completions, prompt_ids, completion_ids, target, **data):
+                    return 100 + 0.001 * len(completion_ids)
+                """);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        new LocalRun(
+                        settings(
+                                "python:train_py:reward",
+                                "rollout.eval_workflow=rlvr",
+                                "rollout.eval_workflow_kwargs.reward_fn=\"python:eval_py:reward\""),
+                        true, // the letters prompts and evaluation items, as the demo asks for them
+                        false,
+                        2,
+                        1,
+                        false,
+                        new PrintStream(out, true, StandardCharsets.UTF_8))
+                .execute();
+
+        List<DumpRecord> train = dumped("rollout");
+        List<DumpRecord> eval = dumped("eval-rollout");
+        assertThat(train).hasSizeGreaterThanOrEqualTo(8);
+        assertThat(eval).isNotEmpty();
+        for (DumpRecord r : train) {
+            assertThat(rewardOf(r)).as("training reward of %s", r.completion()).isLessThan(50);
+        }
+        for (DumpRecord r : eval) {
+            double expected = 100 + 0.001 * (r.seqlen() - r.promptLen());
+            assertThat(rewardOf(r))
+                    .as("evaluation reward of %s", r.completion())
+                    .isCloseTo(expected, org.assertj.core.data.Offset.offset(1e-4));
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8))
+                .contains("evaluation workflow: rlvr {reward_fn=python:eval_py:reward}");
     }
 
     @Test

@@ -137,6 +137,47 @@ class RolloutCliTest {
     }
 
     @Test
+    void theEvaluationWorkflowAndItsKwargsAreCheckedBeforeAnythingStartsNamingTheirOwnKeys() {
+        String[] base = {
+            "local",
+            "--steps",
+            "1",
+            "rollout.workflow=rlvr",
+            "rollout.tokenizer_path=builtin",
+            "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
+            "rollout.workflow_kwargs.reward_fn=org.rollout.examples.demo.LetterReward"
+        };
+        Run missing = runLocal(concat(base, "rollout.eval_workflow=com.example.NoSuchWorkflow"));
+        assertThat(missing.exit()).isEqualTo(2);
+        assertThat(missing.err()).contains("'rollout.eval_workflow'", "com.example.NoSuchWorkflow");
+        assertThat(missing.out()).doesNotContain("model servers:");
+
+        Run badKwarg = runLocal(concat(base, "rollout.eval_workflow_kwargs.reward_fn=com.example.NoSuchReward"));
+        assertThat(badKwarg.exit()).isEqualTo(2);
+        assertThat(badKwarg.err())
+                .contains("'rollout.eval_workflow_kwargs.reward_fn'", "com.example.NoSuchReward", "not found");
+        assertThat(badKwarg.out()).doesNotContain("model servers:");
+
+        Run notAName = runLocal(concat(base, "rollout.eval_workflow=\"not a name\""));
+        assertThat(notAName.exit()).isEqualTo(2);
+        assertThat(notAName.err()).contains("'rollout.eval_workflow'", "null for rollout.workflow");
+    }
+
+    @Test
+    void evaluationKwargsForAnAgentThatTakesNoneAreRefusedNamingTheKey() {
+        Run r = runLocal("local", "--steps", "1", "--workflow", "agent", "rollout.eval_workflow_kwargs.max_turns=3");
+        assertThat(r.exit()).isEqualTo(2);
+        assertThat(r.err()).contains("'rollout.eval_workflow_kwargs'", "demo agent, which takes no kwargs");
+        assertThat(r.out()).doesNotContain("model servers:");
+    }
+
+    private static String[] concat(String[] base, String... more) {
+        String[] all = java.util.Arrays.copyOf(base, base.length + more.length);
+        System.arraycopy(more, 0, all, base.length, more.length);
+        return all;
+    }
+
+    @Test
     void aNodeWithAConfiguredWorkflowAndNoDatasetIsRefusedBeforeReachingAServer() {
         Run r = runLocal(
                 "node", "rollout.workflow=rlvr", "rollout.tokenizer_path=builtin", "rollout.servers=127.0.0.1:9");

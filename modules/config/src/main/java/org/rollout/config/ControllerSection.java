@@ -1,5 +1,7 @@
 package org.rollout.config;
 
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueType;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -32,6 +34,8 @@ record ControllerSection(
         Integer evalMaxConcurrent,
         String workflow,
         Map<String, Object> workflowKwargs,
+        String evalWorkflow,
+        Map<String, Object> evalWorkflowKwargs,
         String accept) {
 
     /** How {@code queue_size} is derived from {@code max_concurrent_rollouts} when null (semantics §6.8). */
@@ -64,6 +68,8 @@ record ControllerSection(
                 "rollout.eval_max_concurrent", 1, true, "an integer >= 1, or null for max_concurrent_rollouts");
         String workflow = workflow(r);
         Map<String, Object> kwargs = r.object("rollout.workflow_kwargs", "an object of keyword arguments, {} for none");
+        String evalWorkflow = evalWorkflow(r);
+        Map<String, Object> evalKwargs = evalWorkflowKwargs(r);
         String accept = accept(r);
         return new ControllerSection(
                 tokenizerPath,
@@ -82,6 +88,8 @@ record ControllerSection(
                 evalMaxConcurrent,
                 workflow,
                 kwargs,
+                evalWorkflow,
+                evalKwargs,
                 accept);
     }
 
@@ -117,6 +125,8 @@ record ControllerSection(
                 evalMaxConcurrent != null ? evalMaxConcurrent : c,
                 workflow,
                 workflowKwargs,
+                evalWorkflow,
+                evalWorkflowKwargs,
                 accept,
                 dataset);
     }
@@ -175,16 +185,35 @@ record ControllerSection(
         return r.choice("rollout.staleness_policy", options, false, "\"admission\" or \"cancel\"");
     }
 
+    private static final String WORKFLOW_ALLOWED = "a built-in workflow name (rlvr, multi_turn, demo) or a class"
+            + " name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD)";
+
     private static String workflow(ConfigReader r) {
-        String key = "rollout.workflow";
-        String allowed = "a built-in workflow name (rlvr, multi_turn, demo) or a class name (pkg.Class,"
-                + " pkg.Class.FIELD or pkg.Class#FIELD)";
-        String v = r.string(key, false, allowed);
+        return workflowName(r, "rollout.workflow", false, WORKFLOW_ALLOWED);
+    }
+
+    /** Null when absent or null: evaluation runs {@code rollout.workflow}. */
+    private static String evalWorkflow(ConfigReader r) {
+        return workflowName(r, "rollout.eval_workflow", true, "null for rollout.workflow, or " + WORKFLOW_ALLOWED);
+    }
+
+    private static String workflowName(ConfigReader r, String key, boolean nullable, String allowed) {
+        String v = r.string(key, nullable, allowed);
         if (v != null && !CLASS_NAME.matcher(v).matches()) {
             r.error(key, v, allowed);
             return null;
         }
         return v;
+    }
+
+    /** Null when absent or null: evaluation takes {@code rollout.workflow_kwargs}. */
+    private static Map<String, Object> evalWorkflowKwargs(ConfigReader r) {
+        String key = "rollout.eval_workflow_kwargs";
+        ConfigValue v = r.value(key);
+        if (v == null || v.valueType() == ConfigValueType.NULL) {
+            return null;
+        }
+        return r.object(key, "null for rollout.workflow_kwargs, or an object of keyword arguments ({} for none)");
     }
 
     private static String accept(ConfigReader r) {

@@ -22,7 +22,7 @@ import java.util.TreeSet;
  *
  * <p>Known paths are the leaves and sections of {@code rollout}, {@code gconfig},
  * {@code eval_gconfig} (which takes gconfig's keys) and {@code actor}; {@code
- * rollout.workflow_kwargs} is free-form. At the top level, {@code pekko} is also allowed (it
+ * rollout.workflow_kwargs} and {@code rollout.eval_workflow_kwargs} are free-form. At the top level, {@code pekko} is also allowed (it
  * configures the actor system and is not checked here). Immutable.
  */
 final class KnownKeys {
@@ -33,7 +33,7 @@ final class KnownKeys {
     static final String PEKKO = "pekko";
 
     /** Objects whose content is the user's (not checked). */
-    static final Set<String> FREE_FORM = Set.of("rollout.workflow_kwargs");
+    static final Set<String> FREE_FORM = Set.of("rollout.workflow_kwargs", "rollout.eval_workflow_kwargs");
 
     /** Sections that may be null: AReaL's {@code eval_gconfig = None} and {@code reward_norm = None}. */
     static final Set<String> NULLABLE_SECTIONS = Set.of("eval_gconfig", "actor.reward_norm", "actor.adv_norm");

@@ -147,6 +147,8 @@ public final class RolloutSettings {
             int evalMaxConcurrent,
             String workflow,
             Map<String, Object> workflowKwargs,
+            String evalWorkflow,
+            Map<String, Object> evalWorkflowKwargs,
             String accept,
             Dataset dataset) {
         public Rollout {
@@ -244,6 +246,27 @@ public final class RolloutSettings {
     /** {@code rollout.workflow_kwargs}. */
     public Map<String, Object> workflowKwargs() {
         return rollout.workflowKwargs();
+    }
+
+    /**
+     * The workflow evaluation groups run: {@code rollout.eval_workflow}, or {@code rollout.workflow}
+     * when that is null. It is built with {@code eval_gconfig}.
+     */
+    public String evalWorkflow() {
+        return rollout.evalWorkflow() != null ? rollout.evalWorkflow() : rollout.workflow();
+    }
+
+    /**
+     * The kwargs of {@link #evalWorkflow()}: {@code rollout.eval_workflow_kwargs}, or {@code
+     * rollout.workflow_kwargs} when that is null.
+     */
+    public Map<String, Object> evalWorkflowKwargs() {
+        return rollout.evalWorkflowKwargs() != null ? rollout.evalWorkflowKwargs() : rollout.workflowKwargs();
+    }
+
+    /** Whether {@code rollout.eval_workflow} or {@code rollout.eval_workflow_kwargs} is set. */
+    public boolean evalWorkflowConfigured() {
+        return rollout.evalWorkflow() != null || rollout.evalWorkflowKwargs() != null;
     }
 
     /** {@code rollout.accept}: {@code all}, {@code drop_equal_rewards} or an AcceptFilter class name. */
