@@ -27,7 +27,8 @@ import org.rollout.api.Tokenizer;
  *
  * <p>The chat template is ChatML, as Qwen's: {@code <|im_start|>{role}\n{content}<|im_end|>\n} per
  * message, then {@code <|im_start|>assistant\n} for the generation prompt. Decoding turns byte
- * sequences that are not valid UTF-8 into U+FFFD, as Hugging Face's byte-level decoders do.
+ * sequences that are not valid UTF-8 into U+FFFD, as Hugging Face's byte-level decoders do; special
+ * tokens that are skipped are dropped first, so the bytes around them decode as one run, as there.
  *
  * <p>Immutable and thread-safe; use {@link #INSTANCE}.
  */
@@ -102,10 +103,13 @@ public final class ByteLevelTokenizer implements Tokenizer {
                 pending.write(id);
                 continue;
             }
-            flush(pending, sb);
-            if (!(skipSpecialTokens && isSpecial(id))) {
-                sb.append(NAMED.get(id - 256));
+            if (skipSpecialTokens && isSpecial(id)) {
+                // Dropped before the bytes are decoded, as Hugging Face's decoders do: the bytes on
+                // either side of a skipped token decode as one run.
+                continue;
             }
+            flush(pending, sb);
+            sb.append(NAMED.get(id - 256));
         }
         flush(pending, sb);
         return sb.toString();

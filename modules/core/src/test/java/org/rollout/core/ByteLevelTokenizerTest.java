@@ -32,6 +32,14 @@ class ByteLevelTokenizerTest {
     }
 
     @Test
+    void theBytesAroundASkippedSpecialTokenDecodeAsOneRun() {
+        // "é" is C3 A9: split by a skipped <|endoftext|> it is still one character, as in Hugging Face.
+        int[] ids = {0xC3, ByteLevelTokenizer.ENDOFTEXT, 0xA9};
+        assertThat(tok.decode(ids, true)).isEqualTo("é");
+        assertThat(tok.decode(ids, false)).isEqualTo("\uFFFD<|endoftext|>\uFFFD");
+    }
+
+    @Test
     void invalidUtf8DecodesToReplacementCharacter() {
         assertThat(tok.decode(new int[] {'a', 0xFF, 'b'}, false)).isEqualTo("a\uFFFDb");
     }

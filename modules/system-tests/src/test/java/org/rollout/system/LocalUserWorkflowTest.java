@@ -70,6 +70,7 @@ class LocalUserWorkflowTest {
                 .contains(
                         "local run of the rlvr workflow with reward_fn com.example.rollout.ExactAnswerReward, 3 steps")
                 .contains("dataset: [examples/user-workflow/data/train.jsonl]")
+                .contains("tokenizer: examples/user-workflow/tokenizer")
                 .contains("Done in")
                 .doesNotContain("letters")
                 .doesNotContain("no workflow configured");
