@@ -18,6 +18,7 @@ import org.rollout.examples.demo.LetterReward;
  *   rlvr         {@link RLVRWorkflow}                      reward_fn (required), enable_thinking, prompt_key
  *   multi_turn   {@link MultiTurnWorkflow}                 reward_fn, max_turns, turn_discount (required), prompt_key
  *   demo         RLVRWorkflow with the letters reward      enable_thinking, prompt_key
+ *   (rlvr, multi_turn and demo also take reward_timeout and reward_max_retries: the reward's limits)
  * </pre>
  *
  * <p>{@code gconfig} and {@code tokenizer} come from the configuration ({@code gconfig}, {@code

@@ -46,8 +46,15 @@ import org.rollout.api.WorkflowContext;
  */
 public final class MultiTurnWorkflow implements RolloutWorkflow {
     /** The kwargs {@link #MultiTurnWorkflow(Map)} accepts. */
-    public static final Set<String> KWARGS =
-            Set.of("gconfig", "tokenizer", "reward_fn", "max_turns", "turn_discount", "prompt_key");
+    public static final Set<String> KWARGS = Set.of(
+            "gconfig",
+            "tokenizer",
+            "reward_fn",
+            "reward_timeout",
+            "reward_max_retries",
+            "max_turns",
+            "turn_discount",
+            "prompt_key");
 
     /** The feedback the model gets after an answer without reward. */
     public static final String FEEDBACK =
@@ -91,7 +98,7 @@ public final class MultiTurnWorkflow implements RolloutWorkflow {
 
     private MultiTurnWorkflow(WorkflowKwargs k) {
         this(
-                k.rewardFunction("reward_fn"),
+                k.timedReward("reward_fn"),
                 k.gconfig("gconfig"),
                 k.tokenizer("tokenizer"),
                 k.integer("max_turns", MAX_TURNS_ALLOWED),

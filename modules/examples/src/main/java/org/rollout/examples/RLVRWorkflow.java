@@ -52,8 +52,14 @@ import org.rollout.api.WorkflowContext;
  */
 public final class RLVRWorkflow implements RolloutWorkflow {
     /** The kwargs {@link #RLVRWorkflow(Map)} accepts. */
-    public static final Set<String> KWARGS =
-            Set.of("gconfig", "tokenizer", "reward_fn", "enable_thinking", "prompt_key");
+    public static final Set<String> KWARGS = Set.of(
+            "gconfig",
+            "tokenizer",
+            "reward_fn",
+            "reward_timeout",
+            "reward_max_retries",
+            "enable_thinking",
+            "prompt_key");
 
     private final TimedRewardFunction rewardFn;
     private final GenerationConfig gconfig;
@@ -77,7 +83,9 @@ public final class RLVRWorkflow implements RolloutWorkflow {
      * tokenizer} (a {@link Tokenizer}, or a path for {@code Tokenizers.load}), {@code reward_fn}
      * (a {@link RewardFunction}, or a class name / {@code pkg.Class#FIELD} / {@code
      * python:module.path:function} string, the last a {@link PythonRewardFunction}), optional
-     * {@code enable_thinking} (default false) and {@code prompt_key} (default {@code messages}).
+     * {@code enable_thinking} (default false) and {@code prompt_key} (default {@code messages}),
+     * and the reward's limits {@code reward_timeout} (seconds per attempt, default 15) and {@code
+     * reward_max_retries} (default 3).
      *
      * @throws org.rollout.api.InvalidConfigException naming a missing, wrong or unknown key
      */
@@ -87,7 +95,7 @@ public final class RLVRWorkflow implements RolloutWorkflow {
 
     private RLVRWorkflow(WorkflowKwargs k) {
         this(
-                k.rewardFunction("reward_fn"),
+                k.timedReward("reward_fn"),
                 k.gconfig("gconfig"),
                 k.tokenizer("tokenizer"),
                 k.bool("enable_thinking", false),

@@ -96,6 +96,46 @@ final class WorkflowKwargs {
         throw new InvalidConfigException(key, v, REWARD_FN_ALLOWED + " (required by " + workflow + ")");
     }
 
+    /**
+     * The reward under {@code key} ({@link #rewardFunction}) with its per-attempt limits: {@code
+     * reward_timeout} (seconds &gt; 0, default {@link TimedRewardFunction#DEFAULT_TIMEOUT}) and {@code
+     * reward_max_retries} (retries after a failed or timed-out attempt, integer &ge; 0, default
+     * {@link TimedRewardFunction#DEFAULT_MAX_RETRIES}). A {@link TimedRewardFunction} given as the
+     * reward keeps its own limits, and then these kwargs are refused.
+     */
+    TimedRewardFunction timedReward(String key) {
+        RewardFunction f = rewardFunction(key);
+        Object timeout = values.get("reward_timeout");
+        Object retries = values.get("reward_max_retries");
+        if (f instanceof TimedRewardFunction timed) {
+            if (timeout != null || retries != null) {
+                String given = timeout != null ? "reward_timeout" : "reward_max_retries";
+                throw new InvalidConfigException(
+                        given,
+                        values.get(given),
+                        "absent: the reward_fn given is a TimedRewardFunction with its own limits");
+            }
+            return timed;
+        }
+        java.time.Duration limit = TimedRewardFunction.DEFAULT_TIMEOUT;
+        if (timeout != null) {
+            if (!(timeout instanceof Number n) || !(n.doubleValue() > 0) || Double.isInfinite(n.doubleValue())) {
+                throw new InvalidConfigException(
+                        "reward_timeout", timeout, "seconds > 0 for one attempt of the reward");
+            }
+            limit = java.time.Duration.ofNanos(Math.max(1, Math.round(n.doubleValue() * 1e9)));
+        }
+        int maxRetries = TimedRewardFunction.DEFAULT_MAX_RETRIES;
+        if (retries != null) {
+            if (!(retries instanceof Number n && isIntegral(n) && n.longValue() >= 0 && n.longValue() <= 1000)) {
+                throw new InvalidConfigException(
+                        "reward_max_retries", retries, "an integer in [0, 1000]: retries after a failed attempt");
+            }
+            maxRetries = ((Number) retries).intValue();
+        }
+        return new TimedRewardFunction(f, limit, maxRetries);
+    }
+
     private static final String REWARD_FN_ALLOWED = "a RewardFunction object, the name of a class implementing"
             + " RewardFunction with a public no-arg constructor, 'pkg.Class#FIELD' naming a public static"
             + " RewardFunction field, or 'python:module.path:function' naming a Python function";

@@ -35,6 +35,65 @@ class BuiltinWorkflowsTest {
     }
 
     @Test
+    void theRewardsLimitsComeFromTheKwargsAndBoundASlowReward() throws Exception {
+        RewardFunction slow = (p, c, pi, ci, d) -> {
+            Thread.sleep(30_000);
+            return 1.0;
+        };
+        RolloutWorkflow w = BuiltinWorkflows.create(
+                "rlvr", GCONFIG, TOK, Map.of("reward_fn", slow, "reward_timeout", 0.2, "reward_max_retries", 1));
+        assertThat(((RLVRWorkflow) w).rewardFunction().timeout()).isEqualTo(java.time.Duration.ofMillis(200));
+        assertThat(((RLVRWorkflow) w).rewardFunction().maxRetries()).isEqualTo(1);
+
+        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'a'}, 0, StopReason.LENGTH);
+        long start = System.nanoTime();
+        TensorDict row = RLVRWorkflowTest.rowOf(w.runEpisode(engine, Map.of("prompt", "hi")));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+
+        // Two attempts of 0.2 s each time out, and the last timeout's reward is 0, as AReaL's.
+        assertThat(row.float32("rewards").get(0)).isEqualTo(0.0f);
+        assertThat(millis).as("two bounded attempts, not the reward's 30 s").isLessThan(10_000);
+
+        RolloutWorkflow defaults = BuiltinWorkflows.create("demo", GCONFIG, TOK, Map.of());
+        assertThat(((RLVRWorkflow) defaults).rewardFunction().timeout()).isEqualTo(TimedRewardFunction.DEFAULT_TIMEOUT);
+        assertThat(((RLVRWorkflow) defaults).rewardFunction().maxRetries())
+                .isEqualTo(TimedRewardFunction.DEFAULT_MAX_RETRIES);
+        RolloutWorkflow multi = BuiltinWorkflows.create(
+                "multi_turn",
+                GCONFIG,
+                TOK,
+                Map.of(
+                        "reward_fn", new LetterReward(),
+                        "max_turns", 2,
+                        "turn_discount", 1.0,
+                        "reward_timeout", 60,
+                        "reward_max_retries", 0));
+        assertThat(multi).isInstanceOf(MultiTurnWorkflow.class);
+    }
+
+    @Test
+    void badRewardLimitsAreRefusedNamingTheKwarg() {
+        RewardFunction r = new LetterReward();
+        assertThatThrownBy(() ->
+                        BuiltinWorkflows.create("rlvr", GCONFIG, TOK, Map.of("reward_fn", r, "reward_timeout", 0)))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("'reward_timeout'")
+                .hasMessageContaining("seconds > 0");
+        assertThatThrownBy(() -> BuiltinWorkflows.create(
+                        "rlvr", GCONFIG, TOK, Map.of("reward_fn", r, "reward_max_retries", 1.5)))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("'reward_max_retries'");
+        assertThatThrownBy(() -> BuiltinWorkflows.create(
+                        "rlvr",
+                        GCONFIG,
+                        TOK,
+                        Map.of("reward_fn", TimedRewardFunction.withDefaults(r), "reward_max_retries", 2)))
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("'reward_max_retries'")
+                .hasMessageContaining("its own limits");
+    }
+
+    @Test
     void multiTurnIsAMultiTurnWorkflowWithItsTurnKwargs() {
         RolloutWorkflow w = BuiltinWorkflows.create(
                 "multi_turn",
