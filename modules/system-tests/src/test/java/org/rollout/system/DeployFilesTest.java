@@ -25,8 +25,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The deployment files of {@code deploy/}: the Kubernetes example overlay as {@code kubectl
  * kustomize} renders it (skipped, saying so, when kubectl is absent; {@code .ci/run} installs
- * it), and the Slurm scripts' host-list expansion and role assignment, run with bash and the
- * variables Slurm sets.
+ * it), checked against Kubernetes' schemas offline by {@code deploy/kubernetes/check}, and the
+ * Slurm scripts' host-list expansion and role assignment, run with bash and the variables Slurm
+ * sets.
  */
 @Timeout(120)
 class DeployFilesTest {
@@ -38,6 +39,53 @@ class DeployFilesTest {
     private final Path repoRoot = Path.of(System.getProperty("rollout.repo.root", "../.."))
             .toAbsolutePath()
             .normalize();
+
+    @Test
+    void theRenderedManifestsPassKubernetesSchemasAndAMisspelledOrMistypedFieldFailsNamingItsPath() throws Exception {
+        Path kubectl = Path.of("/usr/bin/kubectl");
+        Path checker = repoRoot.resolve("deploy/kubernetes/check");
+        assumeTrue(
+                Files.isExecutable(kubectl),
+                "kubectl is not installed (/usr/bin/kubectl; .ci/run installs the Debian package kubectl)");
+        assumeTrue(
+                Files.isDirectory(checker.resolve("node_modules")),
+                "the schema checker's packages are not installed (.ci/run runs npm ci in deploy/kubernetes/check)");
+        String yaml = ManagedProcess.run(
+                List.of(kubectl.toString(), "kustomize", "deploy/kubernetes/overlays/example"),
+                Map.of(),
+                repoRoot,
+                RUN_TIMEOUT);
+        Path rendered = run.dir().resolve("rendered.yaml");
+        Files.writeString(rendered, yaml);
+        String valid = ManagedProcess.run(
+                List.of("node", "deploy/kubernetes/check/validate.mjs", rendered.toString()),
+                Map.of(),
+                repoRoot,
+                RUN_TIMEOUT);
+        int documents = yaml.split("(?m)^---$").length;
+        assertThat(valid.strip()).isEqualTo(documents + " objects valid");
+
+        // A misspelled field, a field of the wrong type and a misspelled enum value: each named.
+        String broken = yaml.replaceFirst("(?m)^  replicas:", "  replics:")
+                .replaceFirst("periodSeconds: \\d+", "periodSeconds: often")
+                .replaceFirst("(?m)^(\\s*)- name: management", "$1- nme: management");
+        assertThat(broken).isNotEqualTo(yaml);
+        Path brokenFile = run.dir().resolve("broken.yaml");
+        Files.writeString(brokenFile, broken);
+        AssertionError failure = org.assertj.core.api.Assertions.catchThrowableOfType(
+                AssertionError.class,
+                () -> ManagedProcess.run(
+                        List.of("node", "deploy/kubernetes/check/validate.mjs", brokenFile.toString()),
+                        Map.of(),
+                        repoRoot,
+                        RUN_TIMEOUT));
+        assertThat(failure).as("the checker's exit on broken manifests").isNotNull();
+        assertThat(failure.getMessage())
+                .contains("exited with 1")
+                .contains("/spec/replics: unknown field (did you mean replicas?)")
+                .contains("periodSeconds: must be integer")
+                .contains("/nme: unknown field (did you mean name?)");
+    }
 
     @Test
     void theKubernetesOverlayRendersWithProbesRbacSelectorsAndDiscoveryThatFit() throws Exception {
