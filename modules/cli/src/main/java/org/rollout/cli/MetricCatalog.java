@@ -102,6 +102,12 @@ final class MetricCatalog {
                     "gauge",
                     "",
                     "1 when the coordinator and collector answered the last status read within 2 s"),
+            m(
+                    "rollout_actor_mailbox_messages",
+                    "gauge",
+                    "actor",
+                    "messages waiting in the mailbox of this node's coordinator, collector, weight_version or"
+                            + " runner actor (0 where that actor does not run)"),
             m("rollout_inference_in_flight", "gauge", "server", "generate requests in flight on a server"),
             m(
                     "rollout_inference_server_up",

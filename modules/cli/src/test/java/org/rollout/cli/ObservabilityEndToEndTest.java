@@ -170,6 +170,14 @@ class ObservabilityEndToEndTest {
                 .isEqualTo(2);
         assertThat(sum(b, "rollout_inference_server_up")).isEqualTo(2.0);
         assertThat(sum(b, "rollout_coordinator_reachable")).isEqualTo(1.0);
+        // One mailbox series per long-lived actor kind; a local run hosts all four, and none is stuck.
+        assertThat(b.keySet().stream()
+                        .filter(k -> k.startsWith("rollout_actor_mailbox_messages{"))
+                        .map(k -> k.replaceAll(".*actor=\"([a-z_]+)\".*", "$1"))
+                        .sorted()
+                        .toList())
+                .containsExactly("collector", "coordinator", "runner", "weight_version");
+        assertThat(sum(b, "rollout_actor_mailbox_messages")).isBetween(0.0, 10_000.0);
         assertThat(sum(b, "rollout_reward", train)).isBetween(0.0, 1.0);
         assertThat(sum(b, "rollout_group_target_slot_count", train)).isEqualTo(4.0);
         // Every meter the catalogue documents is served, and nothing rollout_ that it does not document.

@@ -114,6 +114,7 @@ public final class ClusterRollout implements AutoCloseable {
                                             c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
                                     coordinatorProxy::get),
                             "rollout-collector")
+                    .withProps(MailboxDepths.mailbox("collector"))
                     .withSettings(onCoordinators));
             ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
                             Supervision.coordinator(
@@ -128,6 +129,7 @@ public final class ClusterRollout implements AutoCloseable {
                                             state,
                                             replicationTimeout.plusSeconds(5)))),
                             "rollout-coordinator")
+                    .withProps(MailboxDepths.mailbox("coordinator"))
                     .withSettings(onCoordinators));
             coordinatorProxy.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = singletons.init(SingletonActor.of(
@@ -140,6 +142,7 @@ public final class ClusterRollout implements AutoCloseable {
                                     spec.prepareTimeout(),
                                     state))),
                             "rollout-weight-version")
+                    .withProps(MailboxDepths.mailbox("weight_version"))
                     .withSettings(onCoordinators));
             if (roles.contains(ROLE_ROLLOUT)) {
                 ActorRef<GroupRunner.Command> runner = ctx.spawn(
@@ -151,7 +154,7 @@ public final class ClusterRollout implements AutoCloseable {
                                 spec.weightUpdateTimeout(),
                                 groupsStarted),
                         "runner",
-                        GroupRunner.DISPATCHER);
+                        GroupRunner.PROPS);
                 drainOnShutdown(sys, runner, nodeName);
             }
             log.info("node {} started with roles {}", nodeName, roles);

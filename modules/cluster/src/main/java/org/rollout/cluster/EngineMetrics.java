@@ -145,6 +145,13 @@ public final class EngineMetrics {
                 .description("bytes of the batches relayed whole")
                 .baseUnit("bytes")
                 .register(registry);
+        MailboxDepths mailboxes = MailboxDepths.get(client.system());
+        for (String kind : MailboxDepths.KINDS) {
+            Gauge.builder("rollout_actor_mailbox_messages", mailboxes, d -> d.depth(kind))
+                    .description("messages waiting in the mailbox of this node's actor of that kind")
+                    .tag("actor", kind)
+                    .register(registry);
+        }
         Gauge.builder("rollout_coordinator_reachable", this, m -> m.current().status() == null ? 0 : 1)
                 .description("1 when the coordinator and collector answered the last status read")
                 .register(registry);

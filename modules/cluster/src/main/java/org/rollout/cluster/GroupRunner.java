@@ -71,6 +71,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     public static final DispatcherSelector DISPATCHER =
             DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
 
+    /** The runner's dispatcher and its counting mailbox ({@link MailboxDepths}). */
+    public static final org.apache.pekko.actor.typed.Props PROPS =
+            DISPATCHER.withMailboxFromConfig(MailboxDepths.configPath("runner"));
+
     /** Where the coordinator and the weight version find runners. */
     public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
 

@@ -120,7 +120,8 @@ public final class LocalRollout implements AutoCloseable {
             ActorRef<Collector.Command> collector = ctx.spawn(
                     Supervision.collector(
                             faults.around("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
-                    "collector");
+                    "collector",
+                    MailboxDepths.mailbox("collector"));
             java.util.concurrent.atomic.AtomicBoolean firstBudget = new java.util.concurrent.atomic.AtomicBoolean(true);
             // The limits and initial version, untouched by the first incarnation's counting.
             StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
@@ -138,7 +139,8 @@ public final class LocalRollout implements AutoCloseable {
                                     collector,
                                     state,
                                     Duration.ofSeconds(10))))),
-                    "coordinator");
+                    "coordinator",
+                    MailboxDepths.mailbox("coordinator"));
             coordinatorRef.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
                     Supervision.weightVersion(faults.around(
@@ -151,7 +153,8 @@ public final class LocalRollout implements AutoCloseable {
                                     spec.services().blocking(),
                                     spec.prepareTimeout(),
                                     state))),
-                    "weight-version");
+                    "weight-version",
+                    MailboxDepths.mailbox("weight_version"));
             ctx.spawn(
                     GroupRunner.create(
                             spec.services(),
@@ -162,7 +165,7 @@ public final class LocalRollout implements AutoCloseable {
                             new java.util.concurrent.atomic.LongAdder(),
                             faults),
                     "runner",
-                    GroupRunner.DISPATCHER);
+                    GroupRunner.PROPS);
             started.complete(new Refs(coordinator, collector, weightVersion));
             return Behaviors.empty();
         });
