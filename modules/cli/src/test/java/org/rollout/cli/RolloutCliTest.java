@@ -121,16 +121,20 @@ class RolloutCliTest {
         assertThat(r.out()).doesNotContain(LocalCommand.NO_WORKFLOW).doesNotContain("model servers:");
     }
 
+    /** A configured rlvr run of the template's dataset, refused before anything starts when a key is wrong. */
+    private static final String[] CONFIGURED_RLVR = {
+        "local",
+        "--steps",
+        "1",
+        "rollout.workflow=rlvr",
+        "rollout.tokenizer_path=builtin",
+        "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
+        "rollout.workflow_kwargs.reward_fn=org.rollout.examples.demo.LetterReward"
+    };
+
     @Test
     void theBuiltInWorkflowsKwargsAreCheckedBeforeAnythingStarts() {
-        Run r = runLocal(
-                "local",
-                "--steps",
-                "1",
-                "rollout.workflow=rlvr",
-                "rollout.tokenizer_path=builtin",
-                "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
-                "rollout.workflow_kwargs.reward_fn=com.example.NoSuchReward");
+        Run r = runLocal(concat(CONFIGURED_RLVR, "rollout.workflow_kwargs.reward_fn=com.example.NoSuchReward"));
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("'rollout.workflow_kwargs.reward_fn'", "com.example.NoSuchReward", "not found");
         assertThat(r.out()).doesNotContain("model servers:");
@@ -138,15 +142,7 @@ class RolloutCliTest {
 
     @Test
     void theEvaluationWorkflowAndItsKwargsAreCheckedBeforeAnythingStartsNamingTheirOwnKeys() {
-        String[] base = {
-            "local",
-            "--steps",
-            "1",
-            "rollout.workflow=rlvr",
-            "rollout.tokenizer_path=builtin",
-            "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
-            "rollout.workflow_kwargs.reward_fn=org.rollout.examples.demo.LetterReward"
-        };
+        String[] base = CONFIGURED_RLVR;
         Run missing = runLocal(concat(base, "rollout.eval_workflow=com.example.NoSuchWorkflow"));
         assertThat(missing.exit()).isEqualTo(2);
         assertThat(missing.err()).contains("'rollout.eval_workflow'", "com.example.NoSuchWorkflow");

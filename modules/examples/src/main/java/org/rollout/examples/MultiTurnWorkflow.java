@@ -46,15 +46,8 @@ import org.rollout.api.WorkflowContext;
  */
 public final class MultiTurnWorkflow implements RolloutWorkflow {
     /** The kwargs {@link #MultiTurnWorkflow(Map)} accepts. */
-    public static final Set<String> KWARGS = Set.of(
-            "gconfig",
-            "tokenizer",
-            "reward_fn",
-            "reward_timeout",
-            "reward_max_retries",
-            "max_turns",
-            "turn_discount",
-            "prompt_key");
+    public static final Set<String> KWARGS =
+            WorkflowKwargs.rewardWorkflowKwargs("max_turns", "turn_discount", "prompt_key");
 
     /** The feedback the model gets after an answer without reward. */
     public static final String FEEDBACK =

@@ -52,14 +52,7 @@ import org.rollout.api.WorkflowContext;
  */
 public final class RLVRWorkflow implements RolloutWorkflow {
     /** The kwargs {@link #RLVRWorkflow(Map)} accepts. */
-    public static final Set<String> KWARGS = Set.of(
-            "gconfig",
-            "tokenizer",
-            "reward_fn",
-            "reward_timeout",
-            "reward_max_retries",
-            "enable_thinking",
-            "prompt_key");
+    public static final Set<String> KWARGS = WorkflowKwargs.rewardWorkflowKwargs("enable_thinking", "prompt_key");
 
     private final TimedRewardFunction rewardFn;
     private final GenerationConfig gconfig;

@@ -97,6 +97,17 @@ final class WorkflowKwargs {
     }
 
     /**
+     * The kwargs every built-in workflow with a reward takes (the configuration's gconfig and
+     * tokenizer, the reward and its limits), with the workflow's own {@code more}.
+     */
+    static Set<String> rewardWorkflowKwargs(String... more) {
+        Set<String> keys = new java.util.HashSet<>(
+                Set.of("gconfig", "tokenizer", "reward_fn", "reward_timeout", "reward_max_retries"));
+        keys.addAll(java.util.List.of(more));
+        return Set.copyOf(keys);
+    }
+
+    /**
      * The reward under {@code key} ({@link #rewardFunction}) with its per-attempt limits: {@code
      * reward_timeout} (seconds &gt; 0, default {@link TimedRewardFunction#DEFAULT_TIMEOUT}) and {@code
      * reward_max_retries} (retries after a failed or timed-out attempt, integer &ge; 0, default
