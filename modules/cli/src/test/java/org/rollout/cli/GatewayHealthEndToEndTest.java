@@ -55,17 +55,16 @@ class GatewayHealthEndToEndTest {
     }
 
     /** Polls /health until {@code until} holds, failing with the last answer at the deadline. */
-    private static Answer awaitHealth(URI gateway, Predicate<Answer> until, String what) throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        Answer last = health(gateway);
-        while (!until.test(last)) {
-            assertThat(System.nanoTime() - deadline)
-                    .as("%s within %s; last answer %s", what, DEADLINE, last)
-                    .isNegative();
-            Thread.sleep(100);
-            last = health(gateway);
-        }
-        return last;
+    private static Answer awaitHealth(URI gateway, Predicate<Answer> until, String what) {
+        java.util.concurrent.atomic.AtomicReference<Answer> last = new java.util.concurrent.atomic.AtomicReference<>();
+        org.awaitility.Awaitility.await(what)
+                .atMost(DEADLINE)
+                .pollInterval(Duration.ofMillis(100))
+                .untilAsserted(() -> {
+                    last.set(health(gateway));
+                    assertThat(last.get()).as("%s; last answer", what).matches(until);
+                });
+        return last.get();
     }
 
     private static ModelServer server(int port, Path weights) throws Exception {

@@ -73,14 +73,11 @@ class ServersRouteEndToEndTest {
         return null;
     }
 
-    private static void await(String what, BooleanSupplier condition) throws Exception {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (!condition.getAsBoolean()) {
-            assertThat(System.nanoTime() - deadline)
-                    .as("%s within %s", what, DEADLINE)
-                    .isNegative();
-            Thread.sleep(50);
-        }
+    private static void await(String what, BooleanSupplier condition) {
+        org.awaitility.Awaitility.await(what)
+                .atMost(DEADLINE)
+                .pollInterval(Duration.ofMillis(50))
+                .until(condition::getAsBoolean);
     }
 
     private interface Check {

@@ -5,10 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.DeadLetter;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.eventstream.EventStream;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -26,14 +28,21 @@ class MailboxDepthsTest {
         kit.shutdownTestKit();
     }
 
-    /** Blocks on {@code gate} in its first message, then answers each message's number to {@code seen}. */
-    private static Behavior<Integer> gated(CountDownLatch gate, ActorRef<Integer> seen) {
+    /**
+     * Tells {@code entered} when it takes message 0 and blocks there on {@code gate}; then answers
+     * each message's number to {@code seen}, and stops after {@code stopAfter} (-1: never).
+     */
+    private static Behavior<Integer> gated(
+            CountDownLatch entered, CountDownLatch gate, ActorRef<Integer> seen, int stopAfter) {
         return Behaviors.receiveMessage(n -> {
-            if (n == 0 && !gate.await(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("the gate never opened");
+            if (n == 0) {
+                entered.countDown();
+                if (!gate.await(30, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("the gate never opened");
+                }
             }
             seen.tell(n);
-            return Behaviors.same();
+            return n == stopAfter ? Behaviors.stopped() : Behaviors.same();
         });
     }
 
@@ -43,61 +52,57 @@ class MailboxDepthsTest {
         assertThat(depths.depths())
                 .containsOnlyKeys(MailboxDepths.KINDS)
                 .allSatisfy((k, v) -> assertThat(v).isZero());
+        CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch gate = new CountDownLatch(1);
         TestProbe<Integer> seen = kit.createTestProbe();
         ActorRef<Integer> coordinator =
-                kit.spawn(gated(gate, seen.ref()), "coordinator", MailboxDepths.mailbox("coordinator"));
-        ActorRef<Integer> runner = kit.spawn(gated(new CountDownLatch(0), seen.ref()), "runner", GroupRunner.PROPS);
+                kit.spawn(gated(entered, gate, seen.ref(), -1), "coordinator", MailboxDepths.mailbox("coordinator"));
+        ActorRef<Integer> runner = kit.spawn(
+                gated(new CountDownLatch(1), new CountDownLatch(0), seen.ref(), -1), "runner", GroupRunner.PROPS);
 
-        for (int i = 0; i <= 10; i++) {
+        coordinator.tell(0);
+        assertThat(entered.await(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        // The actor is blocked in message 0; a local tell enqueues before it returns.
+        for (int i = 1; i <= 10; i++) {
             coordinator.tell(i);
         }
-        // Message 0 is taken (the actor blocks in it); 1..10 wait.
-        awaitDepth(depths, "coordinator", 10);
+        assertThat(depths.depth("coordinator")).isEqualTo(10);
         assertThat(depths.depth("collector")).isZero();
         runner.tell(99);
+        // A message is taken from the mailbox (and uncounted) before the actor handles it.
         assertThat(seen.receiveMessage(DEADLINE)).isEqualTo(99);
-        awaitDepth(depths, "runner", 0);
+        assertThat(depths.depth("runner")).isZero();
 
         gate.countDown();
         for (int i = 0; i <= 10; i++) {
             assertThat(seen.receiveMessage(DEADLINE)).isEqualTo(i);
         }
-        awaitDepth(depths, "coordinator", 0);
+        assertThat(depths.depth("coordinator")).isZero();
     }
 
     @Test
     void messagesLeftInAStoppedActorsMailboxLeaveTheCount() throws Exception {
         MailboxDepths depths = MailboxDepths.get(kit.system());
+        TestProbe<DeadLetter> deadLetters = kit.createTestProbe();
+        kit.system().eventStream().tell(new EventStream.Subscribe<>(DeadLetter.class, deadLetters.ref()));
+        CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch gate = new CountDownLatch(1);
         TestProbe<Integer> seen = kit.createTestProbe();
-        ActorRef<Integer> collector = kit.spawn(
-                Behaviors.receiveMessage(n -> {
-                    if (n == 0 && !gate.await(30, TimeUnit.SECONDS)) {
-                        throw new IllegalStateException("the gate never opened");
-                    }
-                    seen.tell(n);
-                    return n == 0 ? Behaviors.stopped() : Behaviors.same();
-                }),
-                "collector",
-                MailboxDepths.mailbox("collector"));
-        for (int i = 0; i <= 5; i++) {
+        ActorRef<Integer> collector =
+                kit.spawn(gated(entered, gate, seen.ref(), 0), "collector", MailboxDepths.mailbox("collector"));
+        collector.tell(0);
+        assertThat(entered.await(DEADLINE.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        for (int i = 1; i <= 5; i++) {
             collector.tell(i);
         }
-        awaitDepth(depths, "collector", 5);
+        assertThat(depths.depth("collector")).isEqualTo(5);
         gate.countDown();
         assertThat(seen.receiveMessage(DEADLINE)).isZero();
-        // The actor stopped after message 0: its 5 waiting messages went to dead letters.
-        awaitDepth(depths, "collector", 0);
-    }
-
-    private static void awaitDepth(MailboxDepths depths, String kind, long expected) throws InterruptedException {
-        long deadline = System.nanoTime() + DEADLINE.toNanos();
-        while (depths.depth(kind) != expected) {
-            assertThat(System.nanoTime())
-                    .as("%s mailbox depth %d, expected %d", kind, depths.depth(kind), expected)
-                    .isLessThan(deadline);
-            Thread.sleep(5);
+        // The actor stopped after message 0: its 5 waiting messages are taken out of the count as
+        // they go to dead letters.
+        for (int i = 1; i <= 5; i++) {
+            assertThat(deadLetters.receiveMessage(DEADLINE).message()).isEqualTo(i);
         }
+        assertThat(depths.depth("collector")).isZero();
     }
 }
