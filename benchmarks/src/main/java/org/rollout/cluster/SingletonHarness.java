@@ -701,8 +701,8 @@ public final class SingletonHarness {
     /**
      * Stands in for the coordinator (it is the collector's coordinator) and for the runners: keeps
      * groups running (sent, not yet finished) plus groups the collector holds unbatched below
-     * {@code window}, as the coordinator's admission does with {@code queue_size}, and answers each
-     * {@code BatchConsumed} at once.
+     * {@code window}, as the coordinator's admission does with {@code queue_size}, and records each
+     * acceptance, hand-out and {@code BatchConsumed} at once, as an in-memory ledger does.
      */
     private static Behavior<RolloutCoordinator.Command> feeder(int window, TensorDict rows, Counter fed) {
         return feeder(window, rows, fed, ActorRef::tell);
@@ -737,7 +737,13 @@ public final class SingletonHarness {
                     .onMessage(RolloutCoordinator.TaskFinished.class, f -> {
                         running[0]--;
                         buffered[0] = f.buffered();
+                        // The ledger is written at once: the group may be handed out.
+                        collector[0].tell(new Collector.AcceptRecorded(f.taskId()));
                         feed.run();
+                        return Behaviors.same();
+                    })
+                    .onMessage(RolloutCoordinator.HandingOut.class, h -> {
+                        h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
                         return Behaviors.same();
                     })
                     .onMessage(RolloutCoordinator.Backlog.class, b -> {

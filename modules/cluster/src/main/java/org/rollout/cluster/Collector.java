@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -109,8 +110,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * ids; of the tasks below {@code firstNewTaskId} only those in {@code open} are still wanted (a
      * predecessor was done with the others, so a late outcome of one is a duplicate). Of those,
      * the tasks in {@code possiblyDelivered} may be in a trainer's hands, in a batch a predecessor
-     * handed out: a rejection of theirs is held for {@code batch_ack_timeout} (see {@link
-     * #onGroupFinished}).
+     * handed out: an outcome of theirs, accepted or rejected, is held for up to {@code
+     * batch_ack_timeout} (see {@link #onGroupFinished}).
      */
     record Attach(
             ActorRef<RolloutCoordinator.Command> coordinator,
@@ -140,6 +141,19 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * puller turns into one with {@link LargePayloads#receive}.
      */
     sealed interface PullReply permits BatchReply, StreamedBatchReply {}
+
+    /**
+     * The coordinator wrote task {@code taskId}'s acceptance to its ledger: its group may now be
+     * handed out. Before that, a successor could not know that a trainer may hold it.
+     */
+    record AcceptRecorded(long taskId) implements Command, CborSerializable {}
+
+    /**
+     * The coordinator wrote that the tasks of batch {@code batchId} are being handed out: the batch
+     * may leave. A successor that finds the mark holds their outcomes until a trainer's
+     * acknowledgement of the batch, or {@code batch_ack_timeout}, tells their fate.
+     */
+    record HandOutRecorded(long batchId) implements Command, CborSerializable {}
 
     /** A batch, or none ({@code batch} null) when the wait expired. Kryo on the wire. */
     record BatchReply(TrainingBatch batch) implements PullReply, KryoSerializable {}
@@ -207,8 +221,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     record GetStatus(ActorRef<Status> replyTo) implements Command, CborSerializable {}
 
     /**
-     * The collector's part of the status; {@code heldOutcomes} are re-run outcomes held while a
-     * trainer may still acknowledge their task from a predecessor's batch.
+     * The collector's part of the status; {@code heldOutcomes} are outcomes (re-sent or of re-runs)
+     * held while a trainer may still acknowledge their task from a predecessor's batch.
      */
     record Status(
             int bufferedGroups,
@@ -233,6 +247,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private record Outstanding(TrainingBatch batch, long handedOutNanos) {}
 
+    /** A new batch for {@code pull}, sent once its hand-out is in the coordinator's ledger. */
+    private record Marking(TrainingBatch batch, WaitingPull pull) {}
+
     private final LargePayloads payloads;
     private final int consumerBatchSize;
     private final Duration ackTimeout;
@@ -248,10 +265,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private long firstNewTaskId;
     /** Tasks a trainer may hold in a predecessor's batch (see {@link Attach}). */
     private Set<Long> possiblyDelivered = new HashSet<>();
-    /** Until when a rejection of a possibly delivered task is held. */
+    /** Until when an outcome of a possibly delivered task is held. */
     private long holdUntilNanos;
-    /** Rejections held while the acknowledgement of a predecessor's batch may still come. */
-    private final LinkedHashMap<Long, GroupFinished> heldRejections = new LinkedHashMap<>();
+    /** Outcomes held while the acknowledgement of a predecessor's batch may still come. */
+    private final LinkedHashMap<Long, GroupFinished> heldOutcomes = new LinkedHashMap<>();
+    /**
+     * Accepted groups whose acceptance the coordinator has not yet written to its ledger: not
+     * handed out until it has ({@link AcceptRecorded}), in the order they were taken.
+     */
+    private final LinkedHashMap<Long, TrainingGroup> unrecorded = new LinkedHashMap<>();
 
     /** Tasks whose outcome this collector took: a late one of theirs is a duplicate. */
     private final TakenIds finished = new TakenIds();
@@ -267,6 +289,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
     private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
+    /** New batches whose hand-out the coordinator is writing to its ledger ({@link HandOutRecorded}). */
+    private final LinkedHashMap<Long, Marking> marking = new LinkedHashMap<>();
+
     private final ArrayDeque<TrainingBatch> redeliveries = new ArrayDeque<>();
     private final ArrayDeque<WaitingPull> waiting = new ArrayDeque<>();
     private final Map<String, Long> rejectedByReason = new LinkedHashMap<>();
@@ -344,6 +369,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .onMessage(GroupFinished.class, this::onGroupFinished)
                 .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
                 .onMessage(Reassembled.class, this::onReassembled)
+                .onMessage(AcceptRecorded.class, this::onAcceptRecorded)
+                .onMessage(HandOutRecorded.class, this::onHandOutRecorded)
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(Release.class, this::onRelease)
@@ -396,6 +423,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             finished.takenBelow(Math.min(lowestOpen, a.firstNewTaskId()));
         } else {
             reannounce(a.open());
+            // A restarted coordinator counts these tasks as running: it learns again that their
+            // outcome is held (it does not run them, it still counts in the staleness bound).
+            heldOutcomes.keySet().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
+            // A hand-out the failed incarnation was writing is asked of the new one.
+            marking.values().forEach(m -> markHandOut(m.batch()));
         }
         List<GroupFinished> held = List.copyOf(early);
         early.clear();
@@ -415,9 +447,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * a duplicate.
      */
     private void reannounce(List<Long> open) {
-        Map<Long, TrainingGroup> held = new java.util.HashMap<>();
+        Map<Long, TrainingGroup> held = new HashMap<>(unrecorded);
         buffer.forEach(g -> held.put(g.taskId(), g));
         outstanding.values().forEach(o -> o.batch().groups().forEach(g -> held.put(g.taskId(), g)));
+        marking.values().forEach(m -> m.batch().groups().forEach(g -> held.put(g.taskId(), g)));
         redeliveries.forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
         for (Long id : open) {
             if (!finished.contains(id)) {
@@ -425,8 +458,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             }
             TrainingGroup g = held.get(id);
             if (g != null) {
-                coordinator.tell(
-                        new RolloutCoordinator.TaskFinished(id, g.attempt(), false, true, null, buffer.size()));
+                coordinator.tell(new RolloutCoordinator.TaskFinished(id, g.attempt(), false, true, null, backlog()));
             } else if (unbufferedTaken.remove(id) != null) {
                 finished.remove(id);
             }
@@ -456,22 +488,26 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             return this;
         }
-        if (g.outcome() instanceof Rejected r
-                && !g.isEval()
-                && possiblyDelivered.contains(g.taskId())
-                && System.nanoTime() - holdUntilNanos < 0) {
-            // A re-run of a task that a trainer may still acknowledge from a predecessor's batch.
-            // Taken now, the rejection would count a task the trainer trained on as rejected; so
-            // it waits: that acknowledgement drops it (the task is delivered), and when none came
-            // within batch_ack_timeout it is taken as any other.
-            heldRejections.put(g.taskId(), g);
+        if (!g.isEval() && possiblyDelivered.contains(g.taskId()) && System.nanoTime() - holdUntilNanos < 0) {
+            // A task that a trainer may still acknowledge from a predecessor's batch: its outcome
+            // re-sent by the runner that held it, or its re-run's. Taken now, an acceptance would
+            // be handed out again in a new batch (delivered twice), and a rejection would count a
+            // task the trainer trained on as rejected; so it waits: that acknowledgement drops it
+            // (the task is delivered), and when none came within batch_ack_timeout it is taken as
+            // any other.
+            heldOutcomes.put(g.taskId(), g);
+            if (coordinator != null) {
+                coordinator.tell(new RolloutCoordinator.OutcomeHeld(g.taskId()));
+            }
             getContext()
                     .getLog()
                     .info(
-                            "task {} attempt {}: rejected as {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
+                            "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
                             g.taskId(),
                             g.attempt(),
-                            r.reason().wireName(),
+                            g.outcome() instanceof Rejected r
+                                    ? "rejected as " + r.reason().wireName()
+                                    : "accepted",
                             ackTimeout);
             return this;
         }
@@ -501,12 +537,35 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             }
         }
         if (accepted && !g.isEval()) {
-            buffer.addLast(((Accepted) g.outcome()).group());
-            serveWaiting();
+            TrainingGroup group = ((Accepted) g.outcome()).group();
+            if (coordinator == null) {
+                buffer.addLast(group); // on its own: no ledger to wait for
+                serveWaiting();
+            } else {
+                unrecorded.put(g.taskId(), group);
+            }
         }
         if (coordinator != null) {
             coordinator.tell(new RolloutCoordinator.TaskFinished(
-                    g.taskId(), g.attempt(), g.isEval(), accepted, reason, buffer.size()));
+                    g.taskId(), g.attempt(), g.isEval(), accepted, reason, backlog()));
+        }
+        return this;
+    }
+
+    /** Accepted groups not yet handed out: buffered, or waiting for their acceptance to be written. */
+    private int backlog() {
+        return buffer.size() + unrecorded.size();
+    }
+
+    /**
+     * The acceptance of a task is in the ledger: its group joins the buffer. A group handed out
+     * before that could be handed out again by a successor that never learnt it was accepted.
+     */
+    private Behavior<Command> onAcceptRecorded(AcceptRecorded r) {
+        TrainingGroup group = unrecorded.remove(r.taskId());
+        if (group != null) {
+            buffer.addLast(group);
+            serveWaiting();
         }
         return this;
     }
@@ -626,17 +685,46 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         return this;
     }
 
-    /** Serves waiting pulls in arrival order: redeliveries first, then new batches. */
+    /**
+     * Serves waiting pulls in arrival order: redeliveries first, then new batches. A new batch
+     * leaves once the coordinator has written that its tasks are handed out ({@link
+     * HandOutRecorded}): a successor must know which accepted tasks a trainer may hold.
+     */
     private void serveWaiting() {
         while (!waiting.isEmpty()) {
+            boolean fresh = redeliveries.isEmpty();
             TrainingBatch batch = nextBatch();
             if (batch == null) {
                 return;
             }
             WaitingPull w = waiting.pollFirst();
-            outstanding.put(batch.batchId(), new Outstanding(batch, System.nanoTime()));
-            reply(w.pull().replyTo(), batch);
+            if (fresh && coordinator != null) {
+                marking.put(batch.batchId(), new Marking(batch, w));
+                markHandOut(batch);
+            } else {
+                handOut(batch, w);
+            }
         }
+    }
+
+    private void markHandOut(TrainingBatch batch) {
+        coordinator.tell(new RolloutCoordinator.HandingOut(
+                batch.batchId(),
+                batch.groups().stream().map(TrainingGroup::taskId).toList(),
+                getContext().getSelf()));
+    }
+
+    private Behavior<Command> onHandOutRecorded(HandOutRecorded r) {
+        Marking m = marking.remove(r.batchId());
+        if (m != null) {
+            handOut(m.batch(), m.pull());
+        }
+        return this;
+    }
+
+    private void handOut(TrainingBatch batch, WaitingPull w) {
+        outstanding.put(batch.batchId(), new Outstanding(batch, System.nanoTime()));
+        reply(w.pull().replyTo(), batch);
     }
 
     /**
@@ -675,7 +763,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             groups.add(buffer.pollFirst());
         }
         if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.Backlog(buffer.size()));
+            coordinator.tell(new RolloutCoordinator.Backlog(backlog()));
         }
         return new TrainingBatch(nextBatchId++, groups, version);
     }
@@ -702,7 +790,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                                 version,
                                 stalenessLimit);
                 if (coordinator != null) {
-                    coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), buffer.size()));
+                    coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), backlog()));
                 }
             }
         }
@@ -737,21 +825,22 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             // runners); they are taken out so they are not handed out twice, and an outcome of
             // theirs that arrives later is a duplicate.
             Set<Long> ids = new HashSet<>(ack.taskIds());
-            if (buffer.removeIf(g -> ids.contains(g.taskId()))) {
-                coordinator.tell(new RolloutCoordinator.Backlog(buffer.size()));
+            boolean unbuffered = buffer.removeIf(g -> ids.contains(g.taskId()));
+            if (unrecorded.keySet().removeAll(ids) || unbuffered) {
+                coordinator.tell(new RolloutCoordinator.Backlog(backlog()));
             }
             finished.addAll(ids);
             wantedOld.removeAll(ids);
             possiblyDelivered.removeAll(ids);
             for (Long id : ids) {
-                GroupFinished held = heldRejections.remove(id);
+                GroupFinished held = heldOutcomes.remove(id);
                 if (held != null) {
-                    // Delivered after all: the re-run's rejection is not the task's end.
+                    // Delivered after all: the held outcome is not the task's end.
                     TaskJournal.superseded(held.taskId(), held.attempt());
                     getContext()
                             .getLog()
                             .info(
-                                    "task {} attempt {}: its held rejection is dropped; batch {} of a predecessor delivered the task",
+                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
                                     held.taskId(),
                                     held.attempt(),
                                     ack.batchId());
@@ -801,13 +890,13 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private Behavior<Command> onTick() {
         long now = System.nanoTime();
-        if (!heldRejections.isEmpty() && now - holdUntilNanos >= 0) {
-            List<GroupFinished> release = List.copyOf(heldRejections.values());
-            heldRejections.clear();
+        if (!heldOutcomes.isEmpty() && now - holdUntilNanos >= 0) {
+            List<GroupFinished> release = List.copyOf(heldOutcomes.values());
+            heldOutcomes.clear();
             getContext()
                     .getLog()
                     .info(
-                            "no acknowledgement came for {} held rejection(s) within {}; they are taken",
+                            "no acknowledgement came for {} held outcome(s) within {} of the take-over; they are taken",
                             release.size(),
                             ackTimeout);
             release.forEach(this::take);
@@ -839,9 +928,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private Behavior<Command> onGetStatus(GetStatus get) {
         get.replyTo()
                 .tell(new Status(
-                        buffer.size(),
-                        outstanding.size() + redeliveries.size(),
-                        heldRejections.size(),
+                        backlog(),
+                        outstanding.size() + redeliveries.size() + marking.size(),
+                        heldOutcomes.size(),
                         duplicates,
                         tokens,
                         Map.copyOf(rejectedByReason),

@@ -57,9 +57,9 @@ public interface DurableState {
      *     evaluation, the index of its item in the eval dataset
      * @param dispatchVersion the version it was admitted at (for evaluation: the pass's version)
      * @param accepted true once the collector accepted it for training
-     * @param possiblyDelivered true when an earlier coordinator had it accepted and its outcome was
-     *     lost with that coordinator's node: a trainer may hold it in a batch handed out before the
-     *     fail-over and still acknowledge it, so the outcome of a re-run is not final until that
+     * @param possiblyDelivered true once a batch that carried it is being handed out (written before
+     *     the batch leaves the collector): a trainer may hold it and still acknowledge it after a
+     *     fail-over, so its outcome at a successor, re-sent or of a re-run, is held until that
      *     acknowledgement has had its chance (see {@link RolloutCoordinator})
      */
     record OpenTask(

@@ -29,9 +29,11 @@ import java.util.function.Predicate;
  *   <li>nobody has it (it died with the node): run again, attempt + 1 ({@link Open#again}).
  * </ul>
  *
- * <p>A task that was accepted and is run again ({@link Open#possiblyDelivered}) may be in a
- * trainer's hands in a batch the predecessor handed out; the mark stays with the task until it
- * ends. What a runner holds that the ledger does not have was done with before the loss: a held
+ * <p>A task that a batch carried was marked in the ledger before the batch left ({@link
+ * Open#possiblyDelivered}, {@link DurableState.OpenTask#possiblyDelivered}): it may be in a
+ * trainer's hands, so whatever becomes of it here (its outcome re-sent, or run again) is held by
+ * the new collector until that batch's fate is known. The mark stays with the task until it ends.
+ * An accepted task without the mark was never handed out: its outcome is delivered at once. What a runner holds that the ledger does not have was done with before the loss: a held
  * outcome is forgotten, a running group cancelled. A task whose item is no longer in its source is
  * dropped (reported in {@link #unreadable}).
  *
@@ -126,7 +128,8 @@ final class RecoveryPlan<R> {
                 plan.resend.computeIfAbsent(fin, k -> new ArrayList<>()).add(t.taskId());
                 continue;
             }
-            boolean possiblyDelivered = t.possiblyDelivered() || (t.accepted() && !t.isEval());
+            // Marked when a batch carried it (TaskLedger.handedOut), before the batch left.
+            boolean possiblyDelivered = t.possiblyDelivered();
             if (t.accepted()) {
                 plan.lostAccepted++;
             }

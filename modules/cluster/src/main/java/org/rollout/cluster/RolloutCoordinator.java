@@ -72,6 +72,26 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     public record TaskFinished(long taskId, int attempt, boolean isEval, boolean accepted, String reason, int buffered)
             implements Command, CborSerializable {}
 
+    /**
+     * The collector holds task {@code taskId}'s outcome (re-sent, or of a re-run) while a trainer
+     * may still acknowledge the task from a predecessor's batch: a task that ran here no longer
+     * runs, but keeps its place in the staleness bound ({@link StalenessBudget#onHold}).
+     */
+    public record OutcomeHeld(long taskId) implements Command, CborSerializable {}
+
+    /**
+     * The collector is about to hand out batch {@code batchId} with {@code taskIds}: their ledger
+     * entries are marked possibly delivered, then {@code collector} is told {@link
+     * Collector.HandOutRecorded}. A successor holds the outcomes of marked tasks until the batch's
+     * fate is known; unmarked accepted tasks it hands out at once.
+     */
+    public record HandingOut(long batchId, List<Long> taskIds, ActorRef<Collector.Command> collector)
+            implements Command, CborSerializable {
+        public HandingOut {
+            taskIds = List.copyOf(taskIds);
+        }
+    }
+
     /** The collector's buffer changed size (a batch was formed): {@code buffered} groups wait. */
     public record Backlog(int buffered) implements Command, CborSerializable {}
 
@@ -164,6 +184,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
 
     private final Set<Long> pausedBy = new HashSet<>();
+    /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
+    private final Set<Long> held = new HashSet<>();
+
     private long nextTaskId;
     private boolean exhausted;
     private long redispatched;
@@ -346,6 +369,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         return Behaviors.same();
                     })
                     .onMessage(TaskFinished.class, RolloutCoordinator.this::onTaskFinished)
+                    .onMessage(OutcomeHeld.class, RolloutCoordinator.this::onOutcomeHeld)
+                    .onMessage(HandingOut.class, RolloutCoordinator.this::onHandingOut)
                     .onMessage(AcceptedDiscarded.class, RolloutCoordinator.this::onAcceptedDiscarded)
                     .onMessage(BatchConsumed.class, RolloutCoordinator.this::onBatchConsumed)
                     .onMessage(Backlog.class, b -> {
@@ -402,7 +427,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return true;
     }
 
-    /** A new collector with an empty buffer: what runners hold is delivered to it again. */
+    /**
+     * A new collector with an empty buffer: what runners hold is delivered to it again; what the
+     * old one handed out is marked in the ledger, and the new one holds it ({@link Collector.Attach}).
+     */
     private void collectorReplaced() {
         getContext().getLog().warn("the collector was replaced; runners deliver what they hold to the new one");
         attachCollector();
@@ -430,6 +458,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         collector = r.collector();
         incarnation++; // its batch ids must differ from those it handed out before it failed
         persist(List.of(), List.of(), () -> {});
+        held.clear(); // what the failed collector held is delivered again
+        budget.releaseHeld();
         attachCollector();
         tasks.openByRunner().forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(ids, collector)));
         return Behaviors.same();
@@ -486,11 +516,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             persist(List.of(), List.of(), () -> {});
             return admitting();
         }
-        Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> held = new HashMap<>();
-        holdings.values().forEach(h -> held.put(h.runner(), h.held()));
+        Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> heldBy = new HashMap<>();
+        holdings.values().forEach(h -> heldBy.put(h.runner(), h.held()));
         // Items re-read once, by index, for the tasks that stay open.
         Map<Long, Map<String, Object>> items = new HashMap<>();
-        RecoveryPlan<ActorRef<GroupRunner.Command>> plan = RecoveryPlan.of(l, held, t -> {
+        RecoveryPlan<ActorRef<GroupRunner.Command>> plan = RecoveryPlan.of(l, heldBy, t -> {
             Map<String, Object> data = itemOf(t);
             if (data != null) {
                 items.put(t.taskId(), data);
@@ -701,6 +731,11 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             if (!tasks.isAcceptedUnacked(done.taskId())) {
                 getContext().getLog().warn("finished task {} is not in the ledger; ignoring", done.taskId());
             }
+            if (done.accepted() && !done.isEval()) {
+                // Accepted already (a held outcome taken, an announcement repeated): in the ledger
+                // as such, or done with. Either way the collector may hand it out.
+                collector.tell(new Collector.AcceptRecorded(done.taskId()));
+            }
             return Behaviors.same();
         }
         if (f.attempt() != done.attempt() && f.runner() != null && tasks.hasRunner(f.runner())) {
@@ -711,21 +746,48 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             RejectReason.CANCELLED,
                             "attempt " + done.attempt() + " finished first"));
         }
+        boolean wasHeld = held.remove(f.taskId());
         if (f.isEval()) {
             evalGroupEnded();
         } else if (done.accepted()) {
-            budget.onAccept();
+            if (wasHeld) {
+                budget.onHeldAccept();
+            } else {
+                budget.onAccept();
+            }
+        } else if (wasHeld) {
+            budget.onHeldReject();
         } else {
             budget.onReject();
         }
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
-            persist(List.of(f.entry(true)), List.of(), () -> {});
+            ActorRef<Collector.Command> to = collector;
+            persist(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
         } else {
             ActorRef<GroupRunner.Command> holder = f.runner();
             persist(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
         }
         admit();
+        return Behaviors.same();
+    }
+
+    /** Marks the tasks of a batch about to be handed out, then lets the collector send it. */
+    private Behavior<Command> onHandingOut(HandingOut h) {
+        List<DurableState.OpenTask> marked = tasks.handedOut(h.taskIds());
+        if (marked.isEmpty()) {
+            h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
+        } else {
+            persist(marked, List.of(), () -> h.collector().tell(new Collector.HandOutRecorded(h.batchId())));
+        }
+        return Behaviors.same();
+    }
+
+    private Behavior<Command> onOutcomeHeld(OutcomeHeld h) {
+        if (tasks.isInFlightTraining(h.taskId()) && held.add(h.taskId())) {
+            budget.onHold();
+            admit();
+        }
         return Behaviors.same();
     }
 
@@ -760,6 +822,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // it, so the new run is stopped and the task counted as accepted.
             if (f.isEval()) {
                 evalGroupEnded();
+            } else if (held.remove(f.taskId())) {
+                budget.onHeldAccept();
             } else {
                 budget.onAccept();
             }

@@ -347,12 +347,49 @@ final class TaskLedger<R> {
         return open;
     }
 
-    /** Tasks in flight that a trainer may hold from a predecessor's batch. */
+    /**
+     * Tasks that a trainer may hold from a batch a lost collector handed out ({@link #handedOut}):
+     * in flight again (their outcome was lost), or accepted with their outcome held by a runner.
+     */
     List<Long> possiblyDelivered() {
-        return inFlight.values().stream()
+        return java.util.stream.Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
                 .filter(Task::possiblyDelivered)
                 .map(Task::taskId)
                 .toList();
+    }
+
+    /**
+     * The accepted tasks {@code taskIds} are being handed out in a batch: each is marked possibly
+     * delivered. Returns the ledger entries that changed (tasks marked before, by an earlier
+     * hand-out of the same batch, or not accepted here, are left out).
+     */
+    List<DurableState.OpenTask> handedOut(Collection<Long> taskIds) {
+        List<DurableState.OpenTask> changed = new ArrayList<>();
+        for (Long id : taskIds) {
+            Task<R> t = acceptedUnacked.get(id);
+            if (t == null || t.possiblyDelivered()) {
+                continue;
+            }
+            Task<R> marked = new Task<>(
+                    t.taskId(),
+                    t.attempt(),
+                    t.data(),
+                    t.isEval(),
+                    t.sourceIndex(),
+                    t.runner(),
+                    t.dispatchVersion(),
+                    t.startedNanos(),
+                    true);
+            acceptedUnacked.put(id, marked);
+            changed.add(marked.entry(true));
+        }
+        return changed;
+    }
+
+    /** Whether training task {@code taskId} is in flight (running, or ended with its outcome not yet taken). */
+    boolean isInFlightTraining(long taskId) {
+        Task<R> t = inFlight.get(taskId);
+        return t != null && !t.isEval();
     }
 
     /** Tasks in flight (running, or finished with the outcome not yet recorded). */

@@ -3,9 +3,11 @@ package org.rollout.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -22,12 +24,45 @@ class CollectorTest {
     }
 
     private ActorRef<Collector.Command> collector(String name, TestProbe<RolloutCoordinator.Command> coordinator) {
+        return collector(name, coordinator.getRef());
+    }
+
+    private ActorRef<Collector.Command> collector(String name, ActorRef<RolloutCoordinator.Command> coordinator) {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         ActorRef<Collector.Command> c =
                 kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), name);
-        c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
+        c.tell(new Collector.Attach(coordinator, 0, 0, java.util.List.of(), java.util.List.of()));
         return c;
+    }
+
+    /**
+     * A collector whose coordinator writes its ledger at once: every acceptance, hand-out and
+     * acknowledgement it is told of is recorded and answered.
+     */
+    private ActorRef<Collector.Command> collectorWithInstantLedger(String name) {
+        AtomicReference<ActorRef<Collector.Command>> self = new AtomicReference<>();
+        ActorRef<RolloutCoordinator.Command> ledger = kit.spawn(
+                Behaviors.receive(RolloutCoordinator.Command.class)
+                        .onMessage(RolloutCoordinator.TaskFinished.class, f -> {
+                            if (f.accepted() && !f.isEval()) {
+                                self.get().tell(new Collector.AcceptRecorded(f.taskId()));
+                            }
+                            return Behaviors.same();
+                        })
+                        .onMessage(RolloutCoordinator.HandingOut.class, h -> {
+                            h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
+                            return Behaviors.same();
+                        })
+                        .onMessage(RolloutCoordinator.BatchConsumed.class, b -> {
+                            b.replyTo().tell(new Collector.AckReply(b.batchId(), true));
+                            return Behaviors.same();
+                        })
+                        .onAnyMessage(m -> Behaviors.same())
+                        .build(),
+                name + "-ledger");
+        self.set(collector(name, ledger));
+        return self.get();
     }
 
     private static Collector.GroupFinished accepted(long taskId, int attempt) {
@@ -54,8 +89,7 @@ class CollectorTest {
 
     @Test
     void aPullWaitsForEnoughGroupsAndAnExpiredPullGetsAnEmptyReply() {
-        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
-        ActorRef<Collector.Command> c = collector("pull", coordinator);
+        ActorRef<Collector.Command> c = collectorWithInstantLedger("pull");
         TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
         c.tell(new Collector.PullBatch(Duration.ofMillis(300), 0, trainer.getRef()));
         assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch())
@@ -65,6 +99,45 @@ class CollectorTest {
         c.tell(accepted(1, 0));
         Collector.BatchReply reply = (Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5));
         assertThat(reply.batch().groups()).extracting(TrainingGroup::taskId).containsExactly(1L);
+    }
+
+    @Test
+    void anAcceptedGroupIsHandedOutOnlyOnceTheCoordinatorHasWrittenItsAcceptanceAndItsHandOut() {
+        // A group handed out before its acceptance is in the ledger could be handed out again by
+        // a successor that never learnt of it.
+        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
+        ActorRef<Collector.Command> c = collector("recorded", coordinator);
+        TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
+        c.tell(accepted(3, 0));
+        RolloutCoordinator.TaskFinished finished =
+                coordinator.expectMessageClass(RolloutCoordinator.TaskFinished.class);
+        assertThat(finished.buffered()).as("counted among the groups waiting").isEqualTo(1);
+        c.tell(new Collector.PullBatch(Duration.ofMillis(300), 0, trainer.getRef()));
+        assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5))).batch())
+                .as("not before its acceptance is written")
+                .isNull();
+
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));
+        c.tell(new Collector.AcceptRecorded(3));
+        // The batch is formed; it leaves once its hand-out is written too.
+        RolloutCoordinator.HandingOut handing = coordinator
+                .fishForMessage(
+                        Duration.ofSeconds(5),
+                        m -> m instanceof RolloutCoordinator.HandingOut
+                                ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete()
+                                : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore())
+                .stream()
+                .map(RolloutCoordinator.HandingOut.class::cast)
+                .reduce((a, b) -> b)
+                .orElseThrow();
+        assertThat(handing.taskIds()).containsExactly(3L);
+        trainer.expectNoMessage(Duration.ofMillis(300));
+        handing.collector().tell(new Collector.HandOutRecorded(handing.batchId()));
+        assertThat(((Collector.BatchReply) trainer.receiveMessage(Duration.ofSeconds(5)))
+                        .batch()
+                        .groups())
+                .extracting(TrainingGroup::taskId)
+                .containsExactly(3L);
     }
 
     @Test
@@ -101,8 +174,7 @@ class CollectorTest {
 
     @Test
     void aReleasedBatchGoesToTheNextPullAheadOfNewOnesAndAnUnknownReleaseIsIgnored() {
-        TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
-        ActorRef<Collector.Command> c = collector("release", coordinator);
+        ActorRef<Collector.Command> c = collectorWithInstantLedger("release");
         TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
         c.tell(accepted(1, 0));
         c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, trainer.getRef()));

@@ -22,8 +22,9 @@ import org.rollout.core.StalenessBudget;
  * reaches the successor only after the re-runs of the batch's lost tasks have ended.
  *
  * <p>The run before the loss: version 1, η = 1, {@code consumer_batch_size} 4, 8 groups accepted,
- * tasks 4–7 accepted and handed out to the trainer in one batch. The only surviving runner holds
- * task 4's outcome; those of 5–7 died with the node.
+ * tasks 4–7 accepted and handed out to the trainer in one batch (batch 3; the ledger marks them
+ * possibly delivered). The only surviving runner holds task 4's outcome; those of 5–7 died with
+ * the node.
  */
 class LateAcknowledgementTest {
     private static final int BATCH = 4;
@@ -40,12 +41,25 @@ class LateAcknowledgementTest {
             TestProbe<GroupRunner.Command> runner,
             DurableState state) {}
 
-    /** The ledger as the predecessor left it, and a successor coordinator and collector over it. */
+    /** The ledger as the predecessor left it, and a successor over it; the runner holds task 4's outcome. */
     private Successor takeOver(Duration ackTimeout) throws Exception {
+        return takeOver(ackTimeout, List.of(4L));
+    }
+
+    /**
+     * The ledger as the predecessor left it, and a successor coordinator and collector over it; the
+     * surviving runner holds the accepted outcomes of {@code heldByRunner}.
+     */
+    private Successor takeOver(Duration ackTimeout, List<Long> heldByRunner) throws Exception {
+        return takeOver(ackTimeout, heldByRunner, true);
+    }
+
+    /** @param handedOut whether the predecessor handed 4–7 out (its ledger marks them) */
+    private Successor takeOver(Duration ackTimeout, List<Long> heldByRunner, boolean handedOut) throws Exception {
         DurableState state = DurableState.inMemory();
         List<DurableState.OpenTask> open = new ArrayList<>();
         for (long t = 4; t <= 7; t++) {
-            open.add(new DurableState.OpenTask(t, 0, false, t, 1, true, false));
+            open.add(new DurableState.OpenTask(t, 0, false, t, 1, true, handedOut));
         }
         state.writeLedger(open, List.of(), new DurableState.Cursor(8, 8, 8, 0))
                 .toCompletableFuture()
@@ -69,7 +83,7 @@ class LateAcknowledgementTest {
                         budget, prompts, List.of(), 0, 1, 64, collector, state, Duration.ofSeconds(10)),
                 "coordinator");
 
-        // The runner says what it is and what it holds (task 4's accepted outcome), asked in either order.
+        // The runner says what it is and what it holds (accepted outcomes), asked in either order.
         boolean told = false;
         boolean held = false;
         while (!told || !held) {
@@ -80,7 +94,11 @@ class LateAcknowledgementTest {
             } else if (c instanceof GroupRunner.GetHoldings get) {
                 get.replyTo()
                         .tell(new GroupRunner.Holdings(
-                                runner.getRef(), "node-2", List.of(new GroupRunner.Held(4, 0, true, true))));
+                                runner.getRef(),
+                                "node-2",
+                                heldByRunner.stream()
+                                        .map(t -> new GroupRunner.Held(t, 0, true, true))
+                                        .toList()));
                 held = true;
             }
         }
@@ -116,6 +134,33 @@ class LateAcknowledgementTest {
         assertThat(rerun).containsExactlyInAnyOrder(5L, 6L, 7L);
     }
 
+    /** The runner delivers again what it holds (4–7, accepted) to the new collector; nothing runs again. */
+    private void outcomesResent(Successor s) {
+        GroupRunner.Resend resend = null;
+        while (resend == null) {
+            GroupRunner.Command c = s.runner().receiveMessage(Duration.ofSeconds(10));
+            assertThat(c).as("nothing is run again").isNotInstanceOf(GroupRunner.RunGroup.class);
+            if (c instanceof GroupRunner.Resend r) {
+                resend = r;
+            }
+        }
+        assertThat(resend.taskIds()).containsExactlyInAnyOrder(4L, 5L, 6L, 7L);
+        for (long t : resend.taskIds()) {
+            resend.collector().tell(accepted(t, 0));
+        }
+        TestRollout.await("the re-sent outcomes reached the collector", Duration.ofSeconds(10), () -> {
+            Collector.Status c = collectorStatus(s);
+            return c.heldOutcomes() + c.bufferedGroups() + c.unacknowledgedBatches() == 4;
+        });
+    }
+
+    /** A trainer's pull, answered within {@code wait} (null when no batch came). */
+    private org.rollout.api.TrainingBatch pull(Successor s, Duration wait) {
+        TestProbe<Collector.PullReply> trainer = kit.createTestProbe();
+        s.collector().tell(new Collector.PullBatch(wait, 1, trainer.getRef()));
+        return ((Collector.BatchReply) trainer.receiveMessage(wait.plusSeconds(10))).batch();
+    }
+
     private StalenessBudget.Snapshot budget(Successor s) {
         TestProbe<RolloutCoordinator.Status> status = kit.createTestProbe();
         s.coordinator().tell(new RolloutCoordinator.GetStatus(status.getRef()));
@@ -132,10 +177,10 @@ class LateAcknowledgementTest {
     void shouldCountTheTasksOfALateAcknowledgedBatchAsDeliveredWhenTheirRerunsFailedBeforeIt() throws Exception {
         Successor s = takeOver(Duration.ofMinutes(5));
         rerunsFail(s);
-        // Before the acknowledgement: the three rejections are held, the tasks count as running.
+        // Before the acknowledgement: the three rejections are held, and so are the tasks.
         TestRollout.await("the re-runs' outcomes reached the collector", Duration.ofSeconds(10), () -> {
             StalenessBudget.Snapshot b = budget(s);
-            return b.running() == 3 && b.accepted() == 5;
+            return b.held() == 3 && b.running() == 0 && b.accepted() == 5;
         });
 
         TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
@@ -159,13 +204,129 @@ class LateAcknowledgementTest {
         assertThat(ledger.cursor().accepted()).isEqualTo(8);
     }
 
+    /**
+     * The order the soak met (seed 20261203): the trainer's acknowledgement of batch 3 (tasks 4–7,
+     * handed out by the predecessor) is in flight across the take-over, the runner re-sends the
+     * four outcomes to the new collector, and the trainer pulls before the late acknowledgement
+     * arrives. The re-sent outcomes must not be handed out in a new batch: that batch would deliver
+     * 4–7 twice.
+     */
+    @Test
+    void shouldNotHandOutReSentOutcomesOfAPredecessorsBatchBeforeItsLateAcknowledgement() throws Exception {
+        Successor s = takeOver(Duration.ofMinutes(5), List.of(4L, 5L, 6L, 7L));
+        outcomesResent(s);
+
+        org.rollout.api.TrainingBatch early = pull(s, Duration.ofSeconds(1));
+        assertThat(early)
+                .as("a batch pulled before the late acknowledgement of batch 3 holds none of its tasks")
+                .isNull();
+        assertThat(collectorStatus(s).heldOutcomes()).isEqualTo(4);
+
+        TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
+        s.collector().tell(new Collector.Ack(3, List.of(4L, 5L, 6L, 7L), trainer.getRef()));
+        assertThat(trainer.receiveMessage(Duration.ofSeconds(10)).known()).isTrue();
+
+        assertThat(pull(s, Duration.ofSeconds(1)))
+                .as("the acknowledged tasks never come again")
+                .isNull();
+        Collector.Status c = collectorStatus(s);
+        assertThat(c.heldOutcomes()).isZero();
+        assertThat(c.bufferedGroups()).isZero();
+        assertThat(c.rejectedByReason()).isEmpty();
+        StalenessBudget.Snapshot b = budget(s);
+        assertThat(b.accepted()).isEqualTo(8);
+        assertThat(b.running()).isZero();
+        assertThat(b.held()).isZero();
+        assertThat(b.capacity()).isEqualTo(4);
+        assertThat(s.state().readLedger().toCompletableFuture().get().open()).isEmpty();
+    }
+
+    /**
+     * Accepted by the predecessor but never handed out (no mark in its ledger): no trainer can hold
+     * them, so the re-sent outcomes go to the next pull at once.
+     */
+    @Test
+    void shouldHandOutReSentOutcomesAtOnceWhenThePredecessorNeverHandedThemOut() throws Exception {
+        Successor s = takeOver(Duration.ofMinutes(5), List.of(4L, 5L, 6L, 7L), false);
+        outcomesResent(s);
+        org.rollout.api.TrainingBatch batch = pull(s, Duration.ofSeconds(10));
+        assertThat(batch).as("not held for batch_ack_timeout (5 minutes)").isNotNull();
+        assertThat(batch.groups().stream().map(org.rollout.api.TrainingGroup::taskId))
+                .containsExactlyInAnyOrder(4L, 5L, 6L, 7L);
+        assertThat(collectorStatus(s).heldOutcomes()).isZero();
+        // Handing them out marked them in the ledger first: a next successor would hold them.
+        DurableState.Ledger ledger =
+                s.state().readLedger().toCompletableFuture().get();
+        for (long t = 4; t <= 7; t++) {
+            assertThat(ledger.open().get(t).possiblyDelivered())
+                    .as("task %d", t)
+                    .isTrue();
+        }
+    }
+
+    /** As above, but no acknowledgement comes: the held outcomes are handed out once the hold has passed. */
+    @Test
+    void shouldHandOutReSentOutcomesOnceNoAcknowledgementCameWithinTheAckTimeout() throws Exception {
+        Successor s = takeOver(Duration.ofSeconds(1), List.of(4L, 5L, 6L, 7L));
+        outcomesResent(s);
+        org.rollout.api.TrainingBatch batch = pull(s, Duration.ofSeconds(10));
+        assertThat(batch).as("delivered after batch_ack_timeout").isNotNull();
+        assertThat(batch.groups().stream().map(org.rollout.api.TrainingGroup::taskId))
+                .containsExactlyInAnyOrder(4L, 5L, 6L, 7L);
+        StalenessBudget.Snapshot b = budget(s);
+        assertThat(b.accepted()).isEqualTo(8);
+        assertThat(b.held()).isZero();
+    }
+
+    /**
+     * Row E: tasks 5–7 died with the node and their re-runs are accepted before the late
+     * acknowledgement. The re-runs' groups are held, not handed out; meanwhile they no longer take
+     * a concurrency place but keep their place in the staleness bound.
+     */
+    @Test
+    void shouldHoldAcceptedRerunsOfAPredecessorsBatchOutOfTheConcurrencyCapButInsideTheStalenessBound()
+            throws Exception {
+        Successor s = takeOver(Duration.ofMinutes(5));
+        List<Long> rerun = new ArrayList<>();
+        while (rerun.size() < 3) {
+            GroupRunner.Command c = s.runner().receiveMessage(Duration.ofSeconds(10));
+            if (c instanceof GroupRunner.Resend r) {
+                r.collector().tell(accepted(4, 0));
+            } else if (c instanceof GroupRunner.RunGroup g) {
+                rerun.add(g.taskId());
+                g.collector().tell(accepted(g.taskId(), 1));
+            }
+        }
+        TestRollout.await(
+                "the re-runs' outcomes are held",
+                Duration.ofSeconds(10),
+                () -> budget(s).held() == 3);
+        StalenessBudget.Snapshot before = budget(s);
+        assertThat(before.running()).isZero();
+        assertThat(before.accepted()).isEqualTo(5);
+        // (η + v + 1)·B − (accepted + running + held) = 12 − 8; C − running = 4.
+        assertThat(before.capacity()).isEqualTo(4);
+        assertThat(pull(s, Duration.ofSeconds(1))).isNull();
+
+        TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
+        s.collector().tell(new Collector.Ack(3, List.of(4L, 5L, 6L, 7L), trainer.getRef()));
+        assertThat(trainer.receiveMessage(Duration.ofSeconds(10)).known()).isTrue();
+        StalenessBudget.Snapshot after = budget(s);
+        assertThat(after.accepted()).isEqualTo(8);
+        assertThat(after.held()).isZero();
+        assertThat(after.running()).isZero();
+        assertThat(after.capacity()).isEqualTo(4);
+        assertThat(pull(s, Duration.ofSeconds(1))).isNull();
+        assertThat(collectorStatus(s).heldOutcomes()).isZero();
+    }
+
     @Test
     void shouldTakeTheHeldRejectionsWhenNoAcknowledgementComesWithinTheAckTimeout() throws Exception {
         Successor s = takeOver(Duration.ofSeconds(1));
         rerunsFail(s);
         TestRollout.await("the held rejections were taken", Duration.ofSeconds(10), () -> {
             StalenessBudget.Snapshot b = budget(s);
-            return b.running() == 0 && b.rejected() == 3;
+            return b.running() == 0 && b.held() == 0 && b.rejected() == 3;
         });
         StalenessBudget.Snapshot b = budget(s);
         assertThat(b.accepted()).isEqualTo(5);
@@ -198,7 +359,9 @@ class LateAcknowledgementTest {
             assertThat(open.accepted()).isFalse();
             assertThat(open.possiblyDelivered()).as("task %d", t).isTrue();
         }
-        assertThat(ledger.open().get(4L).possiblyDelivered()).isFalse();
+        assertThat(ledger.open().get(4L).possiblyDelivered())
+                .as("the predecessor's mark stays until the task ends")
+                .isTrue();
     }
 
     @Test

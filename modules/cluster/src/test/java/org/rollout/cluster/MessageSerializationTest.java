@@ -87,6 +87,8 @@ class MessageSerializationTest {
                 new RolloutCoordinator.TaskFinished(3, 1, false, true, null, 2),
                 new RolloutCoordinator.TaskFinished(4, 0, true, false, "failed", 0),
                 new RolloutCoordinator.Backlog(5),
+                new RolloutCoordinator.OutcomeHeld(8),
+                new RolloutCoordinator.HandingOut(9, List.of(1L, 2L), ref()),
                 new RolloutCoordinator.AcceptedDiscarded(6, 1),
                 new RolloutCoordinator.PauseAdmission(7),
                 new RolloutCoordinator.ResumeAdmission(7, 3),
@@ -149,6 +151,8 @@ class MessageSerializationTest {
                 new Collector.StreamedGroupFinished(
                         15, 1, false, 2, 3, 100, 9_000_000, null, new DirectRef("10.0.0.7", 40123, "00ff".repeat(8))),
                 new Collector.Attach(ref(), 2, 40, java.util.List.of(3L, 7L), java.util.List.of(7L)),
+                new Collector.AcceptRecorded(12),
+                new Collector.HandOutRecorded(13),
                 new Collector.Introduce(ref()),
                 new RolloutCoordinator.CollectorIs(ref()),
                 new RolloutCoordinator.CollectorRestarted(ref()),

@@ -15,7 +15,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class RecoveryPlanTest {
 
     private static DurableState.OpenTask task(long id, boolean accepted) {
-        return new DurableState.OpenTask(id, 0, false, id, 3, accepted, false);
+        return task(id, accepted, false);
+    }
+
+    /** @param handedOut a batch carried it (the ledger's possibly-delivered mark) */
+    private static DurableState.OpenTask task(long id, boolean accepted, boolean handedOut) {
+        return new DurableState.OpenTask(id, 0, false, id, 3, accepted, handedOut);
     }
 
     private static DurableState.Ledger ledger(long acceptedSoFar, DurableState.OpenTask... open) {
@@ -44,19 +49,22 @@ class RecoveryPlanTest {
 
     static Stream<Arguments> oneTask() {
         return Stream.of(
-                // ledger accepted?, held by r, fate, possibly delivered, budget accepted (of 10), running
-                Arguments.of(true, finished(7, true), Fate.ACCEPTED_RESENT, false, 10L, 0L),
-                Arguments.of(true, null, Fate.RUN_AGAIN, true, 9L, 1L),
-                Arguments.of(false, running(7, 1), Fate.KEPT_RUNNING, false, 10L, 1L),
-                Arguments.of(false, finished(7, false), Fate.OPEN_RESENT, false, 10L, 1L),
-                Arguments.of(false, finished(7, true), Fate.OPEN_RESENT, false, 10L, 1L),
-                Arguments.of(false, null, Fate.RUN_AGAIN, false, 10L, 1L));
+                // ledger accepted?, handed out?, held by r, fate, possibly delivered, budget accepted (of 10), running
+                Arguments.of(true, true, finished(7, true), Fate.ACCEPTED_RESENT, true, 10L, 0L),
+                Arguments.of(true, false, finished(7, true), Fate.ACCEPTED_RESENT, false, 10L, 0L),
+                Arguments.of(true, true, null, Fate.RUN_AGAIN, true, 9L, 1L),
+                Arguments.of(true, false, null, Fate.RUN_AGAIN, false, 9L, 1L),
+                Arguments.of(false, false, running(7, 1), Fate.KEPT_RUNNING, false, 10L, 1L),
+                Arguments.of(false, false, finished(7, false), Fate.OPEN_RESENT, false, 10L, 1L),
+                Arguments.of(false, false, finished(7, true), Fate.OPEN_RESENT, false, 10L, 1L),
+                Arguments.of(false, false, null, Fate.RUN_AGAIN, false, 10L, 1L));
     }
 
-    @ParameterizedTest(name = "accepted={0}, held={1} -> {2}")
+    @ParameterizedTest(name = "accepted={0}, handed out={1}, held={2} -> {3}")
     @MethodSource("oneTask")
     void shouldDecideEachTaskFromTheLedgerAndTheHoldings(
             boolean accepted,
+            boolean handedOut,
             GroupRunner.Held held,
             Fate fate,
             boolean possiblyDelivered,
@@ -64,7 +72,7 @@ class RecoveryPlanTest {
             long budgetRunning) {
         Map<String, List<GroupRunner.Held>> holdings =
                 held == null ? Map.of("r", List.of()) : Map.of("r", List.of(held));
-        RecoveryPlan<String> plan = RecoveryPlan.of(ledger(10, task(7, accepted)), holdings, t -> true);
+        RecoveryPlan<String> plan = RecoveryPlan.of(ledger(10, task(7, accepted, handedOut)), holdings, t -> true);
 
         assertThat(plan.accepted).isEqualTo(budgetAccepted);
         assertThat(plan.running).isEqualTo(budgetRunning);
@@ -72,9 +80,10 @@ class RecoveryPlanTest {
         assertThat(plan.cancel).isEmpty();
         switch (fate) {
             case ACCEPTED_RESENT -> {
-                assertThat(plan.acceptedUnacked)
-                        .extracting(RecoveryPlan.Accepted::runner)
-                        .containsExactly("r");
+                assertThat(plan.acceptedUnacked).singleElement().satisfies(a -> {
+                    assertThat(a.runner()).isEqualTo("r");
+                    assertThat(a.task().possiblyDelivered()).isEqualTo(possiblyDelivered);
+                });
                 assertThat(plan.open).isEmpty();
                 assertThat(plan.resend).containsExactly(Map.entry("r", List.of(7L)));
             }
@@ -160,7 +169,7 @@ class RecoveryPlanTest {
     void shouldRestoreTheBudgetOfTheWorkedExampleOfALateAcknowledgement() {
         // Version 1, 8 accepted, tasks 4-7 accepted and handed out; one runner holds task 4.
         RecoveryPlan<String> plan = RecoveryPlan.of(
-                ledger(8, task(4, true), task(5, true), task(6, true), task(7, true)),
+                ledger(8, task(4, true, true), task(5, true, true), task(6, true, true), task(7, true, true)),
                 Map.of("r", List.of(finished(4, true))),
                 t -> true);
         assertThat(plan.accepted).isEqualTo(5);

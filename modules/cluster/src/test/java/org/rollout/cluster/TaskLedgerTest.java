@@ -164,4 +164,28 @@ class TaskLedgerTest {
         assertThat(l.discard(1)).isNull();
         assertThat(l.openTaskIds()).isEmpty();
     }
+
+    @Test
+    void handingOutMarksEachAcceptedTaskOnceAndLeavesOthersAlone() {
+        TaskLedger<String> l = twoRunners();
+        for (long id = 1; id <= 3; id++) {
+            l.dispatch(task(id, 0, "a", false));
+        }
+        l.accepted(l.finish(1));
+        l.accepted(l.finish(2));
+        List<DurableState.OpenTask> marked = l.handedOut(List.of(1L, 2L, 3L, 99L));
+        assertThat(marked)
+                .as("the accepted ones, written accepted and marked")
+                .extracting(
+                        DurableState.OpenTask::taskId,
+                        DurableState.OpenTask::accepted,
+                        DurableState.OpenTask::possiblyDelivered)
+                .containsExactlyInAnyOrder(
+                        org.assertj.core.groups.Tuple.tuple(1L, true, true),
+                        org.assertj.core.groups.Tuple.tuple(2L, true, true));
+        assertThat(l.possiblyDelivered()).containsExactlyInAnyOrder(1L, 2L);
+        assertThat(l.handedOut(List.of(1L, 2L)))
+                .as("a redelivery writes nothing again")
+                .isEmpty();
+    }
 }

@@ -10,9 +10,11 @@ import org.rollout.config.RolloutSettings;
  * <pre>
  *   submit ──onEnqueue──► enqueued ──onAdmit──► running ──onAccept──► accepted   (never decremented)
  *                            │                     └──────onReject──► rejected   (frees budget)
+ *                            │                     └──onHold──► held ──onHeldAccept──► accepted
+ *                            │                                       └───onHeldReject──► rejected
  *                            └──onDequeueWithoutAdmit (withdrawn before it started)
  *
- *   capacity = min( C − running ,  (η + v + 1)·Bc − (accepted + running) )     may be negative
+ *   capacity = min( C − running ,  (η + v + 1)·Bc − (accepted + running + held) )     may be negative
  * </pre>
  *
  * <p>{@code v} is the current weight version, {@code C} the concurrency cap
@@ -30,6 +32,13 @@ import org.rollout.config.RolloutSettings;
  * {@code accepted} would start at 0, so capacity would balloon to {@code (η + V + 1)·Bc} (AReaL
  * #1388). {@link #onVersionRecovered(int)} sets {@code accepted = V·Bc} as well, which restores
  * the bound.
+ *
+ * <p><b>Held.</b> After a fail-over, a task that a trainer may still hold in a batch of the lost
+ * collector is run again, and its new outcome is held until that batch's fate is known (not one of
+ * AReaL's states; docs/reliability.md, "Recovery and late messages"). A held task no longer runs,
+ * so it leaves the concurrency cap; it still ends accepted or rejected, so it keeps its place in
+ * the staleness bound. Counting it as running would stall admission for a whole
+ * {@code batch_ack_timeout} when many are held; not counting it would overshoot the bound.
  *
  * <p><b>Overflow.</b> Evaluation uses {@code η = 10^12} (no staleness bound); all arithmetic is
  * {@code long} and saturates at {@link Long#MAX_VALUE} / {@link Long#MIN_VALUE} instead of wrapping.
@@ -57,6 +66,7 @@ public final class StalenessBudget {
     private long running;
     private long accepted;
     private long rejected;
+    private long held;
     private int version;
 
     /**
@@ -173,6 +183,40 @@ public final class StalenessBudget {
     }
 
     /**
+     * A running task ended, and its outcome is held until a trainer's late acknowledgement of a
+     * lost collector's batch has had its chance: {@code running − 1, held + 1}. Its concurrency
+     * place is free; its staleness place is not.
+     */
+    public synchronized void onHold() {
+        requirePositive("running", running, "hold");
+        running--;
+        held++;
+    }
+
+    /** A held task ended accepted (delivered, or its held outcome taken): {@code held − 1, accepted + 1}. */
+    public synchronized void onHeldAccept() {
+        requirePositive("held", held, "held accept");
+        held--;
+        accepted++;
+    }
+
+    /**
+     * The collector that held the outcomes was lost, and they are delivered again to its
+     * successor: every held task counts as running again ({@code running + held, held = 0}).
+     */
+    public synchronized void releaseHeld() {
+        running += held;
+        held = 0;
+    }
+
+    /** A held task ended rejected: {@code held − 1, rejected + 1}; its place counts again toward capacity. */
+    public synchronized void onHeldReject() {
+        requirePositive("held", held, "held reject");
+        held--;
+        rejected++;
+    }
+
+    /**
      * An accepted group was discarded before any trainer consumed it (strict staleness drops a
      * buffered group that became too stale): {@code accepted − 1, rejected + 1}, which frees its
      * position in the accepted stream. Not one of AReaL's transitions: AReaL never discards an
@@ -226,7 +270,7 @@ public final class StalenessBudget {
      * @throws IllegalStateException when this budget already ran tasks, or a value is negative
      */
     public synchronized void restore(int v, long acceptedSoFar, long runningNow) {
-        if (enqueued != 0 || running != 0 || rejected != 0) {
+        if (enqueued != 0 || running != 0 || rejected != 0 || held != 0) {
             throw new IllegalStateException("staleness budget: restore on a budget in use (" + counters() + ")");
         }
         if (acceptedSoFar < 0 || runningNow < 0) {
@@ -249,14 +293,14 @@ public final class StalenessBudget {
     // ---- derived values ----
 
     /**
-     * {@code min(C − running, (η + v + 1)·Bc − (accepted + running))}: how many more groups may
+     * {@code min(C − running, (η + v + 1)·Bc − (accepted + running + held))}: how many more groups may
      * start now. Zero or negative means none; negative means over budget (e.g. right after a
      * version was set back by recovery while groups were running).
      */
     public synchronized long capacity() {
         long concurrency = maxConcurrentRollouts - running;
         long limit = saturatedMultiply(saturatedAdd(saturatedAdd(maxHeadOffpolicyness, version), 1), consumerBatchSize);
-        long staleness = saturatedSubtract(limit, saturatedAdd(accepted, running));
+        long staleness = saturatedSubtract(limit, saturatedAdd(saturatedAdd(accepted, running), held));
         return Math.min(concurrency, staleness);
     }
 
@@ -286,6 +330,11 @@ public final class StalenessBudget {
         return rejected;
     }
 
+    /** Tasks whose outcome is held after a fail-over (see the class comment). */
+    public synchronized long held() {
+        return held;
+    }
+
     public synchronized int version() {
         return version;
     }
@@ -313,12 +362,13 @@ public final class StalenessBudget {
                 maxConcurrentRollouts,
                 consumerBatchSize,
                 maxHeadOffpolicyness,
-                capacity());
+                capacity(),
+                held);
     }
 
     private String counters() {
         return "enqueued=" + enqueued + ", running=" + running + ", accepted=" + accepted + ", rejected=" + rejected
-                + ", version=" + version;
+                + ", held=" + held + ", version=" + version;
     }
 
     @Override
@@ -330,6 +380,8 @@ public final class StalenessBudget {
      * The budget's state at one instant, for stats and the status line. Counters are in groups.
      *
      * @param capacity {@link StalenessBudget#capacity()} at that instant (may be negative)
+     * @param held tasks whose outcome is held after a fail-over: out of {@code running}, still in
+     *     the staleness bound
      */
     public record Snapshot(
             long enqueued,
@@ -340,13 +392,14 @@ public final class StalenessBudget {
             int maxConcurrentRollouts,
             int consumerBatchSize,
             long maxHeadOffpolicyness,
-            long capacity) {
+            long capacity,
+            long held) {
 
         /** {@code "v=3 enqueued=2 running=4/8 accepted=12 rejected=1 capacity=4 (eta=2, bc=4)"}. */
         public String statusLine() {
             return "v=" + version + " enqueued=" + enqueued + " running=" + running + "/" + maxConcurrentRollouts
-                    + " accepted=" + accepted + " rejected=" + rejected + " capacity=" + capacity + " (eta="
-                    + maxHeadOffpolicyness + ", bc=" + consumerBatchSize + ")";
+                    + " accepted=" + accepted + " rejected=" + rejected + (held > 0 ? " held=" + held : "")
+                    + " capacity=" + capacity + " (eta=" + maxHeadOffpolicyness + ", bc=" + consumerBatchSize + ")";
         }
     }
 

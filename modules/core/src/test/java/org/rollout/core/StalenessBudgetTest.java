@@ -72,6 +72,44 @@ class StalenessBudgetTest {
     }
 
     @Test
+    void aHeldTaskLeavesTheConcurrencyCapButKeepsItsPlaceInTheStalenessBound() {
+        // C = 2, Bc = 4, η = 0: the staleness limit at v = 0 is 4.
+        StalenessBudget b = new StalenessBudget(2, 4, 0);
+        enqueueAndAdmit(b, 2);
+        assertThat(b.capacity()).as("C − running").isZero();
+        b.onHold();
+        b.onHold();
+        assertThat(b.snapshot())
+                .extracting("running", "held", "accepted", "capacity")
+                .containsExactly(0L, 2L, 0L, 2L);
+        enqueueAndAdmit(b, 2);
+        assertThat(b.capacity()).as("4 − (running + held)").isZero();
+        b.onHeldAccept();
+        b.onHeldReject();
+        assertThat(b.snapshot())
+                .extracting("running", "held", "accepted", "rejected", "capacity")
+                .containsExactly(2L, 0L, 1L, 1L, 0L);
+    }
+
+    @Test
+    void heldTasksCountAsRunningAgainWhenTheCollectorThatHeldThemIsLost() {
+        StalenessBudget b = budget();
+        enqueueAndAdmit(b, 3);
+        b.onHold();
+        b.onHold();
+        b.releaseHeld();
+        assertThat(b.snapshot()).extracting("running", "held").containsExactly(3L, 0L);
+    }
+
+    @Test
+    void holdingWithNothingRunningOrAcceptingWithNothingHeldNamesCounterAndTransition() {
+        StalenessBudget b = budget();
+        assertThatThrownBy(b::onHold).hasMessageContaining("running").hasMessageContaining("hold");
+        assertThatThrownBy(b::onHeldAccept).hasMessageContaining("held").hasMessageContaining("held accept");
+        assertThatThrownBy(b::onHeldReject).hasMessageContaining("held").hasMessageContaining("held reject");
+    }
+
+    @Test
     void dequeueWithoutAdmitWithdrawsAnEnqueuedTask() {
         StalenessBudget b = budget();
         b.onEnqueue();
@@ -476,7 +514,8 @@ class StalenessBudgetTest {
         b.onReject();
         StalenessBudget.Snapshot s = b.snapshot();
         assertThat(s)
-                .isEqualTo(new StalenessBudget.Snapshot(1, 1, 1, 1, 1, 8, 4, 2, Math.min(8 - 1, (2 + 1 + 1) * 4 - 2)));
+                .isEqualTo(
+                        new StalenessBudget.Snapshot(1, 1, 1, 1, 1, 8, 4, 2, Math.min(8 - 1, (2 + 1 + 1) * 4 - 2), 0));
         assertThat(s.statusLine())
                 .isEqualTo("v=1 enqueued=1 running=1/8 accepted=1 rejected=1 capacity=7 (eta=2, bc=4)");
     }
