@@ -84,6 +84,9 @@ class Status:
     rejected_by_reason: Dict[str, int]
     last_stats: Dict[str, Any]
     raw: Dict[str, Any] = field(repr=False)
+    #: Outcomes held after a fail-over until a trainer's late acknowledgement of a batch the lost
+    #: collector handed out, or ``batch_ack_timeout``: neither running nor buffered.
+    held_outcomes: int = 0
 
 
 @dataclass(frozen=True)
@@ -289,6 +292,7 @@ class RolloutClient:
                 rejected_by_reason={str(k): int(v) for k, v in (p.get("rejected_by_reason") or {}).items()},
                 last_stats=dict(p.get("last_stats") or {}),
                 raw=p,
+                held_outcomes=int(p.get("held_outcomes") or 0),
             )
 
         return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)

@@ -199,6 +199,7 @@ final class NodeObservability implements AutoCloseable {
             st.put("capacity", s.capacity());
             st.put("buffered_groups", s.bufferedGroups());
             st.put("unacknowledged_batches", s.unacknowledgedBatches());
+            st.put("held_outcomes", s.heldOutcomes());
             st.put("tokens_generated", s.tokensGenerated());
             st.put("rejected_by_reason", s.rejectedByReason());
             d.put("status", st);

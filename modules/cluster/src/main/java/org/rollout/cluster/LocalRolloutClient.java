@@ -224,7 +224,8 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
                 c.evalInFlight(),
                 k.tokensGenerated(),
                 k.rejectedByReason(),
-                k.lastStats());
+                k.lastStats(),
+                k.heldOutcomes());
     }
 
     /**

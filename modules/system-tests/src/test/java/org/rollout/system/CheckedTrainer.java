@@ -447,6 +447,7 @@ final class CheckedTrainer implements AutoCloseable {
             boolean idle = last.running() == 0
                     && last.bufferedGroups() == 0
                     && last.unacknowledgedBatches() == 0
+                    && last.heldOutcomes() == 0
                     && last.evalRunning() == 0;
             quiet = idle ? quiet + 1 : 0;
         }

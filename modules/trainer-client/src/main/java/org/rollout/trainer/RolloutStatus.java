@@ -16,6 +16,9 @@ import java.util.Map;
  * @param tokensGenerated generated tokens in accepted and rejected groups since start
  * @param rejectedByReason rejection counts by reason (e.g. {@code returned_none}, {@code stale})
  * @param lastStats the most recent per-version statistics, by scope then key (means)
+ * @param heldOutcomes outcomes held after a fail-over: tasks a trainer may still acknowledge from a
+ *     batch the lost collector handed out, waiting for that acknowledgement or {@code
+ *     batch_ack_timeout} (neither running nor buffered; a drain waits for them too)
  */
 public record RolloutStatus(
         int version,
@@ -28,9 +31,38 @@ public record RolloutStatus(
         long evalRunning,
         long tokensGenerated,
         Map<String, Long> rejectedByReason,
-        Map<String, Map<String, Double>> lastStats) {
+        Map<String, Map<String, Double>> lastStats,
+        int heldOutcomes) {
     public RolloutStatus {
         rejectedByReason = Map.copyOf(rejectedByReason);
         lastStats = Map.copyOf(lastStats);
+    }
+
+    /** A status with no held outcomes (an engine that never took over from a lost node). */
+    public RolloutStatus(
+            int version,
+            long running,
+            long accepted,
+            long rejected,
+            long capacity,
+            int bufferedGroups,
+            int unacknowledgedBatches,
+            long evalRunning,
+            long tokensGenerated,
+            Map<String, Long> rejectedByReason,
+            Map<String, Map<String, Double>> lastStats) {
+        this(
+                version,
+                running,
+                accepted,
+                rejected,
+                capacity,
+                bufferedGroups,
+                unacknowledgedBatches,
+                evalRunning,
+                tokensGenerated,
+                rejectedByReason,
+                lastStats,
+                0);
     }
 }

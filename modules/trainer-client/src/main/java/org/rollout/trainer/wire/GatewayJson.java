@@ -67,6 +67,7 @@ public final class GatewayJson {
         o.put("unacknowledged_batches", s.unacknowledgedBatches());
         o.put("eval_running", s.evalRunning());
         o.put("tokens_generated", s.tokensGenerated());
+        o.put("held_outcomes", s.heldOutcomes());
         ObjectNode reasons = o.putObject("rejected_by_reason");
         s.rejectedByReason().forEach(reasons::put);
         ObjectNode stats = o.putObject("last_stats");
@@ -115,7 +116,9 @@ public final class GatewayJson {
                 integralField(o, "eval_running", "status"),
                 integralField(o, "tokens_generated", "status"),
                 reasons,
-                stats);
+                stats,
+                // Absent from a gateway older than the field.
+                o.has("held_outcomes") ? (int) integralField(o, "held_outcomes", "status") : 0);
     }
 
     /**

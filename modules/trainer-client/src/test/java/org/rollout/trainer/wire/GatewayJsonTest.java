@@ -31,7 +31,8 @@ class GatewayJsonTest {
                 0,
                 12345,
                 Map.of("returned_none", 2L),
-                Map.of("rollout", Map.of("reward", 0.25, "group_size", 8.0)));
+                Map.of("rollout", Map.of("reward", 0.25, "group_size", 8.0)),
+                3);
         assertThat(GatewayJson.parseStatus(GatewayJson.status(s))).isEqualTo(s);
     }
 
@@ -54,7 +55,15 @@ class GatewayJsonTest {
         assertThat(new String(GatewayJson.status(s), StandardCharsets.UTF_8))
                 .isEqualTo("{\"version\":1,\"running\":2,\"accepted\":3,\"rejected\":4,\"capacity\":5,"
                         + "\"buffered_groups\":6,\"unacknowledged_batches\":7,\"eval_running\":8,\"tokens_generated\":9,"
-                        + "\"rejected_by_reason\":{},\"last_stats\":{}}");
+                        + "\"held_outcomes\":0,\"rejected_by_reason\":{},\"last_stats\":{}}");
+    }
+
+    @Test
+    void aStatusFromAGatewayThatDoesNotSendHeldOutcomesReadsAsNoneHeld() {
+        String json = "{\"version\":1,\"running\":2,\"accepted\":3,\"rejected\":4,\"capacity\":5,"
+                + "\"buffered_groups\":6,\"unacknowledged_batches\":7,\"eval_running\":8,\"tokens_generated\":9,"
+                + "\"rejected_by_reason\":{},\"last_stats\":{}}";
+        assertThat(GatewayJson.parseStatus(utf8(json)).heldOutcomes()).isZero();
     }
 
     @Test
