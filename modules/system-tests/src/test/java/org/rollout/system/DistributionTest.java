@@ -265,21 +265,31 @@ class DistributionTest {
     }
 
     @Test
-    void anOldJavaIsRefusedNamingItsVersion() throws Exception {
-        // A runtime that says it is Java 17, as an old JAVA_HOME would.
+    void anOldJavaHomeIsPassedOverForANewerJavaBesideItAndRefusedNamingItsVersionWhenItIsTheOnlyOne()
+            throws Exception {
+        // A runtime that says it is Java 17, as an old JAVA_HOME (or the machine's default java) would.
         Path fake = run.dir().resolve("old-jdk");
         Files.createDirectories(fake.resolve("bin"));
         Path java = fake.resolve("bin/java");
         Files.writeString(java, "#!/bin/bash\necho '    java.specification.version = 17' >&2\n");
         java.toFile().setExecutable(true);
-        ManagedProcess p = launch("old-java", List.of("--version"), fake);
+        Path noJvms = Files.createDirectories(run.dir().resolve("no-jvms"));
+        ManagedProcess p = launch("old-java", List.of("--version"), fake, noJvms);
         assertThat(p.awaitExit(QUICK)).isEqualTo(1);
         assertThat(String.join("\n", p.lines()))
-                .contains("JAVA_HOME=" + fake + " is Java 17; the Rollout Engine needs Java 21 or later");
+                .contains("no Java 21 or later found")
+                .contains("JAVA_HOME=" + fake + ": Java 17");
 
-        ManagedProcess none = launch("no-java", List.of("--version"), run.dir().resolve("nowhere"));
+        // A newer Java installed beside it, as under /usr/lib/jvm: the launcher finds and uses it.
+        Path jvms = Files.createDirectories(run.dir().resolve("jvms"));
+        Files.createSymbolicLink(jvms.resolve("some-jdk"), Path.of(System.getProperty("java.home")));
+        ManagedProcess found = launch("newer-java", List.of("--version"), fake, jvms);
+        assertThat(found.awaitExit(QUICK)).isZero();
+        assertThat(String.join("\n", found.lines())).contains(version);
+
+        ManagedProcess none = launch("no-java", List.of("--version"), run.dir().resolve("nowhere"), noJvms);
         assertThat(none.awaitExit(QUICK)).isEqualTo(1);
-        assertThat(String.join("\n", none.lines())).contains("is not an executable");
+        assertThat(String.join("\n", none.lines())).contains("(no executable bin/java)");
     }
 
     @Test
@@ -312,6 +322,17 @@ class DistributionTest {
 
     /** As {@link #launch(String, List, Path)}, with {@code ROLLOUT_JAVA_OPTS} = {@code javaOpts}. */
     private ManagedProcess launch(String name, List<String> args, Path javaHome, String javaOpts) throws IOException {
+        // Only the given JAVA_HOME: the machine's other Java runtimes are not looked at.
+        return launch(name, args, javaHome, javaOpts, Files.createDirectories(run.dir().resolve("no-jvms")));
+    }
+
+    /** As {@link #launch(String, List, Path)}, looking for other Java runtimes in {@code javaDirs}. */
+    private ManagedProcess launch(String name, List<String> args, Path javaHome, Path javaDirs) throws IOException {
+        return launch(name, args, javaHome, "-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1", javaDirs);
+    }
+
+    private ManagedProcess launch(String name, List<String> args, Path javaHome, String javaOpts, Path javaDirs)
+            throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(home.resolve("bin/rollout").toString());
         cmd.addAll(args);
@@ -319,6 +340,7 @@ class DistributionTest {
         env.put("PATH", tools.toString());
         env.put("JAVA_HOME", javaHome.toString());
         env.put("ROLLOUT_JAVA_OPTS", javaOpts);
+        env.put("ROLLOUT_JAVA_DIRS", javaDirs.toString());
         Path work = run.dir().resolve("work-" + name);
         Files.createDirectories(work);
         return run.register(ManagedProcess.start(name, cmd, env, work, run.dir().resolve(name + ".log")));
