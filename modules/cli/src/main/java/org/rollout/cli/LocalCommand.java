@@ -166,7 +166,13 @@ final class LocalCommand implements Callable<Integer> {
         Thread onSignal = new Thread(() -> run.interrupt(main), "local-run-stop");
         Runtime.getRuntime().addShutdownHook(onSignal);
         try {
-            return run.execute() ? 0 : 130;
+            boolean completed = run.execute();
+            if (run.breakerMessage() != null) {
+                String first = run.breakerMessage().lines().findFirst().orElse("");
+                System.err.println("rollout local: stopped (exit 3): " + first + "; the message above says more");
+                return 3;
+            }
+            return completed ? 0 : 130;
         } catch (InvalidConfigException | ConfigErrors e) {
             System.err.println("configuration error: " + e.getMessage());
             return 2;

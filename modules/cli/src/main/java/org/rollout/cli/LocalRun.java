@@ -62,6 +62,9 @@ final class LocalRun {
     private final boolean statusInPlace;
     private final PrintStream out;
     private final List<AutoCloseable> toClose = new ArrayList<>();
+    /** Why the failure breaker stopped the run, or null ({@link FailureWatch}). */
+    private volatile String breakerMessage;
+
     private LatencyModel latency = LatencyModel.NONE;
     private UnaryOperator<RolloutClient> clientDecorator = UnaryOperator.identity();
     private boolean pythonTrainer;
@@ -148,6 +151,11 @@ final class LocalRun {
         }
     }
 
+    /** Why the failure breaker stopped the run ({@code rollout.failure_breaker}), or null when it did not. */
+    String breakerMessage() {
+        return breakerMessage;
+    }
+
     /** True once {@link #interrupt} was called. */
     boolean stopping() {
         return stopping;
@@ -189,8 +197,17 @@ final class LocalRun {
                             + "/online/claim (Bearer rollout.agent.admin_api_key)"));
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
+            Thread runner = Thread.currentThread();
+            java.util.Optional<FailureWatch> watch =
+                    FailureWatch.start(rollout.client(), settings.failureBreaker(), message -> {
+                        breakerMessage = message;
+                        stopping = true;
+                        runner.interrupt();
+                    });
+            watch.ifPresent(toClose::add);
             NodeObservability observability = new NodeObservability("local", engine, rollout.stats(), rollout.client())
                     .withDumper(assembly.dumper());
+            watch.ifPresent(observability::withFailureWatch);
             toClose.add(observability);
             RolloutSettings.Metrics metrics = settings.metrics();
             if (metrics.port() >= 0) {
@@ -233,7 +250,12 @@ final class LocalRun {
                 // Ctrl-C: the interrupt is handled; closing and the summary must not see it again.
                 Thread.interrupted();
                 out.println();
-                out.println("Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
+                if (breakerMessage != null) {
+                    out.println("Stopped after " + reports.size() + " of " + steps + " steps: " + breakerMessage);
+                } else {
+                    out.println(
+                            "Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
+                }
                 drain(rollout.client());
             }
             RolloutStatus finalStatus = rollout.client().status();

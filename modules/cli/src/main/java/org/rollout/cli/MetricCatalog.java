@@ -77,6 +77,11 @@ final class MetricCatalog {
             m("rollout_collector_buffered_groups", "gauge", "", "accepted groups waiting to be batched"),
             m("rollout_unacknowledged_batches", "gauge", "", "batches handed out and not acknowledged"),
             m(
+                    "rollout_failure_breaker_tripped",
+                    "gauge",
+                    "",
+                    "1 once the failure breaker stopped admission: the run cannot make progress (/health says why)"),
+            m(
                     "rollout_large_payloads_sent_total",
                     "counter",
                     "",

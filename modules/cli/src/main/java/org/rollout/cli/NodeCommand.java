@@ -259,6 +259,15 @@ final class NodeCommand implements Callable<Integer> {
             NodeObservability observability =
                     new NodeObservability(name, engine, node.stats(), node.client()).withDumper(assembly.dumper());
             toClose.add(observability);
+            // A run that cannot make progress: admission stops, /health and /metrics say why; the node runs on.
+            FailureWatch.start(
+                            node.client(),
+                            settings.failureBreaker(),
+                            message -> System.err.println("node " + name + ": admission stopped: " + message))
+                    .ifPresent(w -> {
+                        toClose.add(w);
+                        observability.withFailureWatch(w);
+                    });
             // Servers added or drained through any node's gateway reach every node's engine.
             ReplicatedServerList serverList = ReplicatedServerList.follow(node.system(), engine, Duration.ofSeconds(5));
             if (settings.serverFile().isPresent()) {

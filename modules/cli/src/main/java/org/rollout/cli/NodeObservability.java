@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -56,6 +57,7 @@ final class NodeObservability implements AutoCloseable {
     private final StatsBook stats;
     private final EngineMetrics engineMetrics;
     private volatile TrajectoryDumper dumper;
+    private volatile FailureWatch failureWatch;
     private HttpServer server;
     private ExecutorService executor;
 
@@ -77,6 +79,21 @@ final class NodeObservability implements AutoCloseable {
                         "rollout_dump_writes_failed", this, o -> o.dumper == null ? 0 : o.dumper.writeFailures())
                 .description("trajectory dump writes that failed (no space left, an I/O error); the groups went on")
                 .register(registry);
+        Gauge.builder("rollout_failure_breaker_tripped", this, o -> o.breakerMessage() == null ? 0 : 1)
+                .description(
+                        "1 once the failure breaker stopped admission: the run cannot make progress (/health says why)")
+                .register(registry);
+    }
+
+    /** Reports {@code watch}'s trip on {@code /health} and {@code /metrics}. */
+    NodeObservability withFailureWatch(FailureWatch watch) {
+        this.failureWatch = watch;
+        return this;
+    }
+
+    private String breakerMessage() {
+        FailureWatch w = failureWatch;
+        return w == null ? null : w.message();
     }
 
     /** Counts {@code dumper}'s writes in {@code rollout_dump_*} from now on (a node that dumps). */
@@ -110,6 +127,10 @@ final class NodeObservability implements AutoCloseable {
             }
             problems.add(new GatewayHealth.Problem(
                     "model_servers", "no model server in rotation: " + String.join("; ", parts)));
+        }
+        String breaker = breakerMessage();
+        if (breaker != null) {
+            problems.add(new GatewayHealth.Problem("failure_breaker", breaker.replace("\n  ", "; ")));
         }
         if (engineMetrics.status() == null) {
             problems.add(new GatewayHealth.Problem(

@@ -222,7 +222,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     /**
      * The collector's part of the status; {@code heldOutcomes} are outcomes (re-sent or of re-runs)
-     * held while a trainer may still acknowledge their task from a predecessor's batch.
+     * held while a trainer may still acknowledge their task from a predecessor's batch; {@code
+     * lastRejections} is, per rejection reason, the latest such rejection: "task N attempt A:
+     * detail" (the failure breaker's example).
      */
     record Status(
             int bufferedGroups,
@@ -231,7 +233,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             long duplicates,
             long tokensGenerated,
             Map<String, Long> rejectedByReason,
-            Map<String, Map<String, Double>> lastStats)
+            Map<String, Map<String, Double>> lastStats,
+            Map<String, String> lastRejections)
             implements CborSerializable {}
 
     /** Writes every statistic still held; replies when done (shutdown). */
@@ -295,6 +298,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private final ArrayDeque<TrainingBatch> redeliveries = new ArrayDeque<>();
     private final ArrayDeque<WaitingPull> waiting = new ArrayDeque<>();
     private final Map<String, Long> rejectedByReason = new LinkedHashMap<>();
+    private final Map<String, String> lastRejections = new LinkedHashMap<>();
     private long nextBatchId;
     private long duplicates;
     private long tokens;
@@ -525,6 +529,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         if (g.outcome() instanceof Rejected r) {
             reason = r.reason().wireName();
             rejectedByReason.merge(reason, 1L, Long::sum);
+            lastRejections.put(reason, "task " + g.taskId() + " attempt " + g.attempt() + ": " + shortened(r.detail()));
             logRejection(g, r);
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
@@ -570,6 +575,12 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         return this;
     }
 
+    /** A rejection's detail cut to 500 characters, so that one huge exception message cannot flood a log or status. */
+    private static String shortened(String detail) {
+        String d = detail == null ? "" : detail;
+        return d.length() > 500 ? d.substring(0, 500) + "… (" + d.length() + " characters)" : d;
+    }
+
     /**
      * Says why a group was rejected, naming its task: a timeout, a stale or cancelled group, or a
      * filter that threw is a warning; a filter's "no" and a group with too few usable slots are
@@ -577,10 +588,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * at 500 characters so that one huge exception message cannot flood the log.
      */
     private void logRejection(GroupFinished g, Rejected r) {
-        String detail = r.detail() == null ? "" : r.detail();
-        if (detail.length() > 500) {
-            detail = detail.substring(0, 500) + "… (" + detail.length() + " characters)";
-        }
+        String detail = shortened(r.detail());
         switch (r.reason()) {
             case TIMEOUT, STALE, CANCELLED, ACCEPT_ERROR ->
                 getContext()
@@ -934,7 +942,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                         duplicates,
                         tokens,
                         Map.copyOf(rejectedByReason),
-                        stats.latestMeans()));
+                        stats.latestMeans(),
+                        Map.copyOf(lastRejections)));
         return this;
     }
 }

@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -24,6 +25,7 @@ import org.rollout.core.DumpResult;
 import org.rollout.core.GroupMerger;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.GroupOutcome;
+import org.rollout.core.RepeatedWarnings;
 import org.rollout.core.TrajectoryDumper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -91,6 +93,8 @@ import org.slf4j.LoggerFactory;
  */
 final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     private static final Logger log = LoggerFactory.getLogger(GroupRun.class);
+    /** A workflow that fails every group would log a stack trace per slot: a few per minute per kind. */
+    private static final RepeatedWarnings SLOT_FAILURES = new RepeatedWarnings(5, Duration.ofSeconds(60));
 
     sealed interface Command {}
 
@@ -478,7 +482,13 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         RejectReason reason = e instanceof WorkflowContractException ? RejectReason.CONTRACT : RejectReason.FAILED;
         String detail = "task " + current.task.taskId() + " slot " + f.slot() + " threw " + describe(e);
         if (!(e instanceof InterruptedException)) {
-            log.warn("{}; cancelling its {} sibling slot(s)", detail, current.running(), e);
+            SLOT_FAILURES.warn(
+                    log,
+                    RepeatedWarnings.kindOf(e),
+                    () -> "{}; cancelling its {} sibling slot(s)",
+                    detail,
+                    current.running(),
+                    e);
         }
         return abandon(reason, detail);
     }

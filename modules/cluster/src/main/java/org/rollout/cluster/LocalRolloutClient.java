@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -241,6 +242,22 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
                 ask(refs.collector(), r -> new Collector.GetStats(sinceVersion, r), CONTROL_TIMEOUT, "read statistics");
         return new StatsPage(
                 reply.lines().stream().map(GatewayJson::parseStatsLine).toList(), reply.completeBelow());
+    }
+
+    /**
+     * Per rejection reason, the latest rejected task and why ("task N attempt A: detail"), for a
+     * message that names an example.
+     */
+    public Map<String, String> lastRejections() throws InterruptedException {
+        return collectorStatus().lastRejections();
+    }
+
+    /**
+     * Stops admission until a {@link RolloutCoordinator.ResumeAdmission} with the same {@code id}
+     * (none comes for an id no weight update uses): the failure breaker's stop. Idempotent.
+     */
+    public void pauseAdmission(long id) {
+        refs.coordinator().tell(new RolloutCoordinator.PauseAdmission(id));
     }
 
     /** The collector's full status (held outcomes, duplicates). */

@@ -195,7 +195,8 @@ class MessageSerializationTest {
                         3,
                         4,
                         Map.of("failed", 2L),
-                        Map.of("rollout", Map.of("reward", 0.5, "reward__count", 2.0))),
+                        Map.of("rollout", Map.of("reward", 0.5, "reward__count", 2.0)),
+                        Map.of("failed", "task 3 attempt 0: task 3 slot 1 threw ValueError: bad")),
                 new Collector.Flush(ref()));
     }
 

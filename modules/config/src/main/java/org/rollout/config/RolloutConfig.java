@@ -184,6 +184,7 @@ public final class RolloutConfig {
         LargePayloadLimits.check(r);
         PythonSection.check(r);
         MetricsSection.check(r);
+        FailureBreakerSection.check(r);
         ServerFileSection.check(r);
         LaunchSection.check(r);
         checkAgent(r, merged);

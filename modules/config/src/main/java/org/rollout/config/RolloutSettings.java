@@ -380,6 +380,26 @@ public final class RolloutSettings {
         return config.getDuration(key);
     }
 
+    /**
+     * {@code rollout.failure_breaker.*}: the run stops (a local run) or stops admitting (a node)
+     * when {@code threshold} of the last {@code window} groups failed.
+     *
+     * @param window groups judged; 0 when the breaker is off
+     * @param threshold the failed share that trips it, in (0, 1]
+     */
+    public record FailureBreaker(int window, double threshold) {
+        /** Whether a breaker runs at all. */
+        public boolean enabled() {
+            return window > 0;
+        }
+    }
+
+    /** {@code rollout.failure_breaker.*}, validated when the settings were read. */
+    public FailureBreaker failureBreaker() {
+        return new FailureBreaker(
+                config.getInt(FailureBreakerSection.WINDOW), config.getDouble(FailureBreakerSection.THRESHOLD));
+    }
+
     /** {@code rollout.metrics.*}, validated when the settings were read. */
     public Metrics metrics() {
         return new Metrics(config.getString("rollout.metrics.host"), config.getInt("rollout.metrics.port"));

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.rollout.api.RewardFunction;
 import org.rollout.api.WorkflowContext;
+import org.rollout.core.RepeatedWarnings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,6 +44,8 @@ public final class TimedRewardFunction implements RewardFunction {
     public static final int DEFAULT_MAX_RETRIES = 3;
 
     private static final Logger log = LoggerFactory.getLogger(TimedRewardFunction.class);
+    /** A reward that fails every call would log every attempt of every sample: a few per minute per kind. */
+    private static final RepeatedWarnings WARNINGS = new RepeatedWarnings(5, Duration.ofSeconds(60));
 
     private final RewardFunction function;
     private final Duration timeout;
@@ -107,8 +110,10 @@ public final class TimedRewardFunction implements RewardFunction {
                 throw e;
             } catch (TimeoutException e) {
                 task.cancel(true);
-                log.warn(
-                        "reward function timed out after {} ms (attempt {}/{}, episode {}); {}",
+                WARNINGS.warn(
+                        log,
+                        "reward function timed out",
+                        () -> "reward function timed out after {} ms (attempt {}/{}, episode {}); {}",
                         timeout.toMillis(),
                         attempt,
                         attempts,
@@ -119,8 +124,10 @@ public final class TimedRewardFunction implements RewardFunction {
                 }
             } catch (ExecutionException e) {
                 Throwable cause = e.getCause();
-                log.warn(
-                        "reward function failed (attempt {}/{}, episode {}); {}: {}",
+                WARNINGS.warn(
+                        log,
+                        "reward function failed: " + RepeatedWarnings.kindOf(cause),
+                        () -> "reward function failed (attempt {}/{}, episode {}); {}: {}",
                         attempt,
                         attempts,
                         episode(),

@@ -1,0 +1,131 @@
+package org.rollout.cli;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.rollout.cluster.LocalRolloutClient;
+import org.rollout.config.RolloutSettings;
+import org.rollout.core.FailureBreaker;
+import org.rollout.trainer.RolloutStatus;
+
+/**
+ * Watches a run for the failure breaker ({@link FailureBreaker}): reads the engine's status every
+ * {@link #POLL} and, when the failed share of the last groups says the run cannot make progress,
+ * builds one message naming the commonest reason, an example task with its error and the key to
+ * change, stops admission (a pause that only a new run lifts, sent again at every poll so that a
+ * coordinator that took over pauses too) and calls {@code onTrip} once.
+ *
+ * <p>{@code rollout local} ends the run with exit 3 on it; a {@code rollout node} keeps running,
+ * reporting the trip on {@code /health} and {@code /metrics} ({@link NodeObservability}).
+ *
+ * <p><b>Threading.</b> Polls on a daemon thread of its own; {@link #message()} may be read from
+ * any thread.
+ */
+final class FailureWatch implements AutoCloseable {
+    static final Duration POLL = Duration.ofSeconds(1);
+
+    /** The admission pause the breaker holds: no weight update uses a negative id. */
+    static final long PAUSE_ID = -3L;
+
+    private final LocalRolloutClient client;
+    private final FailureBreaker breaker;
+    private final Consumer<String> onTrip;
+    private final ScheduledExecutorService poller;
+    private volatile String message;
+
+    private FailureWatch(LocalRolloutClient client, FailureBreaker breaker, Consumer<String> onTrip) {
+        this.client = client;
+        this.breaker = breaker;
+        this.onTrip = onTrip;
+        this.poller = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "failure-breaker");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Starts watching, or returns empty when {@code rollout.failure_breaker.window} is 0. */
+    static Optional<FailureWatch> start(
+            LocalRolloutClient client, RolloutSettings.FailureBreaker settings, Consumer<String> onTrip) {
+        if (!settings.enabled()) {
+            return Optional.empty();
+        }
+        FailureWatch w = new FailureWatch(client, new FailureBreaker(settings.window(), settings.threshold()), onTrip);
+        w.poller.scheduleWithFixedDelay(w::poll, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
+        return Optional.of(w);
+    }
+
+    /** The message once the breaker tripped, else null. */
+    String message() {
+        return message;
+    }
+
+    private void poll() {
+        try {
+            if (message != null) {
+                client.pauseAdmission(PAUSE_ID);
+                return;
+            }
+            RolloutStatus s = client.status(Duration.ofSeconds(5));
+            Optional<FailureBreaker.Trip> trip = breaker.observe(s.accepted(), s.rejectedByReason());
+            if (trip.isEmpty()) {
+                return;
+            }
+            client.pauseAdmission(PAUSE_ID);
+            String example = client.lastRejections().get(trip.get().commonestReason());
+            message = describe(trip.get(), example);
+            onTrip.accept(message);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            // The engine is starting, moving its singletons or shutting down: the next poll reads again.
+        }
+    }
+
+    /**
+     * One message: what tripped, an example, and the key to change.
+     *
+     * @param example "task N attempt A: detail" of the latest rejection with the commonest reason, or null
+     */
+    static String describe(FailureBreaker.Trip trip, String example) {
+        StringBuilder m = new StringBuilder("the run cannot make progress: ").append(trip.describe());
+        if (example != null && !example.isBlank()) {
+            m.append("\n  example: ").append(firstLine(example));
+        }
+        m.append("\n  to change: ").append(keyFor(trip.commonestReason(), example));
+        m.append("\n  (rollout.failure_breaker.window = ")
+                .append(trip.window())
+                .append(", threshold = ")
+                .append(trip.threshold())
+                .append("; window = 0 turns this check off)");
+        return m.toString();
+    }
+
+    /** The setting behind a reason: where the user looks first. */
+    static String keyFor(String reason, String example) {
+        String e = example == null ? "" : example.toLowerCase(java.util.Locale.ROOT);
+        return switch (reason) {
+            case "failed" ->
+                e.contains("reward")
+                        ? "the reward function (rollout.workflow_kwargs.reward_fn)"
+                        : "the workflow (rollout.workflow, rollout.workflow_kwargs)";
+            case "contract" -> "the workflow's results (rollout.workflow): they break the workflow contract";
+            case "accept_error" -> "the accept filter (rollout.accept)";
+            case "timeout" -> "rollout.episode_timeout, or the model servers (rollout.servers): groups ran out of time";
+            default -> "rollout.workflow";
+        };
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl) + " …";
+    }
+
+    @Override
+    public void close() {
+        poller.shutdownNow();
+    }
+}
