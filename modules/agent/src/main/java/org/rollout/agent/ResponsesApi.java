@@ -258,7 +258,10 @@ final class ResponsesApi {
 
     // ---------------------------------------------------------------- answers
 
-    /** The output items: reasoning, then the message (when it has text), then one item per tool call. */
+    /**
+     * The output items: reasoning, then the message (when it has text), then one item per tool call.
+     * The message of an answer cut by its token budget is {@code incomplete}, as the response is.
+     */
     static List<Map<String, Object>> output(OpenAIProxy.Turn t, List<Map<String, Object>> logprobs) {
         List<Map<String, Object>> items = new ArrayList<>();
         String suffix = t.id().substring("resp_".length());
@@ -267,7 +270,8 @@ final class ResponsesApi {
         }
         String content = t.parsed().content();
         if (content != null && !(content.isEmpty() && t.parsed().hasToolCalls())) {
-            items.add(messageItem("msg_" + suffix, content, logprobs, "completed"));
+            String status = t.stop() == StopReason.LENGTH ? "incomplete" : "completed";
+            items.add(messageItem("msg_" + suffix, content, logprobs, status));
         }
         for (int i = 0; i < t.parsed().toolCalls().size(); i++) {
             items.add(functionCallItem(
