@@ -751,7 +751,7 @@ public final class OpenAIProxy implements AutoCloseable {
                                 + session.id() + "'.");
             }
         }
-        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous);
+        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous, session::outputItem);
         ProxyRequests.Chat req = translatedChat(
                 tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
         String id = "resp_" + hex(24);
@@ -759,18 +759,24 @@ public final class OpenAIProxy implements AutoCloseable {
         if (req.stream()) {
             // The events start once the engine has answered, so that errors are still plain JSON.
             Turn t = turn(session, req, id);
-            session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+            remember(session, tr, t);
             streamResponse(ex, body, tr, t, req, created);
             return;
         }
         Turn t = turn(session, req, id);
-        session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+        remember(session, tr, t);
         List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
         sendJson(
                 ex,
                 200,
                 ResponsesApi.response(
                         id, created, config.modelName(), body, tr.instructions(), t, ResponsesApi.output(t, logprobs)));
+    }
+
+    /** Keeps what later requests of the session may name: the conversation and the output items. */
+    private static void remember(ProxySession session, ResponsesApi.Translated tr, Turn t) {
+        session.rememberConversation(t.id(), ResponsesApi.remembered(tr.conversation(), t));
+        session.rememberOutputItems(ResponsesApi.output(t, null));
     }
 
     /**
