@@ -459,21 +459,36 @@ public final class OpenAIProxy implements AutoCloseable {
         if (prompt == null) {
             prompt = tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
         }
+        boolean thinkingOpened = ReasoningParser.opensBlock(
+                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
+        // A forced call is started in the prompt (so its tokens are prompt tokens, not trained on): the
+        // tool-call format's opening, after closing a thinking block the template opened.
+        String forced = null;
+        if (req.forcedToolCall() != null) {
+            forced = toolCallFormat.opening(req.forcedToolCall().function());
+            int[] opening = tokenizer.encode((thinkingOpened ? "\n" + ReasoningParser.CLOSE + "\n\n" : "") + forced);
+            int[] withOpening = Arrays.copyOf(prompt, prompt.length + opening.length);
+            System.arraycopy(opening, 0, withOpening, prompt.length, opening.length);
+            prompt = withOpening;
+        }
         checkContext(prompt.length, req.gconfig(), "messages");
         ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
         int[] answer = answerTokens(resp, req.gconfig());
         String text = outputText(resp, answer, req.gconfig());
-        boolean thinkingOpened = ReasoningParser.opensBlock(
-                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
-        ReasoningParser.Split split = ReasoningParser.split(text, thinkingOpened);
+        ReasoningParser.Split split = forced != null
+                ? new ReasoningParser.Split(null, forced + text)
+                : ReasoningParser.split(text, thinkingOpened);
         ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
         if (req.toolsEnabled()) {
             parsed = toolCallFormat.parse(split.content());
             if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
                 // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
-                ToolCallParser.Parsed withSpecial =
-                        toolCallFormat.parse(ReasoningParser.split(tokenizer.decode(answer, false), thinkingOpened)
-                                .content());
+                String withSpecialTokens = tokenizer.decode(answer, false);
+                ToolCallParser.Parsed withSpecial = toolCallFormat.parse(
+                        forced != null
+                                ? forced + withSpecialTokens
+                                : ReasoningParser.split(withSpecialTokens, thinkingOpened)
+                                        .content());
                 if (withSpecial.hasToolCalls()) {
                     parsed = withSpecial;
                 }

@@ -395,7 +395,9 @@ final class ResponsesApi {
                 "tool_choice",
                 request.path("tool_choice").isTextual()
                         ? request.get("tool_choice").asText()
-                        : "auto");
+                        : request.path("tool_choice").isObject()
+                                ? ProxyRequests.JSON.convertValue(request.get("tool_choice"), Map.class)
+                                : "auto");
         r.put(
                 "tools",
                 request.has("tools") && request.get("tools").isArray()
