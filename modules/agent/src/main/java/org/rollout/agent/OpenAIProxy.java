@@ -264,7 +264,31 @@ public final class OpenAIProxy implements AutoCloseable {
     /** Requests to Anthropic's Messages API get its error shape. */
     private static boolean anthropic(HttpExchange ex) {
         String path = ex.getRequestURI().getPath();
-        return path.endsWith("/v1/messages") || path.endsWith("/v1/messages/count_tokens");
+        return path.endsWith("/messages") || path.endsWith("/messages/count_tokens");
+    }
+
+    /**
+     * The session id and the route of a session path: {@code /s/{id}/v1/{route}}, or, for the
+     * Messages API, also {@code /s/{id}/messages} and {@code /s/{id}/messages/count_tokens}
+     * (Anthropic's own SDK appends {@code /v1/messages} to its base URL, the AI SDK's provider only
+     * {@code /messages}, so either base URL works). Null for any other path.
+     */
+    static String[] sessionRoute(String path) {
+        if (!path.startsWith("/s/")) {
+            return null;
+        }
+        int v1 = path.indexOf("/v1/", 3);
+        if (v1 >= 0) {
+            return new String[] {path.substring(3, v1), path.substring(v1 + 4)};
+        }
+        for (String route : List.of("messages", "messages/count_tokens")) {
+            int at = path.length() - route.length() - 1;
+            if (at > 3 && path.endsWith("/" + route)) {
+                String id = path.substring(3, at);
+                return id.contains("/") ? null : new String[] {id, route};
+            }
+        }
+        return null;
     }
 
     private void route(HttpExchange ex) throws IOException, OpenAIError {
@@ -284,15 +308,12 @@ public final class OpenAIProxy implements AutoCloseable {
             claim(ex);
             return;
         }
-        if (!path.startsWith("/s/")) {
+        String[] idAndRoute = sessionRoute(path);
+        if (idAndRoute == null) {
             throw unknownUrl(method, path);
         }
-        int v1 = path.indexOf("/v1/", 3);
-        if (v1 < 0) {
-            throw unknownUrl(method, path);
-        }
-        String id = path.substring(3, v1);
-        String rest = path.substring(v1 + 4);
+        String id = idAndRoute[0];
+        String rest = idAndRoute[1];
         ProxySession session = sessions.get(id);
         if (session == null || session.isClosed()) {
             throw new OpenAIError(
