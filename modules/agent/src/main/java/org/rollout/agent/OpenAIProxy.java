@@ -57,7 +57,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/responses}
  * (OpenAI's Responses API, {@link ResponsesApi}), {@code POST /s/{session}/v1/messages} (Anthropic's
- * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header),
+ * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header;
+ * also at {@code /s/{session}/messages}),
  * {@code POST /s/{session}/v1/completions},
  * {@code GET /s/{session}/v1/models}, {@code POST /s/{session}/v1/reward} (online sessions: {@code
  * {"reward": 1.0}} or {@code {"reward": {"chatcmpl-…": 1.0}}}), {@code POST /online/claim} (admin
