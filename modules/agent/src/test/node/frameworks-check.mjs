@@ -115,7 +115,9 @@ const steps = [
     return responseId(r);
   }],
   ['ai-sdk anthropic plain', async () => {
-    const r = await generateText({ model: aiAnthropic('rollout'), prompt: 'Say hello in French.', maxRetries: 0 });
+    const r = await generateText({
+      model: aiAnthropic('rollout'), prompt: 'Say hello in French.', maxOutputTokens: 64, maxRetries: 0,
+    });
     assert.ok(sent[sent.length - 1].url.endsWith('/v1/messages'), sent[sent.length - 1].url);
     assert.equal(r.text, 'Bonjour.');
     return responseId(r);
@@ -126,6 +128,7 @@ const steps = [
       prompt: 'What is 2+3?',
       tools: { add: aiAdd },
       toolChoice: 'required',
+      maxOutputTokens: 64,
       maxRetries: 0,
     });
     const last = sent[sent.length - 1];

@@ -103,6 +103,30 @@ class ResponsesInputItemsTest {
     }
 
     @Test
+    void anItemReferenceToAReasoningItemIsAcceptedAndNotRenderedAgain() throws Exception {
+        ScriptedEngine engine = ScriptedEngine.replying("<think>\nTwo plus three.\n</think>\n\nIt is 5.", "Yes.");
+        ProxySession s = session(engine);
+        JsonNode first = post(s, "{\"input\": \"What is 2+3?\"}").body();
+        String rs = itemOfType(first, "reasoning");
+        String msg = itemOfType(first, "message");
+
+        ProxyHttp.Reply second = post(
+                s,
+                "{\"input\": [{\"role\": \"user\", \"content\": \"What is 2+3?\"},"
+                        + " {\"type\": \"item_reference\", \"id\": \"" + rs + "\"},"
+                        + " {\"type\": \"item_reference\", \"id\": \"" + msg + "\"},"
+                        + " {\"role\": \"user\", \"content\": \"Sure?\"}]}");
+
+        assertThat(second.status()).as(second.raw()).isEqualTo(200);
+        assertThat(s.interactions().get(1).messages())
+                .extracting(m -> m.get("role") + ":" + m.get("content"))
+                .containsExactly("user:What is 2+3?", "assistant:It is 5.", "user:Sure?");
+        String prompt =
+                ByteLevelTokenizer.INSTANCE.decode(engine.requests().get(1).inputIds(), false);
+        assertThat(prompt).doesNotContain("Two plus three.");
+    }
+
+    @Test
     void anUnknownItemReferenceIs400NamingTheItemsId() throws Exception {
         ProxySession s = session(new ScriptedEngine());
         ProxyHttp.Reply r = post(
