@@ -9,11 +9,14 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.ModelResponse;
+import org.rollout.api.Tokenizer;
 import org.rollout.core.ByteLevelTokenizer;
 
 /**
@@ -185,5 +188,74 @@ class ForcedToolCallTest {
                         .path("message")
                         .asText())
                 .contains("tool_choice.name", "mul");
+    }
+
+    @Test
+    void aThinkingBlockThePromptOpenedIsClosedBeforeTheForcedCall() throws Exception {
+        ScriptedEngine engine = ScriptedEngine.replying(AFTER_OPEN);
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                engine,
+                new ThinkingTemplate(),
+                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+        ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+
+        ProxyHttp.Reply r = chat(s, "\"required\"");
+
+        assertThat(r.status()).as(r.raw()).isEqualTo(200);
+        JsonNode message = r.body().path("choices").get(0).path("message");
+        assertThat(message.path("tool_calls")
+                        .get(0)
+                        .path("function")
+                        .path("name")
+                        .asText())
+                .isEqualTo("add");
+        assertThat(message.has("reasoning_content")).isFalse();
+        assertEndsWith(engine.requests().getFirst().inputIds(), "<think>\n\n</think>\n\n<tool_call>\n");
+    }
+
+    /** The built-in template, its generation prompt opening a thinking block (as Qwen3's may). */
+    private static final class ThinkingTemplate implements Tokenizer {
+        @Override
+        public int[] encode(String text) {
+            return TOK.encode(text);
+        }
+
+        @Override
+        public String decode(int[] ids, boolean skipSpecialTokens) {
+            return TOK.decode(ids, skipSpecialTokens);
+        }
+
+        @Override
+        public int eosTokenId() {
+            return TOK.eosTokenId();
+        }
+
+        @Override
+        public int padTokenId() {
+            return TOK.padTokenId();
+        }
+
+        @Override
+        public int vocabSize() {
+            return TOK.vocabSize();
+        }
+
+        @Override
+        public boolean isSpecial(int id) {
+            return TOK.isSpecial(id);
+        }
+
+        @Override
+        public String applyChatTemplate(List<Map<String, Object>> messages, boolean addGenerationPrompt) {
+            return applyChatTemplate(messages, addGenerationPrompt, Map.of());
+        }
+
+        @Override
+        public String applyChatTemplate(
+                List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+            return TOK.applyChatTemplate(messages, addGenerationPrompt, variables)
+                    + (addGenerationPrompt ? "<think>\n" : "");
+        }
     }
 }
