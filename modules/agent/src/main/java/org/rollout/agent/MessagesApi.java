@@ -22,13 +22,14 @@ import org.rollout.api.StopReason;
  *   assistant text + tool_use blocks    → an assistant message with tool_calls (input as arguments)
  *   thinking / redacted_thinking blocks → dropped (chat templates do not render past thinking)
  *   tools [{name, description, input_schema}] → chat function tools
- *   max_tokens (required), temperature, top_p, top_k, stop_sequences, tool_choice auto|none, stream
+ *   max_tokens (required), temperature, top_p, top_k, stop_sequences, stream
+ *   tool_choice auto | none | any | {type: tool, name} → the chat tool_choice auto | none | required | a named function
  * </pre>
  *
  * <p>Answers: content blocks thinking (the model's thinking block, {@code signature} empty), text,
  * tool_use; {@code stop_reason} {@code tool_use}, {@code max_tokens}, {@code stop_sequence} (with the
  * matched {@code stop_sequence}) or {@code end_turn}. Refused with
- * 400: images, documents, server tools, {@code tool_choice} any or tool. Ignored: {@code metadata},
+ * 400: images, documents, server tools. Ignored: {@code metadata},
  * {@code thinking} (the chat template decides whether the model thinks), {@code service_tier}.
  * Errors are Anthropic's {@code {"type": "error", "error": {"type", "message"}}}.
  */
@@ -122,13 +123,19 @@ final class MessagesApi {
         JsonNode choice = o.get("tool_choice");
         if (ProxyRequests.present(choice)) {
             String type = choice.path("type").asText();
-            if (type.equals("auto") || type.equals("none")) {
-                chat.put("tool_choice", type);
-            } else {
-                throw OpenAIError.invalid(
-                        "tool_choice",
-                        "tool_choice " + ProxyRequests.shortJson(choice)
-                                + " is not supported: the engine cannot force a tool call; use auto or none.");
+            switch (type) {
+                case "auto", "none" -> chat.put("tool_choice", type);
+                case "any" -> chat.put("tool_choice", "required");
+                case "tool" -> {
+                    ObjectNode named = chat.putObject("tool_choice");
+                    named.put("type", "function");
+                    named.set("name", choice.get("name"));
+                }
+                default ->
+                    throw OpenAIError.invalid(
+                            "tool_choice",
+                            "tool_choice " + ProxyRequests.shortJson(choice)
+                                    + " is not supported; use auto, none, any or tool.");
             }
         }
         JsonNode stops = o.get("stop_sequences");

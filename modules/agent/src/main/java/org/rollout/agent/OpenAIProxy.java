@@ -57,7 +57,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Routes: {@code POST /s/{session}/v1/chat/completions}, {@code POST /s/{session}/v1/responses}
  * (OpenAI's Responses API, {@link ResponsesApi}), {@code POST /s/{session}/v1/messages} (Anthropic's
- * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header),
+ * Messages API, {@link MessagesApi}, with Anthropic's error shape and its {@code x-api-key} header;
+ * also at {@code /s/{session}/messages}),
  * {@code POST /s/{session}/v1/completions},
  * {@code GET /s/{session}/v1/models}, {@code POST /s/{session}/v1/reward} (online sessions: {@code
  * {"reward": 1.0}} or {@code {"reward": {"chatcmpl-…": 1.0}}}), {@code POST /online/claim} (admin
@@ -264,7 +265,31 @@ public final class OpenAIProxy implements AutoCloseable {
     /** Requests to Anthropic's Messages API get its error shape. */
     private static boolean anthropic(HttpExchange ex) {
         String path = ex.getRequestURI().getPath();
-        return path.endsWith("/v1/messages") || path.endsWith("/v1/messages/count_tokens");
+        return path.endsWith("/messages") || path.endsWith("/messages/count_tokens");
+    }
+
+    /**
+     * The session id and the route of a session path: {@code /s/{id}/v1/{route}}, or, for the
+     * Messages API, also {@code /s/{id}/messages} and {@code /s/{id}/messages/count_tokens}
+     * (Anthropic's own SDK appends {@code /v1/messages} to its base URL, the AI SDK's provider only
+     * {@code /messages}, so either base URL works). Null for any other path.
+     */
+    static String[] sessionRoute(String path) {
+        if (!path.startsWith("/s/")) {
+            return null;
+        }
+        int v1 = path.indexOf("/v1/", 3);
+        if (v1 >= 0) {
+            return new String[] {path.substring(3, v1), path.substring(v1 + 4)};
+        }
+        for (String route : List.of("messages", "messages/count_tokens")) {
+            int at = path.length() - route.length() - 1;
+            if (at > 3 && path.endsWith("/" + route)) {
+                String id = path.substring(3, at);
+                return id.contains("/") ? null : new String[] {id, route};
+            }
+        }
+        return null;
     }
 
     private void route(HttpExchange ex) throws IOException, OpenAIError {
@@ -284,15 +309,12 @@ public final class OpenAIProxy implements AutoCloseable {
             claim(ex);
             return;
         }
-        if (!path.startsWith("/s/")) {
+        String[] idAndRoute = sessionRoute(path);
+        if (idAndRoute == null) {
             throw unknownUrl(method, path);
         }
-        int v1 = path.indexOf("/v1/", 3);
-        if (v1 < 0) {
-            throw unknownUrl(method, path);
-        }
-        String id = path.substring(3, v1);
-        String rest = path.substring(v1 + 4);
+        String id = idAndRoute[0];
+        String rest = idAndRoute[1];
         ProxySession session = sessions.get(id);
         if (session == null || session.isClosed()) {
             throw new OpenAIError(
@@ -459,21 +481,36 @@ public final class OpenAIProxy implements AutoCloseable {
         if (prompt == null) {
             prompt = tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
         }
+        boolean thinkingOpened = ReasoningParser.opensBlock(
+                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
+        // A forced call is started in the prompt (so its tokens are prompt tokens, not trained on): the
+        // tool-call format's opening, after closing a thinking block the template opened.
+        String forced = null;
+        if (req.forcedToolCall() != null) {
+            forced = toolCallFormat.opening(req.forcedToolCall().function());
+            int[] opening = tokenizer.encode((thinkingOpened ? "\n" + ReasoningParser.CLOSE + "\n\n" : "") + forced);
+            int[] withOpening = Arrays.copyOf(prompt, prompt.length + opening.length);
+            System.arraycopy(opening, 0, withOpening, prompt.length, opening.length);
+            prompt = withOpening;
+        }
         checkContext(prompt.length, req.gconfig(), "messages");
         ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
         int[] answer = answerTokens(resp, req.gconfig());
         String text = outputText(resp, answer, req.gconfig());
-        boolean thinkingOpened = ReasoningParser.opensBlock(
-                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
-        ReasoningParser.Split split = ReasoningParser.split(text, thinkingOpened);
+        ReasoningParser.Split split = forced != null
+                ? new ReasoningParser.Split(null, forced + text)
+                : ReasoningParser.split(text, thinkingOpened);
         ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
         if (req.toolsEnabled()) {
             parsed = toolCallFormat.parse(split.content());
             if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
                 // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
-                ToolCallParser.Parsed withSpecial =
-                        toolCallFormat.parse(ReasoningParser.split(tokenizer.decode(answer, false), thinkingOpened)
-                                .content());
+                String withSpecialTokens = tokenizer.decode(answer, false);
+                ToolCallParser.Parsed withSpecial = toolCallFormat.parse(
+                        forced != null
+                                ? forced + withSpecialTokens
+                                : ReasoningParser.split(withSpecialTokens, thinkingOpened)
+                                        .content());
                 if (withSpecial.hasToolCalls()) {
                     parsed = withSpecial;
                 }
@@ -751,7 +788,7 @@ public final class OpenAIProxy implements AutoCloseable {
                                 + session.id() + "'.");
             }
         }
-        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous);
+        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous, session::outputItem);
         ProxyRequests.Chat req = translatedChat(
                 tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
         String id = "resp_" + hex(24);
@@ -759,18 +796,24 @@ public final class OpenAIProxy implements AutoCloseable {
         if (req.stream()) {
             // The events start once the engine has answered, so that errors are still plain JSON.
             Turn t = turn(session, req, id);
-            session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+            remember(session, tr, t);
             streamResponse(ex, body, tr, t, req, created);
             return;
         }
         Turn t = turn(session, req, id);
-        session.rememberConversation(id, ResponsesApi.remembered(tr.conversation(), t));
+        remember(session, tr, t);
         List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
         sendJson(
                 ex,
                 200,
                 ResponsesApi.response(
                         id, created, config.modelName(), body, tr.instructions(), t, ResponsesApi.output(t, logprobs)));
+    }
+
+    /** Keeps what later requests of the session may name: the conversation and the output items. */
+    private static void remember(ProxySession session, ResponsesApi.Translated tr, Turn t) {
+        session.rememberConversation(t.id(), ResponsesApi.remembered(tr.conversation(), t));
+        session.rememberOutputItems(ResponsesApi.output(t, null));
     }
 
     /**

@@ -28,13 +28,14 @@ import org.rollout.api.Tokenizer;
  *       or {@code max_tokens} (not both), {@code stop} (a string or up to 4), {@code seed}, {@code
  *       frequency_penalty}, {@code top_k} (vLLM's extension), {@code n} (must be 1: an agent
  *       that wants several samples sends several requests, each then its own recorded interaction),
- *       {@code tools}, {@code tool_choice} ({@code auto} or {@code none}), {@code stream}, {@code
+ *       {@code tools}, {@code tool_choice} ({@code auto}, {@code none}, {@code required} or a named
+ *       function: a forced call is started in the prompt), {@code stream}, {@code
  *       stream_options.include_usage}, {@code logprobs} (the answer's tokens with their sampled
  *       logprobs, in answers that are not streamed) and {@code top_logprobs} (0–20; each token's
  *       list of alternatives is empty: the engine reports only the sampled token's logprob);
  *   <li>refused with 400 because they would change what is sampled and the engine cannot honour
  *       them: {@code presence_penalty} ≠ 0, a non-empty {@code logit_bias}, {@code tool_choice}
- *       {@code required} or a named function, {@code response_format} other than {@code text},
+ *       {@code allowed_tools} or a built-in tool, {@code response_format} other than {@code text},
  *       {@code best_of} &gt; 1, {@code echo}, {@code suffix}, images and audio in content;
  *   <li>ignored: {@code model}, {@code user}, {@code metadata}, {@code store}, {@code
  *       parallel_tool_calls}, {@code service_tier}, and any field not named here.
@@ -59,7 +60,15 @@ final class ProxyRequests {
             boolean stream,
             boolean includeUsage,
             boolean logprobs,
-            int topLogprobs) {}
+            int topLogprobs,
+            ForcedToolCall forcedToolCall) {}
+
+    /**
+     * A tool call the request forces ({@code tool_choice} {@code required} or a named function).
+     *
+     * @param function the function's name, or null when any of the tools may be called
+     */
+    record ForcedToolCall(String function) {}
 
     /** A validated text completion request: a prompt as text, or as token ids. */
     record Completion(String prompt, int[] promptIds, GenerationConfig gconfig, boolean stream, boolean includeUsage) {}
@@ -86,16 +95,13 @@ final class ProxyRequests {
         }
         List<Map<String, Object>> tools = tools(o.get("tools"));
         boolean toolsEnabled = !tools.isEmpty();
+        ForcedToolCall forced = null;
         JsonNode choice = o.get("tool_choice");
         if (choice != null && !choice.isNull()) {
             if (choice.isTextual() && choice.asText().equals("none")) {
                 toolsEnabled = false;
             } else if (!(choice.isTextual() && choice.asText().equals("auto"))) {
-                throw OpenAIError.invalid(
-                        "tool_choice",
-                        "unsupported_value",
-                        "tool_choice " + shortJson(choice) + " is not supported: the engine cannot force a tool"
-                                + " call; use 'auto' or 'none'.");
+                forced = forcedToolCall(choice, tools);
             }
         }
         JsonNode presence = o.get("presence_penalty");
@@ -143,7 +149,49 @@ final class ProxyRequests {
                 bool(o, "stream"),
                 includeUsage(o),
                 logprobs,
-                top);
+                top,
+                forced);
+    }
+
+    /**
+     * {@code "required"}, {@code {"type": "function", "function": {"name"}}} (Chat Completions) or
+     * {@code {"type": "function", "name"}} (Responses), checked against the request's tools.
+     */
+    private static ForcedToolCall forcedToolCall(JsonNode choice, List<Map<String, Object>> tools) throws OpenAIError {
+        ForcedToolCall forced;
+        String nameParam = "tool_choice";
+        if (choice.isTextual() && choice.asText().equals("required")) {
+            forced = new ForcedToolCall(null);
+        } else if (choice.isObject() && "function".equals(choice.path("type").asText())) {
+            JsonNode name = choice.path("function").path("name");
+            nameParam = "tool_choice.function.name";
+            if (name.isMissingNode() && choice.has("name")) {
+                name = choice.get("name");
+                nameParam = "tool_choice.name";
+            }
+            if (!name.isTextual() || name.asText().isEmpty()) {
+                throw OpenAIError.invalid(nameParam, nameParam + " must name one of the request's tools.");
+            }
+            forced = new ForcedToolCall(name.asText());
+        } else {
+            throw OpenAIError.invalid(
+                    "tool_choice",
+                    "unsupported_value",
+                    "tool_choice " + shortJson(choice) + " is not supported; use 'auto', 'none', 'required' or a"
+                            + " named function.");
+        }
+        if (tools.isEmpty()) {
+            throw OpenAIError.invalid(
+                    "tool_choice", "tool_choice " + shortJson(choice) + " forces a tool call, but 'tools' is empty.");
+        }
+        if (forced.function() != null
+                && tools.stream()
+                        .noneMatch(t -> t.get("function") instanceof Map<?, ?> fn
+                                && forced.function().equals(fn.get("name")))) {
+            throw OpenAIError.invalid(
+                    nameParam, nameParam + " '" + forced.function() + "' is not one of the request's tools.");
+        }
+        return forced;
     }
 
     static Completion completion(JsonNode body, GenerationConfig defaults, Tokenizer tokenizer) throws OpenAIError {

@@ -44,6 +44,7 @@ public final class ProxySession implements AutoCloseable {
     private final Consumer<ProxySession> onClose;
     private final List<Interaction> recorded = new ArrayList<>();
     private final Map<String, List<Map<String, Object>>> conversations = new java.util.HashMap<>();
+    private final Map<String, Map<String, Object>> outputItems = new java.util.HashMap<>();
     private final Set<Thread> generating = new HashSet<>();
     private final CompletableFuture<Object> reward = new CompletableFuture<>();
     private boolean closed;
@@ -127,6 +128,18 @@ public final class ProxySession implements AutoCloseable {
     /** Keeps a Responses API answer's conversation (chat messages), for {@code previous_response_id}. */
     synchronized void rememberConversation(String responseId, List<Map<String, Object>> conversation) {
         conversations.put(responseId, List.copyOf(conversation));
+    }
+
+    /** Keeps a Responses API answer's output items by their ids, for {@code item_reference} input items. */
+    synchronized void rememberOutputItems(List<Map<String, Object>> items) {
+        for (Map<String, Object> item : items) {
+            outputItems.put((String) item.get("id"), item);
+        }
+    }
+
+    /** The output item of that id of an answered response, or null when this session did not answer it. */
+    synchronized Map<String, Object> outputItem(String itemId) {
+        return outputItems.get(itemId);
     }
 
     /** The conversation of an answered response, or null when this session did not answer it. */

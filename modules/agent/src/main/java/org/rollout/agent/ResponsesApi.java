@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
 import org.rollout.api.StopReason;
 
 /**
@@ -22,9 +23,10 @@ import org.rollout.api.StopReason;
  *   {type: function_call} → a tool call on the preceding assistant message (or a new one)
  *   {type: function_call_output} → a tool message with its call_id
  *   {type: reasoning}     → dropped (chat templates do not render past thinking)
+ *   {type: item_reference, id} → the output item of that id of an earlier response of the session
  *   previous_response_id  → that response's conversation (its input and output), then this input
  *   tools [{type: function, name, parameters}] → chat tools
- *   max_output_tokens, temperature, top_p, tool_choice auto|none, stream, top_logprobs,
+ *   max_output_tokens, temperature, top_p, tool_choice auto|none|required|{type: function, name}, stream, top_logprobs,
  *   include ["message.output_text.logprobs"] → the chat fields of the same meaning
  * </pre>
  *
@@ -45,8 +47,12 @@ final class ResponsesApi {
      * Translates a Responses body into a chat completion body.
      *
      * @param previous the conversation of {@code previous_response_id}, or null when none is named
+     * @param outputItems the output items of the session's earlier responses by id (what an {@code
+     *     item_reference} names), null for an id the session did not answer
      */
-    static Translated translate(JsonNode body, List<Map<String, Object>> previous) throws OpenAIError {
+    static Translated translate(
+            JsonNode body, List<Map<String, Object>> previous, Function<String, Map<String, Object>> outputItems)
+            throws OpenAIError {
         if (body == null || !body.isObject()) {
             throw OpenAIError.invalid(
                     null, "The request body must be a JSON object, got " + ProxyRequests.kind(body) + ".");
@@ -67,7 +73,7 @@ final class ResponsesApi {
             conversation.add(message("user", input.asText()));
         } else if (input.isArray()) {
             for (int i = 0; i < input.size(); i++) {
-                item(input.get(i), "input[" + i + "]", conversation);
+                item(input.get(i), "input[" + i + "]", conversation, outputItems);
             }
         } else {
             throw OpenAIError.invalid("input", "'input' must be a string or an array of input items.");
@@ -164,12 +170,32 @@ final class ResponsesApi {
         return m;
     }
 
-    private static void item(JsonNode item, String where, List<Map<String, Object>> out) throws OpenAIError {
+    private static void item(
+            JsonNode item,
+            String where,
+            List<Map<String, Object>> out,
+            Function<String, Map<String, Object>> outputItems)
+            throws OpenAIError {
         if (!item.isObject()) {
             throw OpenAIError.invalid(where, where + " must be an object, got " + ProxyRequests.kind(item) + ".");
         }
-        String type = item.path("type").asText(item.has("role") ? "message" : "");
+        // An item of only an id is a reference: OpenAI's item_reference may leave its type out.
+        String type = item.path("type")
+                .asText(item.has("role") ? "message" : item.has("id") && item.size() == 1 ? "item_reference" : "");
         switch (type) {
+            case "item_reference" -> {
+                JsonNode id = item.get("id");
+                Map<String, Object> referenced = id != null && id.isTextual() ? outputItems.apply(id.asText()) : null;
+                if (referenced == null) {
+                    throw OpenAIError.invalid(
+                            where + ".id",
+                            "item_not_found",
+                            "Invalid value for " + where + ".id: no output item "
+                                    + (id == null ? "(the id is missing)" : ProxyRequests.shortJson(id))
+                                    + " in an earlier response of this session.");
+                }
+                item(ProxyRequests.JSON.valueToTree(referenced), where, out, outputItems);
+            }
             case "message" -> {
                 String role = item.path("role").asText();
                 if (!ROLES.contains(role)) {
@@ -223,7 +249,7 @@ final class ResponsesApi {
                         where + ".type",
                         "unsupported_value",
                         where + " is a '" + type + "' item; supported are message, function_call,"
-                                + " function_call_output and reasoning.");
+                                + " function_call_output, reasoning and item_reference.");
         }
     }
 
@@ -258,7 +284,10 @@ final class ResponsesApi {
 
     // ---------------------------------------------------------------- answers
 
-    /** The output items: reasoning, then the message (when it has text), then one item per tool call. */
+    /**
+     * The output items: reasoning, then the message (when it has text), then one item per tool call.
+     * The message of an answer cut by its token budget is {@code incomplete}, as the response is.
+     */
     static List<Map<String, Object>> output(OpenAIProxy.Turn t, List<Map<String, Object>> logprobs) {
         List<Map<String, Object>> items = new ArrayList<>();
         String suffix = t.id().substring("resp_".length());
@@ -267,7 +296,8 @@ final class ResponsesApi {
         }
         String content = t.parsed().content();
         if (content != null && !(content.isEmpty() && t.parsed().hasToolCalls())) {
-            items.add(messageItem("msg_" + suffix, content, logprobs, "completed"));
+            String status = t.stop() == StopReason.LENGTH ? "incomplete" : "completed";
+            items.add(messageItem("msg_" + suffix, content, logprobs, status));
         }
         for (int i = 0; i < t.parsed().toolCalls().size(); i++) {
             items.add(functionCallItem(
@@ -365,7 +395,9 @@ final class ResponsesApi {
                 "tool_choice",
                 request.path("tool_choice").isTextual()
                         ? request.get("tool_choice").asText()
-                        : "auto");
+                        : request.path("tool_choice").isObject()
+                                ? ProxyRequests.JSON.convertValue(request.get("tool_choice"), Map.class)
+                                : "auto");
         r.put(
                 "tools",
                 request.has("tools") && request.get("tools").isArray()

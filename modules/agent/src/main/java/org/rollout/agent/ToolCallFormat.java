@@ -108,6 +108,42 @@ public enum ToolCallFormat {
         return HERMES;
     }
 
+    /**
+     * The start of a tool call as the format writes it, for a forced call: appended to the prompt, it
+     * leaves the model to write the rest (the function's name when none is given, then the
+     * arguments and the closing markers).
+     *
+     * <pre>
+     *   hermes       &lt;tool_call&gt;\n                        or  &lt;tool_call&gt;\n{"name": "f", "arguments":
+     *   llama3_json  {"name": "                            or  {"name": "f", "parameters":
+     *   mistral      [TOOL_CALLS]                          or  [TOOL_CALLS][{"name": "f", "arguments":
+     *   deepseek     &lt;｜tool▁calls▁begin｜&gt;&lt;｜tool▁call▁begin｜&gt;  then  function&lt;｜tool▁sep｜&gt;f\n```json\n
+     * </pre>
+     *
+     * @param function the function to call, or null when the model chooses
+     */
+    public String opening(String function) {
+        String name = function == null ? null : quoted(function);
+        return switch (this) {
+            case HERMES ->
+                ToolCallParser.OPEN + "\n" + (name == null ? "" : "{\"name\": " + name + ", \"arguments\": ");
+            case LLAMA3_JSON -> name == null ? "{\"name\": \"" : "{\"name\": " + name + ", \"parameters\": ";
+            case MISTRAL -> MISTRAL_CALLS + (name == null ? "" : "[{\"name\": " + name + ", \"arguments\": ");
+            case DEEPSEEK ->
+                DS_CALLS_BEGIN
+                        + DS_CALL_BEGIN
+                        + (function == null ? "" : "function" + DS_SEP + function + "\n```json\n");
+        };
+    }
+
+    private static String quoted(String s) {
+        try {
+            return JSON.writeValueAsString(s);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The tool calls and the remaining content of a completion's text. */
     public ToolCallParser.Parsed parse(String text) {
         return switch (this) {

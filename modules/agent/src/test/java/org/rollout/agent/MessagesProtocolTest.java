@@ -200,4 +200,48 @@ class MessagesProtocolTest {
                         "message_delta",
                         "message_stop");
     }
+
+    @Test
+    void theMessagesApiIsServedUnderTheSessionsBaseWithoutV1Too() throws Exception {
+        ProxySession s = session(ScriptedEngine.replying("Hello."), 128);
+        String base = s.baseUrl().toString().replaceAll("/v1$", "");
+        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/messages"))
+                .timeout(Duration.ofSeconds(60))
+                .header("x-api-key", s.apiKey())
+                .POST(HttpRequest.BodyPublishers.ofString(HELLO))
+                .build();
+        HttpResponse<String> r = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(ProxyHttp.JSON
+                        .readTree(r.body())
+                        .path("content")
+                        .get(0)
+                        .path("text")
+                        .asText())
+                .isEqualTo("Hello.");
+        HttpRequest count = HttpRequest.newBuilder(URI.create(base + "/messages/count_tokens"))
+                .timeout(Duration.ofSeconds(60))
+                .header("x-api-key", s.apiKey())
+                .POST(HttpRequest.BodyPublishers.ofString(HELLO))
+                .build();
+        assertThat(HTTP.send(count, HttpResponse.BodyHandlers.ofString()).statusCode())
+                .isEqualTo(200);
+    }
+
+    @Test
+    void anErrorUnderTheBaseWithoutV1IsInAnthropicsShape() throws Exception {
+        ProxySession s = session(new ScriptedEngine(), 128);
+        String base = s.baseUrl().toString().replaceAll("/v1$", "");
+        HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/messages"))
+                .timeout(Duration.ofSeconds(60))
+                .header("x-api-key", s.apiKey())
+                .POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}"))
+                .build();
+        HttpResponse<String> r = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(ProxyHttp.JSON.readTree(r.body()).path("error").path("type").asText())
+                .isEqualTo("invalid_request_error");
+        assertThat(ProxyHttp.JSON.readTree(r.body()).path("type").asText()).isEqualTo("error");
+    }
 }

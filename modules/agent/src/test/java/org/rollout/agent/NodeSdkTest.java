@@ -20,13 +20,19 @@ import org.rollout.core.ByteLevelTokenizer;
 /**
  * The official Node SDKs ({@code openai}'s Responses client, {@code @anthropic-ai/sdk}'s Messages
  * client) drive the proxy, plain and streaming, with tool round trips, through {@code
- * src/test/node/sdk-check.mjs} on a scripted engine. Skipped when {@code node} or the script's
- * installed {@code node_modules} ({@code npm ci} in src/test/node) are missing.
+ * src/test/node/sdk-check.mjs}; agent frameworks' SDKs (the Vercel AI SDK, LangChain's ChatOpenAI,
+ * the OpenAI Agents SDK) through {@code src/test/node/frameworks-check.mjs}; each on a scripted engine
+ * and on the built-in model. Skipped when {@code node} or the scripts' installed {@code node_modules}
+ * ({@code npm ci} in src/test/node) are missing.
  */
 class NodeSdkTest {
     private static final Path SCRIPT_DIR = Path.of("src", "test", "node");
     private static final String CALL =
             "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>";
+    /** What the model writes after the opening of a forced call to the named function add. */
+    private static final String AFTER_NAME = "{\"a\": 2, \"b\": 3}}\n</tool_call>";
+    /** What the model writes after the opening of a forced call to any function. */
+    private static final String AFTER_OPEN = "{\"name\": \"add\", \"arguments\": " + AFTER_NAME;
 
     private OpenAIProxy proxy;
 
@@ -116,16 +122,100 @@ class NodeSdkTest {
         }
     }
 
-    /** Runs sdk-check.mjs in {@code scenario} against session {@code s}; its output once it exited 0. */
+    @Test
+    void agentFrameworksSdksChatOverTwoTurnsForceToolCallsAndRunAnAgentWithATool(@TempDir Path tmp) throws Exception {
+        assumeNodeAndModules();
+        assumeFrameworkModules();
+        ScriptedEngine engine = ScriptedEngine.replying(
+                "Hello there.",
+                "Fine, thanks.",
+                AFTER_NAME,
+                AFTER_OPEN,
+                "Bonjour.",
+                AFTER_OPEN,
+                "Hello there.",
+                "Fine, thanks.",
+                AFTER_NAME,
+                AFTER_OPEN,
+                "It is 5.");
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(),
+                engine,
+                ByteLevelTokenizer.INSTANCE,
+                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+        ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+
+        String out = runNode(s, "frameworks-check.mjs", "scripted", tmp);
+
+        List<String> ok = out.lines().filter(l -> l.startsWith("ok ")).toList();
+        assertThat(ok).as(out).hasSize(8);
+        List<Interaction> its = s.interactions();
+        assertThat(its).hasSize(11);
+        List<String> ids = its.stream().map(Interaction::id).toList();
+        // Each SDK's second turn continues its first: the item reference stood for the first answer.
+        assertThat(out).contains("ok ai-sdk responses two turns with item references " + ids.get(0) + " " + ids.get(1));
+        assertThat(its.get(1).parent()).isSameAs(its.get(0));
+        assertThat(its.get(7).parent()).isSameAs(its.get(6));
+        assertThat(out).contains("ok agents run with a forced tool " + ids.get(9) + " " + ids.get(10));
+        assertThat(its.get(10).parent()).isSameAs(its.get(9));
+        // A forced call's opening is prompt, the model's continuation output.
+        int[] opening = ByteLevelTokenizer.INSTANCE.encode("<tool_call>\n{\"name\": \"add\", \"arguments\": ");
+        int[] prompt = its.get(2).modelResponse().inputTokens();
+        assertThat(java.util.Arrays.copyOfRange(prompt, prompt.length - opening.length, prompt.length))
+                .containsExactly(opening);
+        int[] generated = ByteLevelTokenizer.INSTANCE.encode(AFTER_NAME);
+        assertThat(its.get(2).modelResponse().outputTokens())
+                .hasSize(generated.length + 1)
+                .startsWith(generated);
+    }
+
+    @Test
+    void theBuiltInModelAnswersTheAgentFrameworksSdksOverTwoTurns(@TempDir Path tmp) throws Exception {
+        assumeNodeAndModules();
+        assumeFrameworkModules();
+        try (BuiltInModel model = BuiltInModel.seeded()) {
+            proxy = OpenAIProxy.start(
+                    ProxyConfig.defaults(),
+                    model.engine,
+                    ByteLevelTokenizer.INSTANCE,
+                    GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
+            ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+
+            String out = runNode(s, "frameworks-check.mjs", "builtin", tmp);
+
+            assertThat(out.lines().filter(l -> l.startsWith("ok "))).as(out).hasSize(3);
+            List<Interaction> its = s.interactions();
+            assertThat(its.size()).as(out).isGreaterThanOrEqualTo(5);
+            // LangChain sends the first answer back as it got it: the second turn continues it.
+            assertThat(its.get(3).parent()).isSameAs(its.get(2));
+            for (Interaction it : its) {
+                assertThat(out).contains(it.id());
+                assertThat(it.modelResponse().outputLogprobs())
+                        .hasSize(it.modelResponse().outputLength());
+            }
+        }
+    }
+
     private static String runNode(ProxySession s, String scenario, Path tmp) throws Exception {
-        Path log = tmp.resolve("node-" + scenario + ".log");
-        ProcessBuilder pb = new ProcessBuilder("node", "sdk-check.mjs")
+        return runNode(s, "sdk-check.mjs", scenario, tmp);
+    }
+
+    /** Runs {@code script} in {@code scenario} against session {@code s}; its output once it exited 0. */
+    private static String runNode(ProxySession s, String script, String scenario, Path tmp) throws Exception {
+        Path log = tmp.resolve("node-" + script + "-" + scenario + ".log");
+        ProcessBuilder pb = new ProcessBuilder("node", script)
                 .directory(SCRIPT_DIR.toFile())
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile());
         pb.environment().put("ROLLOUT_BASE_URL", s.baseUrl().toString());
         pb.environment().put("ROLLOUT_API_KEY", s.apiKey());
         pb.environment().put("ROLLOUT_SCENARIO", scenario);
+        // Nothing but the proxy is contacted: SDKs that read these find the session, tracing is off.
+        pb.environment().put("OPENAI_BASE_URL", s.baseUrl().toString());
+        pb.environment().put("OPENAI_API_KEY", s.apiKey());
+        pb.environment().put("OPENAI_AGENTS_DISABLE_TRACING", "1");
+        pb.environment().put("LANGCHAIN_TRACING_V2", "false");
+        pb.environment().put("LANGSMITH_TRACING", "false");
         Process p = pb.start();
         boolean exited = p.waitFor(120, TimeUnit.SECONDS);
         if (!exited) {
@@ -135,6 +225,14 @@ class NodeSdkTest {
         assertThat(exited).as("node finished within 120 s; output:%n%s", out).isTrue();
         assertThat(p.exitValue()).as("node's exit code; output:%n%s", out).isZero();
         return out;
+    }
+
+    private static void assumeFrameworkModules() {
+        for (String m : List.of("ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@langchain/openai", "@openai/agents")) {
+            Assumptions.assumeTrue(
+                    Files.isDirectory(SCRIPT_DIR.resolve("node_modules").resolve(m)),
+                    m + " is not installed: run 'npm ci' in modules/agent/src/test/node; framework SDK test skipped");
+        }
     }
 
     private void assumeNodeAndModules() throws InterruptedException {

@@ -166,12 +166,22 @@ class ProxyProtocolTest {
     }
 
     @Test
-    void aForcedToolChoiceIs400() throws Exception {
+    void aForcedToolChoiceWithoutToolsIs400() throws Exception {
         start();
         ProxyHttp.Reply r = ProxyHttp.post(
                 url("/chat/completions"),
                 session.apiKey(),
                 "{\"tool_choice\": \"required\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}");
+        assertError(r, 400, "invalid_request_error", "tool_choice", null);
+    }
+
+    @Test
+    void anAllowedToolsChoiceIs400() throws Exception {
+        start();
+        ProxyHttp.Reply r = ProxyHttp.post(
+                url("/chat/completions"),
+                session.apiKey(),
+                "{\"tool_choice\": {\"type\": \"allowed_tools\"}, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}");
         assertError(r, 400, "invalid_request_error", "tool_choice", "unsupported_value");
     }
 

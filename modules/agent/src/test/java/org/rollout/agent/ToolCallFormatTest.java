@@ -192,4 +192,39 @@ class ToolCallFormatTest {
             }
         };
     }
+
+    @Test
+    void eachFormatsOpeningFollowedByTheRestOfACallParsesAsThatCall() {
+        Map<ToolCallFormat, String> restAfterName = Map.of(
+                ToolCallFormat.HERMES, "{\"x\": 1}}\n</tool_call>",
+                ToolCallFormat.LLAMA3_JSON, "{\"x\": 1}}",
+                ToolCallFormat.MISTRAL, "{\"x\": 1}}]",
+                ToolCallFormat.DEEPSEEK, "{\"x\": 1}\n```" + ToolCallFormat.DS_CALL_END + "<｜tool▁calls▁end｜>");
+        for (ToolCallFormat f : ToolCallFormat.values()) {
+            ToolCallParser.Parsed p = f.parse(f.opening("add") + restAfterName.get(f));
+            assertThat(p.toolCalls()).as(f.configName()).singleElement().satisfies(c -> {
+                assertThat(c.name()).isEqualTo("add");
+                assertThat(c.arguments()).isEqualTo("{\"x\":1}");
+            });
+        }
+    }
+
+    @Test
+    void eachFormatsOpeningWithoutANameLeavesTheNameToTheModel() {
+        Map<ToolCallFormat, String> rest = Map.of(
+                ToolCallFormat.HERMES,
+                "{\"name\": \"add\", \"arguments\": {}}\n</tool_call>",
+                ToolCallFormat.LLAMA3_JSON,
+                "add\", \"parameters\": {}}",
+                ToolCallFormat.MISTRAL,
+                "[{\"name\": \"add\", \"arguments\": {}}]",
+                ToolCallFormat.DEEPSEEK,
+                "function" + ToolCallFormat.DS_SEP + "add\n```json\n{}\n```" + ToolCallFormat.DS_CALL_END);
+        for (ToolCallFormat f : ToolCallFormat.values()) {
+            assertThat(f.parse(f.opening(null) + rest.get(f)).toolCalls())
+                    .as(f.configName())
+                    .extracting(ToolCallParser.ToolCall::name)
+                    .containsExactly("add");
+        }
+    }
 }
