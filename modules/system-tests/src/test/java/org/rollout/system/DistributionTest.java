@@ -265,8 +265,7 @@ class DistributionTest {
     }
 
     @Test
-    void anOldJavaHomeIsPassedOverForANewerJavaBesideItAndRefusedNamingItsVersionWhenItIsTheOnlyOne()
-            throws Exception {
+    void anOldJavaHomeIsPassedOverForANewerJavaBesideItAndRefusedNamingItsVersionWhenItIsTheOnlyOne() throws Exception {
         // A runtime that says it is Java 17, as an old JAVA_HOME (or the machine's default java) would.
         Path fake = run.dir().resolve("old-jdk");
         Files.createDirectories(fake.resolve("bin"));
@@ -323,7 +322,12 @@ class DistributionTest {
     /** As {@link #launch(String, List, Path)}, with {@code ROLLOUT_JAVA_OPTS} = {@code javaOpts}. */
     private ManagedProcess launch(String name, List<String> args, Path javaHome, String javaOpts) throws IOException {
         // Only the given JAVA_HOME: the machine's other Java runtimes are not looked at.
-        return launch(name, args, javaHome, javaOpts, Files.createDirectories(run.dir().resolve("no-jvms")));
+        return launch(
+                name,
+                args,
+                javaHome,
+                javaOpts,
+                Files.createDirectories(run.dir().resolve("no-jvms")));
     }
 
     /** As {@link #launch(String, List, Path)}, looking for other Java runtimes in {@code javaDirs}. */
