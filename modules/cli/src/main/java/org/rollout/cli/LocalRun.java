@@ -194,7 +194,12 @@ final class LocalRun {
             toClose.add(observability);
             RolloutSettings.Metrics metrics = settings.metrics();
             if (metrics.port() >= 0) {
-                metricsUri = observability.listen(metrics.host(), metrics.port());
+                metricsUri = PortInUseException.binding(
+                        "the metrics endpoint",
+                        "rollout.metrics.port",
+                        metrics.host(),
+                        metrics.port(),
+                        () -> observability.listen(metrics.host(), metrics.port()));
                 out.println("  metrics: " + metricsUri + "/metrics   dashboard: " + metricsUri + "/dashboard");
             }
             GrpoTrainer trainer = new GrpoTrainer(

@@ -259,15 +259,25 @@ final class NodeAssembly {
             throws java.io.IOException {
         AgentOptions options = AgentOptions.from(settings.agent());
         AgentLaunch launch = settings.agentLaunch();
-        return OpenAIProxy.start(
-                ProxyConfig.defaults()
-                        .withHost(launch.proxyHost())
-                        .withPort(launch.proxyPort())
-                        .withAdminApiKey(options.adminApiKey())
-                        .withToolCallFormat(options.toolCallFormat()),
-                engine,
-                tokenizer,
-                settings.gconfig());
+        return PortInUseException.binding(
+                "the agent proxy",
+                "rollout.agent.proxy_port",
+                launch.proxyHost(),
+                launch.proxyPort(),
+                () -> OpenAIProxy.start(
+                        ProxyConfig.defaults()
+                                .withHost(launch.proxyHost())
+                                .withPort(launch.proxyPort())
+                                .withAdminApiKey(options.adminApiKey())
+                                .withToolCallFormat(options.toolCallFormat()),
+                        engine,
+                        tokenizer,
+                        settings.gconfig()));
+    }
+
+    /** True when this node runs an agent behind its OpenAI-compatible proxy (after {@link #prepare}). */
+    boolean runsAgentProxy() {
+        return agentKind != AgentKind.NONE;
     }
 
     /** This node's dumper (after {@link #spec}), when dumps are on. */
