@@ -494,7 +494,7 @@ final class NodeAssembly {
     PromptSource promptSource() {
         RolloutSettings.Dataset d = settings.dataset();
         if (!d.train().isEmpty()) {
-            return new JsonlPromptSource(d.train(), true, d.shuffleSeed(), d.onMalformed());
+            return DatasetLines.read("rollout.dataset.train", d.train(), true, d.shuffleSeed(), d.onMalformed());
         }
         if (!demo) {
             check(settings, false);
@@ -514,7 +514,7 @@ final class NodeAssembly {
     List<Map<String, Object>> evalItems() {
         RolloutSettings.Dataset d = settings.dataset();
         if (!d.eval().isEmpty()) {
-            JsonlPromptSource eval = new JsonlPromptSource(d.eval(), false, null, d.onMalformed());
+            JsonlPromptSource eval = DatasetLines.read("rollout.dataset.eval", d.eval(), false, null, d.onMalformed());
             List<Map<String, Object>> items = new ArrayList<>();
             for (long i = 0; i < eval.size(); i++) {
                 items.add(eval.item(i).orElseThrow());
