@@ -174,6 +174,7 @@ final class LocalRun {
         RunDirectory claimed = RunDirectory.claim(runDir, settings.rollout().trialName(), reuseRunDir);
         toClose.add(claimed);
         Path weightsDir = runDir.resolve("weights");
+        WeightFiles weightFiles = new WeightFiles(weightsDir, settings.localKeepWeights());
         DemoConfig demo = DemoConfig.defaults().withGconfig(settings.gconfig());
         Path v0 = DemoTraining.initialWeights(demo, weightsDir);
         try {
@@ -232,7 +233,7 @@ final class LocalRun {
                     }
                 }
             } else {
-                train(rollout.client(), trainer, started, reports);
+                train(rollout.client(), trainer, started, reports, weightFiles);
             }
             if (stopping) {
                 // Ctrl-C: the interrupt is handled; closing and the summary must not see it again.
@@ -240,6 +241,12 @@ final class LocalRun {
                 out.println();
                 out.println("Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
                 drain(rollout.client());
+            }
+            String finalEvaluation = stopping || reports.isEmpty()
+                    ? null
+                    : awaitFinalEvaluation(rollout, assembly, reports.getLast().version());
+            if (!reports.isEmpty()) {
+                pruneWeights(weightFiles, reports.getLast().version());
             }
             RolloutStatus finalStatus = rollout.client().status();
             rollout.close(); // writes the statistics still held, so the summary sees every version
@@ -258,7 +265,9 @@ final class LocalRun {
                                     .map(d -> d.writeFailures() + " write(s) failed, " + d.filesWritten()
                                             + " succeeded; the groups were trained on all the same (last: "
                                             + d.lastWriteFailure().orElse("?") + ")")
-                                    .orElse(null)));
+                                    .orElse(null),
+                            finalEvaluation,
+                            weightFiles.summaryLine()));
             return !stopping;
         } finally {
             Thread.interrupted();
@@ -309,10 +318,62 @@ final class LocalRun {
     }
 
     private static final Duration DRAIN_DEADLINE = Duration.ofSeconds(15);
+
+    /** The longest wait for the evaluation pass over the final weights. */
+    static final Duration FINAL_EVALUATION_DEADLINE = Duration.ofMinutes(5);
+
+    /**
+     * When an evaluation set is configured, waits (at most {@link #FINAL_EVALUATION_DEADLINE}) for
+     * the pass over the final weights, which starts as the last version is published when {@code
+     * eval_every} divides it, so that the summary shows it.
+     *
+     * @return a note for the summary when the final weights are not evaluated, else null
+     */
+    private String awaitFinalEvaluation(LocalRollout rollout, NodeAssembly assembly, int version)
+            throws InterruptedException {
+        int every = assembly.evalEvery();
+        if (assembly.evalItems().isEmpty() || every <= 0) {
+            return null;
+        }
+        if (version % every != 0) {
+            return "the final weights v" + version + " were not evaluated: evaluation passes run at multiples of"
+                    + " rollout.eval_every = " + every + " (choose --steps as a multiple of it)";
+        }
+        out.println("  evaluating the final weights v" + version + "...");
+        long deadline = System.nanoTime() + FINAL_EVALUATION_DEADLINE.toNanos();
+        while (!evaluated(rollout, version)) {
+            if (System.nanoTime() - deadline > 0) {
+                return "the evaluation of the final weights v" + version + " did not finish within "
+                        + FINAL_EVALUATION_DEADLINE.toMinutes() + " min";
+            }
+            Thread.sleep(DRAIN_POLL.toMillis());
+        }
+        return null;
+    }
+
+    private static boolean evaluated(LocalRollout rollout, int version) {
+        return rollout.stats().history().stream()
+                .anyMatch(l -> l.scope().equals("eval-rollout") && l.version() == version);
+    }
+
+    /** Deletes the weight files beyond rollout.local.keep_weights; a failure to is noted, not fatal. */
+    private void pruneWeights(WeightFiles files, int current) {
+        try {
+            files.prune(current);
+        } catch (java.io.IOException e) {
+            out.println("  (could not delete old weight files: " + e + ")");
+        }
+    }
+
     private static final Duration DRAIN_POLL = Duration.ofMillis(100);
 
     /** Trains into {@code reports}; returns normally when {@link #interrupt} ended it early. */
-    private void train(LocalRolloutClient client, GrpoTrainer trainer, long started, List<StepReport> reports)
+    private void train(
+            LocalRolloutClient client,
+            GrpoTrainer trainer,
+            long started,
+            List<StepReport> reports,
+            WeightFiles weightFiles)
             throws Exception {
         RolloutClient trainerClient = clientDecorator.apply(client);
         AtomicReference<StepReport> last = new AtomicReference<>();
@@ -342,6 +403,8 @@ final class LocalRun {
             DemoTraining.run(trainerClient, trainer, steps, report -> {
                 reports.add(report);
                 last.set(report);
+                // Published to every server: older files beyond rollout.local.keep_weights are not needed.
+                pruneWeights(weightFiles, report.version());
                 if (!statusInPlace) {
                     try {
                         out.println(status.render(report, client.status(), client.coordinatorStatus()));
