@@ -213,11 +213,16 @@ final class LocalRun {
                             weightsDir));
             List<StepReport> reports = new CopyOnWriteArrayList<>();
             if (pythonTrainer) {
+                PythonTrainerProcess.Interpreter python = PythonTrainerProcess.interpreter(
+                        LocalCommand.configured(settings, "rollout.python.executable")
+                                ? settings.python().executable()
+                                : null);
                 TrainerGateway gateway =
                         TrainerGateway.start(GatewayConfig.defaults(), rollout.client(), observability.gatewayExtras());
                 toClose.add(gateway);
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());
+                out.println("  python: " + python);
                 try {
                     PythonTrainerProcess.run(
                             gateway.uri(),
@@ -225,6 +230,7 @@ final class LocalRun {
                             weightsDir,
                             steps,
                             settings.gconfig().temperature(),
+                            python,
                             out,
                             reports);
                 } catch (Exception e) {
