@@ -328,6 +328,9 @@ final class LocalRun {
     /** The longest wait for the evaluation pass over the final weights. */
     static final Duration FINAL_EVALUATION_DEADLINE = Duration.ofMinutes(5);
 
+    /** How long no evaluation group may run before the final pass is taken for skipped. */
+    static final Duration FINAL_EVALUATION_IDLE = Duration.ofSeconds(10);
+
     /**
      * When an evaluation set is configured, waits (at most {@link #FINAL_EVALUATION_DEADLINE}) for
      * the pass over the final weights, which starts as the last version is published when {@code
@@ -347,10 +350,20 @@ final class LocalRun {
         }
         out.println("  evaluating the final weights v" + version + "...");
         long deadline = System.nanoTime() + FINAL_EVALUATION_DEADLINE.toNanos();
+        long idleSince = System.nanoTime();
         while (!evaluated(rollout, version)) {
-            if (System.nanoTime() - deadline > 0) {
+            long now = System.nanoTime();
+            if (now - deadline > 0) {
                 return "the evaluation of the final weights v" + version + " did not finish within "
                         + FINAL_EVALUATION_DEADLINE.toMinutes() + " min";
+            }
+            if (rollout.client().status().evalRunning() > 0) {
+                idleSince = now;
+            } else if (now - idleSince > FINAL_EVALUATION_IDLE.toNanos()) {
+                // A pass due while the previous one still ran is skipped: none runs, none will.
+                return "the final weights v" + version + " were not evaluated: no evaluation ran for "
+                        + FINAL_EVALUATION_IDLE.toSeconds() + " s (a pass due while the previous one still runs"
+                        + " is skipped)";
             }
             Thread.sleep(DRAIN_POLL.toMillis());
         }

@@ -104,7 +104,8 @@ class LocalUserWorkflowTest {
         assertThat(correct).as("samples rewarded 1 of " + rows).isPositive();
         // Three steps: the first step and the last two, either of them above 0.
         assertThat(out)
-                .containsPattern("mean reward: first step (0\\.0*[1-9]\\d*, last 2 steps \\d|\\d\\.\\d+, last 2 steps 0\\.0*[1-9])");
+                .containsPattern(
+                        "mean reward: first step (0\\.0*[1-9]\\d*, last 2 steps \\d|\\d\\.\\d+, last 2 steps 0\\.0*[1-9])");
     }
 
     @Test
