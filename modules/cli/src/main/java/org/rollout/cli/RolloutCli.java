@@ -78,7 +78,7 @@ public final class RolloutCli implements Runnable {
             text = PORT_IN_USE
                     .matcher(text)
                     .replaceAll(
-                            "cannot listen on $1:$2 (--port): the port is in use; choose another, or 0 for a free one");
+                            "cannot listen on $1:$2 (--port): the port is in use; set another port, or 0 for a free one");
             super.write(text, 0, text.length());
         }
     }

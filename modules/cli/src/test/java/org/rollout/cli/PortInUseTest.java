@@ -161,7 +161,7 @@ class PortInUseTest {
         assertThat(r.exit()).isEqualTo(1);
         assertThat(r.err().strip())
                 .isEqualTo("model server: cannot listen on 127.0.0.1:" + port
-                        + " (--port): the port is in use; choose another, or 0 for a free one");
+                        + " (--port): the port is in use; set another port, or 0 for a free one");
     }
 
     @Test
