@@ -101,6 +101,9 @@ final class LocalCommand implements Callable<Integer> {
                             + "is appended to; dumps of the same version and task are replaced). Without it such a run is refused.")
     boolean reuseRunDir;
 
+    @Option(names = "--debug", description = "On a failure, print its stack trace too.")
+    boolean debug;
+
     @Option(names = "--no-status", description = "Print one line per step instead of a status line in place.")
     boolean noStatus;
 
@@ -186,6 +189,14 @@ final class LocalCommand implements Callable<Integer> {
                 out.println();
                 out.println("Interrupted before training started.");
                 return 130;
+            }
+            java.util.Optional<PortInUseException> portInUse = PortInUseException.in(e);
+            if (portInUse.isPresent()) {
+                System.err.println(portInUse.get().getMessage());
+                if (debug) {
+                    e.printStackTrace(System.err);
+                }
+                return 1;
             }
             System.err.println("the run failed: " + e);
             e.printStackTrace(System.err);

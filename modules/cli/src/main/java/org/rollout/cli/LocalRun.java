@@ -182,6 +182,7 @@ final class LocalRun {
         RunDirectory claimed = RunDirectory.claim(runDir, settings.rollout().trialName(), reuseRunDir);
         toClose.add(claimed);
         Path weightsDir = runDir.resolve("weights");
+        WeightFiles weightFiles = new WeightFiles(weightsDir, settings.localKeepWeights());
         DemoConfig demo = DemoConfig.defaults().withGconfig(settings.gconfig());
         Path v0 = DemoTraining.initialWeights(demo, weightsDir);
         try {
@@ -211,7 +212,12 @@ final class LocalRun {
             toClose.add(observability);
             RolloutSettings.Metrics metrics = settings.metrics();
             if (metrics.port() >= 0) {
-                metricsUri = observability.listen(metrics.host(), metrics.port());
+                metricsUri = PortInUseException.binding(
+                        "the metrics endpoint",
+                        "rollout.metrics.port",
+                        metrics.host(),
+                        metrics.port(),
+                        () -> observability.listen(metrics.host(), metrics.port()));
                 out.println("  metrics: " + metricsUri + "/metrics   dashboard: " + metricsUri + "/dashboard");
             }
             GrpoTrainer trainer = new GrpoTrainer(
@@ -224,11 +230,16 @@ final class LocalRun {
                             weightsDir));
             List<StepReport> reports = new CopyOnWriteArrayList<>();
             if (pythonTrainer) {
+                PythonTrainerProcess.Interpreter python = PythonTrainerProcess.interpreter(
+                        LocalCommand.configured(settings, "rollout.python.executable")
+                                ? settings.python().executable()
+                                : null);
                 TrainerGateway gateway =
                         TrainerGateway.start(GatewayConfig.defaults(), rollout.client(), observability.gatewayExtras());
                 toClose.add(gateway);
                 out.println("  trainer: " + PythonTrainerProcess.SCRIPT + " (PyTorch) through the gateway at "
                         + gateway.uri());
+                out.println("  python: " + python);
                 try {
                     PythonTrainerProcess.run(
                             gateway.uri(),
@@ -236,6 +247,7 @@ final class LocalRun {
                             weightsDir,
                             steps,
                             settings.gconfig().temperature(),
+                            python,
                             out,
                             reports);
                 } catch (Exception e) {
@@ -244,7 +256,7 @@ final class LocalRun {
                     }
                 }
             } else {
-                train(rollout.client(), trainer, started, reports);
+                train(rollout.client(), trainer, started, reports, weightFiles);
             }
             if (stopping) {
                 // Ctrl-C: the interrupt is handled; closing and the summary must not see it again.
@@ -257,6 +269,12 @@ final class LocalRun {
                             "Interrupted after " + reports.size() + " of " + steps + " steps: stopping the engine.");
                 }
                 drain(rollout.client());
+            }
+            String finalEvaluation = stopping || reports.isEmpty()
+                    ? null
+                    : awaitFinalEvaluation(rollout, assembly, reports.getLast().version());
+            if (!reports.isEmpty()) {
+                pruneWeights(weightFiles, reports.getLast().version());
             }
             RolloutStatus finalStatus = rollout.client().status();
             rollout.close(); // writes the statistics still held, so the summary sees every version
@@ -275,7 +293,9 @@ final class LocalRun {
                                     .map(d -> d.writeFailures() + " write(s) failed, " + d.filesWritten()
                                             + " succeeded; the groups were trained on all the same (last: "
                                             + d.lastWriteFailure().orElse("?") + ")")
-                                    .orElse(null)));
+                                    .orElse(null),
+                            finalEvaluation,
+                            weightFiles.summaryLine()));
             return !stopping;
         } finally {
             Thread.interrupted();
@@ -326,10 +346,75 @@ final class LocalRun {
     }
 
     private static final Duration DRAIN_DEADLINE = Duration.ofSeconds(15);
+
+    /** The longest wait for the evaluation pass over the final weights. */
+    static final Duration FINAL_EVALUATION_DEADLINE = Duration.ofMinutes(5);
+
+    /** How long no evaluation group may run before the final pass is taken for skipped. */
+    static final Duration FINAL_EVALUATION_IDLE = Duration.ofSeconds(10);
+
+    /**
+     * When an evaluation set is configured, waits (at most {@link #FINAL_EVALUATION_DEADLINE}) for
+     * the pass over the final weights, which starts as the last version is published when {@code
+     * eval_every} divides it, so that the summary shows it.
+     *
+     * @return a note for the summary when the final weights are not evaluated, else null
+     */
+    private String awaitFinalEvaluation(LocalRollout rollout, NodeAssembly assembly, int version)
+            throws InterruptedException {
+        int every = assembly.evalEvery();
+        if (assembly.evalItems().isEmpty() || every <= 0) {
+            return null;
+        }
+        if (version % every != 0) {
+            return "the final weights v" + version + " were not evaluated: evaluation passes run at multiples of"
+                    + " rollout.eval_every = " + every + " (choose --steps as a multiple of it)";
+        }
+        out.println("  evaluating the final weights v" + version + "...");
+        long deadline = System.nanoTime() + FINAL_EVALUATION_DEADLINE.toNanos();
+        long idleSince = System.nanoTime();
+        while (!evaluated(rollout, version)) {
+            long now = System.nanoTime();
+            if (now - deadline > 0) {
+                return "the evaluation of the final weights v" + version + " did not finish within "
+                        + FINAL_EVALUATION_DEADLINE.toMinutes() + " min";
+            }
+            if (rollout.client().status().evalRunning() > 0) {
+                idleSince = now;
+            } else if (now - idleSince > FINAL_EVALUATION_IDLE.toNanos()) {
+                // A pass due while the previous one still ran is skipped: none runs, none will.
+                return "the final weights v" + version + " were not evaluated: no evaluation ran for "
+                        + FINAL_EVALUATION_IDLE.toSeconds() + " s (a pass due while the previous one still runs"
+                        + " is skipped)";
+            }
+            Thread.sleep(DRAIN_POLL.toMillis());
+        }
+        return null;
+    }
+
+    private static boolean evaluated(LocalRollout rollout, int version) {
+        return rollout.stats().history().stream()
+                .anyMatch(l -> l.scope().equals("eval-rollout") && l.version() == version);
+    }
+
+    /** Deletes the weight files beyond rollout.local.keep_weights; a failure to is noted, not fatal. */
+    private void pruneWeights(WeightFiles files, int current) {
+        try {
+            files.prune(current);
+        } catch (java.io.IOException e) {
+            out.println("  (could not delete old weight files: " + e + ")");
+        }
+    }
+
     private static final Duration DRAIN_POLL = Duration.ofMillis(100);
 
     /** Trains into {@code reports}; returns normally when {@link #interrupt} ended it early. */
-    private void train(LocalRolloutClient client, GrpoTrainer trainer, long started, List<StepReport> reports)
+    private void train(
+            LocalRolloutClient client,
+            GrpoTrainer trainer,
+            long started,
+            List<StepReport> reports,
+            WeightFiles weightFiles)
             throws Exception {
         RolloutClient trainerClient = clientDecorator.apply(client);
         AtomicReference<StepReport> last = new AtomicReference<>();
@@ -359,6 +444,8 @@ final class LocalRun {
             DemoTraining.run(trainerClient, trainer, steps, report -> {
                 reports.add(report);
                 last.set(report);
+                // Published to every server: older files beyond rollout.local.keep_weights are not needed.
+                pruneWeights(weightFiles, report.version());
                 if (!statusInPlace) {
                     try {
                         out.println(status.render(report, client.status(), client.coordinatorStatus()));

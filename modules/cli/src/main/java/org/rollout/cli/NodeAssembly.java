@@ -259,15 +259,25 @@ final class NodeAssembly {
             throws java.io.IOException {
         AgentOptions options = AgentOptions.from(settings.agent());
         AgentLaunch launch = settings.agentLaunch();
-        return OpenAIProxy.start(
-                ProxyConfig.defaults()
-                        .withHost(launch.proxyHost())
-                        .withPort(launch.proxyPort())
-                        .withAdminApiKey(options.adminApiKey())
-                        .withToolCallFormat(options.toolCallFormat()),
-                engine,
-                tokenizer,
-                settings.gconfig());
+        return PortInUseException.binding(
+                "the agent proxy",
+                "rollout.agent.proxy_port",
+                launch.proxyHost(),
+                launch.proxyPort(),
+                () -> OpenAIProxy.start(
+                        ProxyConfig.defaults()
+                                .withHost(launch.proxyHost())
+                                .withPort(launch.proxyPort())
+                                .withAdminApiKey(options.adminApiKey())
+                                .withToolCallFormat(options.toolCallFormat()),
+                        engine,
+                        tokenizer,
+                        settings.gconfig()));
+    }
+
+    /** True when this node runs an agent behind its OpenAI-compatible proxy (after {@link #prepare}). */
+    boolean runsAgentProxy() {
+        return agentKind != AgentKind.NONE;
     }
 
     /** This node's dumper (after {@link #spec}), when dumps are on. */
@@ -484,7 +494,7 @@ final class NodeAssembly {
     PromptSource promptSource() {
         RolloutSettings.Dataset d = settings.dataset();
         if (!d.train().isEmpty()) {
-            return new JsonlPromptSource(d.train(), true, d.shuffleSeed(), d.onMalformed());
+            return DatasetLines.read("rollout.dataset.train", d.train(), true, d.shuffleSeed(), d.onMalformed());
         }
         if (!demo) {
             check(settings, false);
@@ -504,7 +514,7 @@ final class NodeAssembly {
     List<Map<String, Object>> evalItems() {
         RolloutSettings.Dataset d = settings.dataset();
         if (!d.eval().isEmpty()) {
-            JsonlPromptSource eval = new JsonlPromptSource(d.eval(), false, null, d.onMalformed());
+            JsonlPromptSource eval = DatasetLines.read("rollout.dataset.eval", d.eval(), false, null, d.onMalformed());
             List<Map<String, Object>> items = new ArrayList<>();
             for (long i = 0; i < eval.size(); i++) {
                 items.add(eval.item(i).orElseThrow());

@@ -161,6 +161,9 @@ final class NodeCommand implements Callable<Integer> {
                     + " redrawn in place every 0.5 s) (default: ${DEFAULT-VALUE}).")
     int progressEverySeconds;
 
+    @Option(names = "--debug", description = "On a failure, print its stack trace too.")
+    boolean debug;
+
     @Parameters(paramLabel = "key=value", description = "Configuration overrides, e.g. rollout.servers=[...].")
     List<String> overrides = new ArrayList<>();
 
@@ -231,6 +234,16 @@ final class NodeCommand implements Callable<Integer> {
             return 2;
         }
         try {
+            // A port another process holds is refused now, before the node joins and says it is up.
+            requirePortsFree(settings, pekko, assembly);
+        } catch (PortInUseException e) {
+            System.err.println(e.getMessage());
+            if (debug) {
+                e.printStackTrace(System.err);
+            }
+            return 1;
+        }
+        try {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, fromFile, toClose, out));
             toClose.add(engine);
             engine.initialize(message -> {
@@ -297,14 +310,25 @@ final class NodeCommand implements Callable<Integer> {
                     }
                     gc = gc.withTls(gatewayKeyStore, password);
                 }
-                TrainerGateway gateway =
-                        TrainerGateway.start(gc, node.client(), observability.gatewayExtras(serverList));
+                GatewayConfig gatewayConfig = gc;
+                TrainerGateway gateway = PortInUseException.binding(
+                        GATEWAY,
+                        "--gateway-port",
+                        gatewayHost,
+                        gatewayPort,
+                        () -> TrainerGateway.start(
+                                gatewayConfig, node.client(), observability.gatewayExtras(serverList)));
                 toClose.add(gateway);
                 out.println("gateway listening on " + gateway.uri());
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
             } else if (settings.metrics().port() >= 0) {
-                java.net.URI metrics = observability.listen(
-                        settings.metrics().host(), settings.metrics().port());
+                java.net.URI metrics = PortInUseException.binding(
+                        METRICS,
+                        METRICS_KEY,
+                        settings.metrics().host(),
+                        settings.metrics().port(),
+                        () -> observability.listen(
+                                settings.metrics().host(), settings.metrics().port()));
                 out.println("metrics on " + metrics + "/metrics, dashboard on " + metrics + "/dashboard");
             }
             out.flush();
@@ -370,6 +394,14 @@ final class NodeCommand implements Callable<Integer> {
             Thread.currentThread().interrupt();
             return 1;
         } catch (Exception e) {
+            java.util.Optional<PortInUseException> portInUse = PortInUseException.in(e);
+            if (portInUse.isPresent()) {
+                System.err.println(portInUse.get().getMessage());
+                if (debug) {
+                    e.printStackTrace(System.err);
+                }
+                return 1;
+            }
             System.err.println("the node failed: " + e);
             e.printStackTrace(System.err);
             return 1;
@@ -382,6 +414,52 @@ final class NodeCommand implements Callable<Integer> {
                 }
             }
             closed.countDown();
+        }
+    }
+
+    private static final String GATEWAY = "the trainer gateway";
+    private static final String METRICS = "the metrics endpoint";
+    private static final String METRICS_KEY = "rollout.metrics.port";
+
+    /**
+     * Refuses each fixed port this node will listen on that another process holds: the cluster
+     * port (TCP transports), the trainer gateway's or else the metrics endpoint's, the management
+     * endpoint's, and the agent proxy's when an agent runs.
+     */
+    private void requirePortsFree(RolloutSettings settings, Config pekko, NodeAssembly assembly)
+            throws PortInUseException {
+        String transport = pekko.hasPath("pekko.remote.artery.transport")
+                ? pekko.getString("pekko.remote.artery.transport")
+                : "tcp";
+        if (transport.equals("tcp") || transport.equals("tls-tcp")) {
+            PortInUseException.requireFree(
+                    "the cluster",
+                    "--port, pekko.remote.artery.canonical.port",
+                    pekko.getString("pekko.remote.artery.canonical.hostname"),
+                    pekko.getInt("pekko.remote.artery.canonical.port"));
+        }
+        if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
+            PortInUseException.requireFree(GATEWAY, "--gateway-port", gatewayHost, gatewayPort);
+        } else {
+            PortInUseException.requireFree(
+                    METRICS,
+                    METRICS_KEY,
+                    settings.metrics().host(),
+                    settings.metrics().port());
+        }
+        if (managementOn()) {
+            PortInUseException.requireFree(
+                    "the management endpoint",
+                    "--management-port, pekko.management.http.port",
+                    pekko.getString("pekko.management.http.hostname"),
+                    pekko.getInt("pekko.management.http.port"));
+        }
+        if (assembly.runsAgentProxy()) {
+            PortInUseException.requireFree(
+                    "the agent proxy",
+                    "rollout.agent.proxy_port",
+                    settings.agentLaunch().proxyHost(),
+                    settings.agentLaunch().proxyPort());
         }
     }
 

@@ -25,7 +25,6 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.api.TensorDict;
 import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
-import org.rollout.cluster.JsonlPromptSource;
 import org.rollout.cluster.PromptSource;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutConfig;
@@ -157,7 +156,8 @@ final class ProxyCommand implements Callable<Integer> {
         Tokenizer tokenizer = Tokenizers.load(r.tokenizerPath());
         PromptSource data = settings.dataset().train().isEmpty()
                 ? index -> java.util.Optional.of(Map.of())
-                : new JsonlPromptSource(
+                : DatasetLines.read(
+                        "rollout.dataset.train",
                         settings.dataset().train(),
                         true,
                         settings.dataset().shuffleSeed(),

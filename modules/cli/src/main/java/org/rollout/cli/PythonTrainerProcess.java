@@ -21,9 +21,12 @@ import org.rollout.examples.demo.StepReport;
  * clients/python/examples/grpo_trainer.py} as a separate process, joining the engine through a
  * trainer gateway. Its output is echoed; its step lines become {@link StepReport}s for the summary.
  *
- * <p>The interpreter is {@code $ROLLOUT_PYTHON}, else {@code /usr/bin/python3} when it exists,
- * else {@code python3}; it needs numpy and torch. The script is found under {@code $ROLLOUT_HOME}
- * (set by {@code bin/rollout}), else the working directory.
+ * <p>The interpreter ({@link #choose}): {@code rollout.python.executable} when it is set, else
+ * {@code $ROLLOUT_PYTHON}, else the {@code python3} on {@code PATH} (an active virtualenv's) when it
+ * can import the client package {@code rollout_client} (clients/python), else {@code
+ * /usr/bin/python3} when it exists, else {@code python3}; it needs numpy and torch. The run's first
+ * lines say which and why. The script is found under {@code $ROLLOUT_HOME} (set by {@code
+ * bin/rollout}), else the working directory.
  */
 final class PythonTrainerProcess {
     static final String SCRIPT = "clients/python/examples/grpo_trainer.py";
@@ -41,12 +44,93 @@ final class PythonTrainerProcess {
         return root.resolve(SCRIPT);
     }
 
-    static String interpreter() {
-        String configured = System.getenv("ROLLOUT_PYTHON");
-        if (configured != null && !configured.isBlank()) {
-            return configured;
+    /** The interpreter chosen, and why, as the run's first lines say it. */
+    record Interpreter(String executable, String why) {
+        @Override
+        public String toString() {
+            return executable + " (" + why + ")";
         }
-        return Files.isExecutable(Path.of("/usr/bin/python3")) ? "/usr/bin/python3" : "python3";
+    }
+
+    static final Path SYSTEM_PYTHON = Path.of("/usr/bin/python3");
+
+    /**
+     * Which Python runs the trainer. Pure: the file system and the import are asked through {@code
+     * executable} and {@code importsClient}.
+     *
+     * @param configured {@code rollout.python.executable} when the user set it, else null
+     * @param fromEnvironment {@code $ROLLOUT_PYTHON}, or null
+     * @param path the entries of {@code $PATH}, in order
+     * @param executable whether a file is an executable
+     * @param importsClient whether that Python can import {@code rollout_client} as the trainer is run
+     */
+    static Interpreter choose(
+            String configured,
+            String fromEnvironment,
+            List<Path> path,
+            java.util.function.Predicate<Path> executable,
+            java.util.function.Predicate<Path> importsClient) {
+        if (configured != null && !configured.isBlank()) {
+            return new Interpreter(configured, "rollout.python.executable");
+        }
+        if (fromEnvironment != null && !fromEnvironment.isBlank()) {
+            return new Interpreter(fromEnvironment, "$ROLLOUT_PYTHON");
+        }
+        String notOnPath = "no python3 on PATH";
+        for (Path dir : path) {
+            Path candidate = dir.resolve("python3");
+            if (executable.test(candidate)) {
+                if (importsClient.test(candidate)) {
+                    return new Interpreter(candidate.toString(), "the python3 on PATH; it imports rollout_client");
+                }
+                notOnPath = "the python3 on PATH, " + candidate + ", cannot import rollout_client";
+                break;
+            }
+        }
+        if (executable.test(SYSTEM_PYTHON)) {
+            return new Interpreter(SYSTEM_PYTHON.toString(), notOnPath);
+        }
+        return new Interpreter("python3", notOnPath + ", and there is no " + SYSTEM_PYTHON);
+    }
+
+    /** {@link #choose} for this process: its environment, its PATH, and a real import of rollout_client. */
+    static Interpreter interpreter(String configured) {
+        String pathVariable = System.getenv("PATH");
+        List<Path> path = new java.util.ArrayList<>();
+        if (pathVariable != null) {
+            for (String entry : pathVariable.split(java.io.File.pathSeparator)) {
+                if (!entry.isBlank()) {
+                    path.add(Path.of(entry));
+                }
+            }
+        }
+        return choose(
+                configured,
+                System.getenv("ROLLOUT_PYTHON"),
+                path,
+                p -> Files.isRegularFile(p) && Files.isExecutable(p),
+                PythonTrainerProcess::importsClient);
+    }
+
+    /** True when {@code python}, with the trainer's PYTHONPATH, imports rollout_client within 30 s. */
+    static boolean importsClient(Path python) {
+        try {
+            ProcessBuilder pb = new ProcessBuilder(python.toString(), "-c", "import rollout_client")
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD);
+            pb.environment().put("PYTHONPATH", script().getParent().getParent().toString());
+            Process p = pb.start();
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                return false;
+            }
+            return p.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /**
@@ -65,6 +149,7 @@ final class PythonTrainerProcess {
             Path weightsDir,
             int steps,
             double temperature,
+            Interpreter python,
             PrintStream out,
             List<StepReport> reports)
             throws IOException, InterruptedException {
@@ -73,7 +158,7 @@ final class PythonTrainerProcess {
             throw new IOException("the Python trainer is not at " + script + " (set ROLLOUT_HOME to the repository)");
         }
         List<String> command = List.of(
-                interpreter(),
+                python.executable(),
                 script.toString(),
                 "--contact",
                 gateway.toString(),

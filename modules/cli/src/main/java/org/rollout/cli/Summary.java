@@ -8,6 +8,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.rollout.cluster.StatsBook;
@@ -29,7 +31,9 @@ final class Summary {
             Path runDir,
             boolean dumped,
             String workflow,
-            String dumpFailures) {}
+            String dumpFailures,
+            String finalEvaluation,
+            String weights) {}
 
     static void print(PrintStream out, Run run) {
         for (String line : lines(run)) {
@@ -44,27 +48,33 @@ final class Summary {
         double seconds = Math.max(1e-3, run.elapsed().toNanos() / 1e9);
         lines.add(String.format(
                 Locale.ROOT, "Done in %.1f s: %d steps, weight version %d.", seconds, reports.size(), s.version()));
+        long trained = reports.stream().mapToLong(StepReport::groups).sum();
+        Counts training = Counts.of(run.history(), "rollout");
         lines.add(String.format(
                 Locale.ROOT,
-                "  groups: %d accepted, %d rejected%s; tokens generated: %,d (%s/s)",
-                s.accepted(),
-                s.rejected(),
-                s.rejectedByReason().isEmpty() ? "" : " " + s.rejectedByReason(),
+                "  training groups (stats.jsonl, rollout lines): %d accepted, of which %d trained in %d steps and"
+                        + " the rest still buffered at the end; %d rejected%s",
+                training.accepted(),
+                trained,
+                reports.size(),
+                training.rejected(),
+                training.reasons().isEmpty() ? "" : " " + training.reasons()));
+        Counts evaluation = Counts.of(run.history(), "eval-rollout");
+        if (evaluation.groups() > 0) {
+            lines.add(String.format(
+                    Locale.ROOT,
+                    "  evaluation groups (stats.jsonl, eval-rollout lines): %d, in %d pass(es)",
+                    evaluation.groups(),
+                    evaluation.lines()));
+        }
+        lines.add(String.format(
+                Locale.ROOT,
+                "  tokens generated: %,d (%s/s)",
                 s.tokensGenerated(),
                 StatusLine.compact(s.tokensGenerated() / seconds)));
         double[] rewards = reports.stream().mapToDouble(StepReport::meanReward).toArray();
         if (rewards.length > 0) {
-            int k = Math.min(5, rewards.length);
-            double first = mean(rewards, 0, k);
-            double last = mean(rewards, rewards.length - k, rewards.length);
-            lines.add(String.format(
-                    Locale.ROOT,
-                    "  mean reward: first %d steps %.3f, last %d steps %.3f (%s)",
-                    k,
-                    first,
-                    k,
-                    last,
-                    first > 0 ? String.format(Locale.ROOT, "%.1f×", last / first) : "from 0"));
+            lines.add(rewardTrend(rewards));
             lines.add("  reward per step (mean over the batch)");
             for (String l : TextChart.columns(rewards, 0, 1, 8, 60, "step 1.." + rewards.length)) {
                 lines.add("    " + l);
@@ -78,17 +88,59 @@ final class Summary {
         if (!eval.isEmpty()) {
             lines.add("  evaluation (mean reward, eval-rollout scope): " + eval);
         }
+        if (run.finalEvaluation() != null) {
+            lines.add("  note: " + run.finalEvaluation());
+        }
         lines.add("  files under " + run.runDir() + ":");
         if (run.dumped()) {
-            lines.add("    rollout/{version}/{task_id}.jsonl   trajectory dumps ("
-                    + countJsonl(run.runDir().resolve("rollout")) + " files); eval-rollout/ for evaluation");
+            lines.add("    rollout/{version}/{task_id}.jsonl   "
+                    + countJsonl(run.runDir().resolve("rollout"))
+                    + " trajectory dumps: one per training group with trajectories, accepted or rejected by"
+                    + " rollout.accept, also those finished as the engine stopped (not counted above)");
+            lines.add("    eval-rollout/{version}/{task_id}.jsonl "
+                    + countJsonl(run.runDir().resolve("eval-rollout")) + " evaluation dumps: one per evaluation group");
             if (run.dumpFailures() != null) {
                 lines.add("    DUMPS FAILED: " + run.dumpFailures());
             }
         }
         lines.add("    stats.jsonl                        statistics per version and scope");
-        lines.add("    weights/v{n}.rlm                   the trained weights of every version");
+        lines.add("    " + run.weights());
         return lines;
+    }
+
+    /**
+     * The mean reward's trend: the first and last 5 steps and their ratio from 10 steps on; the first
+     * and the last half below that, without a ratio (a few noisy steps make a misleading one); the
+     * one step's mean alone.
+     */
+    static String rewardTrend(double[] rewards) {
+        int n = rewards.length;
+        if (n == 1) {
+            return String.format(Locale.ROOT, "  mean reward: %.3f (1 step)", rewards[0]);
+        }
+        if (n < 10) {
+            int firstHalf = n / 2;
+            int lastHalf = n - firstHalf;
+            return String.format(
+                    Locale.ROOT,
+                    "  mean reward: first %s %.3f, last %s %.3f",
+                    steps(firstHalf),
+                    mean(rewards, 0, firstHalf),
+                    steps(lastHalf),
+                    mean(rewards, firstHalf, n));
+        }
+        double first = mean(rewards, 0, 5);
+        double last = mean(rewards, n - 5, n);
+        return String.format(
+                Locale.ROOT,
+                "  mean reward: first 5 steps %.3f, last 5 steps %.3f (%s)",
+                first,
+                last,
+                first > 0 ? String.format(Locale.ROOT, "%.1f×", last / first) : "from 0");
+    }
+
+    private static String steps(int n) {
+        return n == 1 ? "step" : n + " steps";
     }
 
     private static double mean(double[] v, int from, int to) {
@@ -97,6 +149,30 @@ final class Summary {
             s += v[i];
         }
         return s / Math.max(1, to - from);
+    }
+
+    /** What the stats lines of one scope count, summed over versions. */
+    record Counts(long lines, long groups, long accepted, long rejected, Map<String, Long> reasons) {
+        static Counts of(List<StatsBook.Line> history, String scope) {
+            long lines = 0;
+            long groups = 0;
+            long accepted = 0;
+            long rejected = 0;
+            Map<String, Long> reasons = new TreeMap<>();
+            for (StatsBook.Line l : history) {
+                if (!l.scope().equals(scope)) {
+                    continue;
+                }
+                lines++;
+                groups += (long) number(l.values().get("groups"));
+                accepted += (long) number(l.values().get("accepted"));
+                rejected += (long) number(l.values().get("rejected"));
+                if (l.values().get("rejected_reasons") instanceof Map<?, ?> m) {
+                    m.forEach((k, v) -> reasons.merge(String.valueOf(k), (long) number(v), Long::sum));
+                }
+            }
+            return new Counts(lines, groups, accepted, rejected, reasons);
+        }
     }
 
     private static double number(Object o) {

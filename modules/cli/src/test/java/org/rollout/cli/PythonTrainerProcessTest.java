@@ -3,6 +3,7 @@ package org.rollout.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.rollout.examples.demo.StepReport;
 
@@ -35,5 +36,54 @@ class PythonTrainerProcessTest {
     @Test
     void theScriptIsFoundUnderRolloutHome() {
         assertThat(PythonTrainerProcess.script().toString()).endsWith(PythonTrainerProcess.SCRIPT);
+    }
+
+    private static final Path VENV = Path.of("/home/u/venv/bin");
+    private static final Path USR_BIN = Path.of("/usr/bin");
+
+    @Test
+    void theConfiguredExecutableComesFirst() {
+        PythonTrainerProcess.Interpreter i =
+                PythonTrainerProcess.choose("/opt/py/bin/python", "/env/python", List.of(VENV), p -> true, p -> true);
+        assertThat(i.executable()).isEqualTo("/opt/py/bin/python");
+        assertThat(i.why()).isEqualTo("rollout.python.executable");
+    }
+
+    @Test
+    void thePython3OnPathThatImportsTheClientIsChosenOverTheSystemOne() {
+        PythonTrainerProcess.Interpreter i = PythonTrainerProcess.choose(
+                null, null, List.of(Path.of("/nowhere"), VENV, USR_BIN), p -> !p.startsWith("/nowhere"), p -> true);
+        assertThat(i.executable()).isEqualTo(VENV.resolve("python3").toString());
+        assertThat(i.toString()).contains("the python3 on PATH", "rollout_client");
+    }
+
+    @Test
+    void aPython3OnPathThatCannotImportTheClientGivesWayToTheSystemOneSayingWhy() {
+        PythonTrainerProcess.Interpreter i =
+                PythonTrainerProcess.choose(null, null, List.of(VENV, USR_BIN), p -> true, p -> !p.startsWith(VENV));
+        assertThat(i.executable()).isEqualTo("/usr/bin/python3");
+        assertThat(i.why()).contains(VENV.resolve("python3").toString(), "cannot import rollout_client");
+    }
+
+    @Test
+    void withoutPython3OnPathTheSystemOneIsUsed() {
+        PythonTrainerProcess.Interpreter i = PythonTrainerProcess.choose(
+                null, null, List.of(), p -> p.equals(PythonTrainerProcess.SYSTEM_PYTHON), p -> true);
+        assertThat(i.executable()).isEqualTo("/usr/bin/python3");
+        assertThat(i.why()).contains("no python3 on PATH");
+    }
+
+    @Test
+    void rolloutPythonInTheEnvironmentComesBeforePath() {
+        PythonTrainerProcess.Interpreter i =
+                PythonTrainerProcess.choose(null, "/env/python", List.of(VENV), p -> true, p -> true);
+        assertThat(i.executable()).isEqualTo("/env/python");
+        assertThat(i.why()).isEqualTo("$ROLLOUT_PYTHON");
+    }
+
+    @Test
+    void theRealProbeRefusesAPythonThatDoesNotRun() {
+        assertThat(PythonTrainerProcess.importsClient(Path.of("/no/such/python3")))
+                .isFalse();
     }
 }

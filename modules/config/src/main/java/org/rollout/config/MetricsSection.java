@@ -15,5 +15,11 @@ final class MetricsSection {
         }
         r.integer(
                 "rollout.metrics.port", -1, 65535, false, "a port in [0, 65535] (0 for any free port), or -1 for none");
+        r.integer(
+                "rollout.local.keep_weights",
+                1,
+                Integer.MAX_VALUE,
+                false,
+                "the number of newest weight files rollout local keeps, an integer >= 1");
     }
 }

@@ -400,6 +400,11 @@ public final class RolloutSettings {
                 config.getInt(FailureBreakerSection.WINDOW), config.getDouble(FailureBreakerSection.THRESHOLD));
     }
 
+    /** {@code rollout.local.keep_weights}: the newest weight files {@code rollout local} keeps. */
+    public int localKeepWeights() {
+        return config.getInt("rollout.local.keep_weights");
+    }
+
     /** {@code rollout.metrics.*}, validated when the settings were read. */
     public Metrics metrics() {
         return new Metrics(config.getString("rollout.metrics.host"), config.getInt("rollout.metrics.port"));
