@@ -47,40 +47,16 @@ public final class RolloutCli implements Runnable {
         CommandLine cl = new CommandLine(new RolloutCli());
         cl.addSubcommand("model-server", new ModelServerMain());
         benchCommand().ifPresent(bench -> cl.addSubcommand("bench", bench));
+        // The command that runs writes where the root command was told to (tests capture it).
         CommandLine.IExecutionStrategy runLast = new CommandLine.RunLast();
         cl.setExecutionStrategy(parsed -> {
             CommandLine last =
                     parsed.asCommandLineList().get(parsed.asCommandLineList().size() - 1);
-            if (last.getCommand() instanceof ModelServerMain) {
-                last.setErr(new ModelServerErrors(last.getErr()));
-            }
+            last.setOut(cl.getOut());
+            last.setErr(cl.getErr());
             return runLast.execute(parsed);
         });
         return cl;
-    }
-
-    /**
-     * {@code rollout model-server}'s error lines, said once: the server's own failure already starts
-     * with "model server: ", and a port in use is named as the {@code --port} it came from.
-     */
-    static final class ModelServerErrors extends java.io.PrintWriter {
-        private static final java.util.regex.Pattern PORT_IN_USE = java.util.regex.Pattern.compile(
-                "cannot listen on (\\S+):(\\d+): java\\.net\\.BindException: Address already in use");
-
-        ModelServerErrors(java.io.PrintWriter err) {
-            super(err, true);
-        }
-
-        @Override
-        public void write(String s, int off, int len) {
-            String text = s.substring(off, off + len);
-            text = text.replace("model server: model server: ", "model server: ");
-            text = PORT_IN_USE
-                    .matcher(text)
-                    .replaceAll(
-                            "cannot listen on $1:$2 (--port): the port is in use; set another port, or 0 for a free one");
-            super.write(text, 0, text.length());
-        }
     }
 
     /**

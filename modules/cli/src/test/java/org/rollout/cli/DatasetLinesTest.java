@@ -13,6 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.cluster.JsonlPromptSource;
 import org.rollout.config.OnMalformed;
 import org.slf4j.LoggerFactory;
 
@@ -27,7 +28,7 @@ class DatasetLinesTest {
     @Test
     void aSkippedLinesWarningSaysTheFileTheLineAndTheParseProblemOnly() throws IOException {
         Path f = unclosedObjectOnLineTwo();
-        Logger logger = (Logger) LoggerFactory.getLogger(DatasetLines.class);
+        Logger logger = (Logger) LoggerFactory.getLogger(JsonlPromptSource.class);
         ListAppender<ILoggingEvent> captured = new ListAppender<>();
         captured.start();
         logger.addAppender(captured);
@@ -39,7 +40,7 @@ class DatasetLinesTest {
         List<String> warnings =
                 captured.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
         assertThat(warnings)
-                .contains("skipping malformed line " + f
+                .contains("skipping malformed dataset line " + f
                         + ":2: not valid JSON: Unexpected end-of-input: expected close marker for Object");
         assertThat(String.join("\n", warnings)).doesNotContain("Source", "REDACTED", "column");
     }

@@ -56,8 +56,8 @@ class PortInUseTest {
         CommandLine cl = RolloutCli.commandLine();
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
         ByteArrayOutputStream capturedOut = new ByteArrayOutputStream();
@@ -158,8 +158,9 @@ class PortInUseTest {
     @Test
     void aModelServerWithItsPortTakenSaysSoOnceNamingPort() {
         Run r = run("model-server", "--port", "" + port);
-        assertThat(r.exit()).isEqualTo(1);
+        assertThat(r.exit()).as("exit; output: %s", r.out()).isEqualTo(1);
         assertThat(r.err().strip())
+                .as("standard error; standard output: %s", r.out())
                 .isEqualTo("model server: cannot listen on 127.0.0.1:" + port
                         + " (--port): the port is in use; set another port, or 0 for a free one");
     }

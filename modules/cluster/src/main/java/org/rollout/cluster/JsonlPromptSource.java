@@ -171,7 +171,10 @@ public final class JsonlPromptSource implements PromptSource {
         try {
             parsed = JSON.readTree(line);
         } catch (JsonProcessingException e) {
-            return clip("not valid JSON: " + e.getOriginalMessage());
+            // The parser's own location text ("[Source: REDACTED …; line: 1, column: 9]") is left
+            // out: the file and line say where.
+            return clip("not valid JSON: "
+                    + PARSER_LOCATION.matcher(e.getOriginalMessage()).replaceAll(""));
         }
         if (!parsed.isObject()) {
             return "not a JSON object (got " + describe(parsed) + ")";
@@ -183,6 +186,10 @@ public final class JsonlPromptSource implements PromptSource {
     private static String clip(String s) {
         return s.length() <= MAX_PROBLEM_CHARS ? s : s.substring(0, MAX_PROBLEM_CHARS) + "…";
     }
+
+    /** The JSON parser's location inside a message: "(start marker at [Source: …])" or " at [Source: …]". */
+    private static final java.util.regex.Pattern PARSER_LOCATION = java.util.regex.Pattern.compile(
+            "\\s*(\\(start marker at \\[Source: [^\\]]*\\]\\)|at \\[Source: [^\\]]*\\])");
 
     private static String describe(JsonNode parsed) {
         return switch (parsed.getNodeType()) {

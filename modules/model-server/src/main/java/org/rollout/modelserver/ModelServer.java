@@ -78,8 +78,7 @@ public final class ModelServer implements AutoCloseable {
             } catch (InterruptedException ie) {
                 Thread.currentThread().interrupt();
             }
-            throw new IOException(
-                    "model server: cannot listen on " + config.host() + ":" + config.port() + ": " + e, e);
+            throw new IOException("cannot listen on " + config.host() + ":" + config.port() + ": " + e, e);
         }
     }
 

@@ -176,7 +176,15 @@ public final class ModelServerMain implements Callable<Integer> {
         try {
             server = ModelServer.start(config);
         } catch (java.io.IOException e) {
-            spec.commandLine().getErr().println("model server: " + e.getMessage());
+            if (e.getCause() instanceof java.net.BindException) {
+                spec.commandLine()
+                        .getErr()
+                        .println("model server: cannot listen on " + config.host() + ":" + config.port()
+                                + " (--port): the port is in use; set another port, or 0 for a free one");
+            } else {
+                spec.commandLine().getErr().println("model server: " + e.getMessage());
+            }
+            spec.commandLine().getErr().flush();
             return 1;
         }
         PrintWriter out = spec.commandLine().getOut();
