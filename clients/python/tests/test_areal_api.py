@@ -564,9 +564,9 @@ def test_interaction_rows_have_arealS_keys_shapes_and_dtypes() -> None:
 # --- port check: AReaL's RLVR structure on our imports --------------------------------------------
 
 
-def load_example_rlvr() -> Any:
-    path = ROOT / "examples" / "python-workflows" / "rlvr.py"
-    spec = importlib.util.spec_from_file_location("example_rlvr", path)
+def load_example(name: str = "rlvr") -> Any:
+    path = ROOT / "examples" / "python-workflows" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
@@ -600,7 +600,7 @@ def exact_reward(prompt: str, completions: str, prompt_ids: List[int], completio
 
 @needs_torch
 def test_the_rlvr_port_produces_arealS_tensor_dict_against_a_fake_engine() -> None:
-    rlvr = load_example_rlvr()
+    rlvr = load_example("rlvr")
     tok = Tok()
     workflow = rlvr.RLVRWorkflow(reward_fn=exact_reward, gconfig=GenerationHyperparameters(n_samples=4, max_new_tokens=8), tokenizer=tok)
     engine = CannedEngine([[30, 31, 1], [30, 1]])
@@ -635,6 +635,29 @@ def test_the_rlvr_port_produces_arealS_tensor_dict_against_a_fake_engine() -> No
     assert stats_tracker.drain() == {"rollout": {"reward": [1.0]}, "eval-rollout": {"reward": [0.0]}}
     group = concat_padded_tensors([train, evaluation])
     assert group["input_ids"].shape == (2, p + n) and group["attention_mask"].sum(dim=1).tolist() == [p + 3, p + 2]
+
+
+@needs_torch
+def test_the_multi_turn_port_retries_until_rewarded_and_discounts_per_retry() -> None:
+    multi_turn = load_example("multi_turn")
+    tok = Tok()
+    workflow = multi_turn.MultiTurnWorkflow(exact_reward, GenerationHyperparameters(), tok, max_turns=3, turn_discount=0.5)
+    retry = workflow.multi_turn_prompt_ids
+    assert retry and retry[-len(tok.encode("<assistant>")):] == tok.encode("<assistant>")
+    engine = CannedEngine([[30, 1], [31, 32, 1]])
+    data = {"messages": [{"role": "user", "content": "q"}], "answer_ids": [31, 32]}
+    row = run(workflow.arun_episode(engine, data))
+    prompt = tok.apply_chat_template(data["messages"], add_generation_prompt=True)
+    assert [r.input_ids for r in engine.requests] == [prompt, prompt + [30, 1] + retry]
+    p, r = len(prompt), len(retry)
+    assert row["input_ids"][0].tolist() == prompt + [30, 1] + retry + [31, 32, 1]
+    assert row["turn_ids"][0].tolist() == [-1] * p + [0, 0] + [-1] * r + [1, 1, 1]
+    assert row["loss_mask"][0].tolist() == [0] * p + [1, 1] + [0] * r + [1, 1, 1]
+    assert row["versions"][0].tolist() == [-1] * p + [7, 7] + [-1] * r + [7, 7, 7]
+    assert row["rewards"].tolist() == [0.5] and row["rewards"].shape == (1,)
+    assert stats_tracker.drain() == {"rollout": {"reward": [0.5], "num_turns": [2.0]}}
+    with pytest.raises(ValueError):
+        multi_turn.MultiTurnWorkflow(exact_reward, GenerationHyperparameters(), tok, max_turns=0, turn_discount=1.0)
 
 
 # --- installation --------------------------------------------------------------------------------
