@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import importlib.util
 import inspect
+import logging
 import re
 import subprocess
 import sys
@@ -38,7 +39,7 @@ from rollout_client.areal import (
     stats_tracker,
     workflow_context,
 )
-from rollout_client.areal.api.cli_args import ENGINE_ONLY_GCONFIG_KEYS, UnknownGenerationKeyError
+from rollout_client.areal.api.cli_args import ENGINE_ONLY_GCONFIG_KEYS, UnknownGenerationKeyError, UnsupportedApiFormatError
 from rollout_client.areal.api.io_struct import StopTokensError
 from rollout_client.areal.api.reward_api import RewardExecutorShutDownError
 from rollout_client.areal.experimental.openai.types import MissingModelResponseError
@@ -201,6 +202,35 @@ def test_new_with_stop_and_pad_token_ids_appends_pad_then_eos_once() -> None:
     assert g.new_with_stop_and_pad_token_ids(Tok()).stop_token_ids == [7, 0, 1]
     assert GenerationHyperparameters(stop_token_ids=[1, 0]).new_with_stop_and_pad_token_ids(Tok()).stop_token_ids == [1, 0]
     assert g.stop_token_ids == [7]
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_openai_args_rename_and_leave_out_what_openai_lacks() -> None:
+    g = GenerationHyperparameters(n_samples=4, max_new_tokens=64, top_k=20, stop=["</s>"], reward_normalization=True)
+    records = Records()
+    logging.getLogger("CLIArgs").addHandler(records)
+    try:
+        completions = g.to_openai_completions_args_dict()
+    finally:
+        logging.getLogger("CLIArgs").removeHandler(records)
+    text = "\n".join(records.lines)
+    assert completions == {"n": 4, "max_completion_tokens": 64, "top_p": 1.0, "temperature": 1.0, "stop": ["</s>"],
+                           "frequency_penalty": 0.0, "seed": None}
+    assert "top_k = 20" in text and "reward_normalization" not in text
+    assert g.to_openai_responses_args_dict(exclude_args=["seed"])["max_output_tokens"] == 64
+    assert "seed" not in g.to_openai_responses_args_dict(exclude_args=["seed"])
+    assert g.to_openai_agents_model_settings_dict()["max_tokens"] == 64
+    assert g.to_openai_args_dict() == completions
+    with pytest.raises(UnsupportedApiFormatError):
+        g.to_openai_args_dict(api_format="chat")
 
 
 def gconfig_keys_in_docs() -> List[str]:

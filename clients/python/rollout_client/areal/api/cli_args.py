@@ -7,19 +7,36 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional
+
+from ..utils import logging
 
 __all__ = [
     "ENGINE_ONLY_GCONFIG_KEYS",
     "GenerationHyperparameters",
     "UnknownGenerationKeyError",
+    "UnsupportedApiFormatError",
     "from_gconfig",
 ]
 
 #: Keys of the engine's ``gconfig`` that AReaL's dataclass has no field for. They configure the
 #: engine's group wrapper, which runs outside the workflow, so :func:`from_gconfig` accepts and drops them.
 ENGINE_ONLY_GCONFIG_KEYS = frozenset({"reward_normalization_use_std"})
+
+
+logger = logging.getLogger("CLIArgs")
+
+#: ``api_format`` of :meth:`GenerationHyperparameters.to_openai_args_dict` -> the OpenAI name of ``max_new_tokens``.
+_MAX_NEW_TOKENS_NAME = {
+    "completions": "max_completion_tokens",
+    "responses": "max_output_tokens",
+    "openai-agents": "max_tokens",  # the Agents SDK's max_tokens counts generated tokens only
+}
+
+
+class UnsupportedApiFormatError(ValueError):
+    """``to_openai_args_dict`` was asked for a format other than completions, responses, openai-agents."""
 
 
 class UnknownGenerationKeyError(KeyError):
@@ -74,6 +91,54 @@ class GenerationHyperparameters:
             if token_id not in stop_ids:
                 stop_ids.append(token_id)
         return self.new(stop_token_ids=stop_ids)
+
+    #: Fields the OpenAI APIs have no argument for: left out of :meth:`to_openai_args_dict`.
+    _OPENAI_UNSUPPORTED_ARGS: ClassVar[FrozenSet[str]] = frozenset({
+        "min_new_tokens", "greedy", "top_k", "stop_token_ids", "ignore_eos", "skip_special_tokens",
+        "lora_name", "use_beam_search", "max_tokens",
+    })
+    #: Fields read by the group wrapper, never sent: left out silently.
+    _WORKFLOW_ONLY_ARGS: ClassVar[FrozenSet[str]] = frozenset({"reward_normalization", "drop_incomplete_group"})
+
+    def to_openai_args_dict(self, exclude_args: Optional[List[str]] = None, api_format: str = "completions") -> Dict[str, Any]:
+        """Keyword arguments for an OpenAI client call, as AReaL's.
+
+        ``n_samples`` becomes ``n`` and ``max_new_tokens`` ``max_completion_tokens``
+        (``"completions"``), ``max_output_tokens`` (``"responses"``) or ``max_tokens``
+        (``"openai-agents"``); another ``api_format`` raises :class:`UnsupportedApiFormatError`.
+        Left out: the workflow-only fields, the fields OpenAI lacks and ``exclude_args``; an
+        excluded field whose value is not its default is logged as a warning.
+        """
+        if api_format not in _MAX_NEW_TOKENS_NAME:
+            raise UnsupportedApiFormatError(
+                f"api_format {api_format!r} is not one of {', '.join(_MAX_NEW_TOKENS_NAME)}"
+            )
+        rename = {"n_samples": "n", "max_new_tokens": _MAX_NEW_TOKENS_NAME[api_format]}
+        excluded = set(exclude_args or ()) | self._OPENAI_UNSUPPORTED_ARGS
+        out: Dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in self._WORKFLOW_ONLY_ARGS:
+                continue
+            if f.name in excluded:
+                default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+                if value != default:
+                    logger.warning("unsupported arg for the OpenAI format: %s = %r", f.name, value)
+                continue
+            out[rename.get(f.name, f.name)] = value
+        return out
+
+    def to_openai_completions_args_dict(self, exclude_args: Optional[List[str]] = None) -> Dict[str, Any]:
+        """:meth:`to_openai_args_dict` for the chat completions API."""
+        return self.to_openai_args_dict(exclude_args=exclude_args, api_format="completions")
+
+    def to_openai_responses_args_dict(self, exclude_args: Optional[List[str]] = None) -> Dict[str, Any]:
+        """:meth:`to_openai_args_dict` for the responses API."""
+        return self.to_openai_args_dict(exclude_args=exclude_args, api_format="responses")
+
+    def to_openai_agents_model_settings_dict(self, exclude_args: Optional[List[str]] = None) -> Dict[str, Any]:
+        """:meth:`to_openai_args_dict` for the OpenAI Agents SDK's model settings."""
+        return self.to_openai_args_dict(exclude_args=exclude_args, api_format="openai-agents")
 
 
 _FIELDS = frozenset(f.name for f in fields(GenerationHyperparameters))
