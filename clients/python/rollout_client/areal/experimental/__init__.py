@@ -1,0 +1,1 @@
+"""AReaL's ``areal.experimental``: only ``openai.types``."""
