@@ -3,31 +3,18 @@ package org.rollout.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.rollout.api.GenerationConfig;
-import org.rollout.api.Interaction;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.ModelResponse;
 import org.rollout.core.ByteLevelTokenizer;
 
 /** Chat completions answer logprobs when asked, and refuse several choices with OpenAI's error. */
 class ChatLogprobsTest {
-    private OpenAIProxy proxy;
-
-    @AfterEach
-    void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
-    }
+    @RegisterExtension
+    final ScriptedProxy proxy = new ScriptedProxy(ByteLevelTokenizer.INSTANCE, 64);
 
     private ProxySession session(ScriptedEngine engine) throws Exception {
-        proxy = OpenAIProxy.start(
-                ProxyConfig.defaults(),
-                engine,
-                ByteLevelTokenizer.INSTANCE,
-                GenerationConfig.builder().maxTokens(2048).maxNewTokens(64).build());
-        return proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+        return proxy.session(engine);
     }
 
     @Test

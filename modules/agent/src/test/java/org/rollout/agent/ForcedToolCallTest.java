@@ -11,10 +11,8 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.rollout.api.GenerationConfig;
-import org.rollout.api.Interaction;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.Tokenizer;
 import org.rollout.core.ByteLevelTokenizer;
@@ -35,22 +33,11 @@ class ForcedToolCallTest {
     /** What the model writes after the opening of any call. */
     private static final String AFTER_OPEN = "{\"name\": \"add\", \"arguments\": " + AFTER_NAME;
 
-    private OpenAIProxy proxy;
-
-    @AfterEach
-    void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
-    }
+    @RegisterExtension
+    final ScriptedProxy proxy = new ScriptedProxy(TOK, 128);
 
     private ProxySession session(ScriptedEngine engine) throws Exception {
-        proxy = OpenAIProxy.start(
-                ProxyConfig.defaults(),
-                engine,
-                TOK,
-                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
-        return proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+        return proxy.session(engine);
     }
 
     private static ProxyHttp.Reply chat(ProxySession s, String toolChoice) throws Exception {
@@ -193,12 +180,7 @@ class ForcedToolCallTest {
     @Test
     void aThinkingBlockThePromptOpenedIsClosedBeforeTheForcedCall() throws Exception {
         ScriptedEngine engine = ScriptedEngine.replying(AFTER_OPEN);
-        proxy = OpenAIProxy.start(
-                ProxyConfig.defaults(),
-                engine,
-                new ThinkingTemplate(),
-                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
-        ProxySession s = proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+        ProxySession s = proxy.session(engine, new ThinkingTemplate());
 
         ProxyHttp.Reply r = chat(s, "\"required\"");
 

@@ -5,9 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.rollout.api.GenerationConfig;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.Interaction;
 import org.rollout.core.ByteLevelTokenizer;
 
@@ -18,22 +17,11 @@ class ResponsesInputItemsTest {
     private static final String TOOLS =
             "[{\"type\": \"function\", \"name\": \"add\", \"parameters\": {\"type\": \"object\"}}]";
 
-    private OpenAIProxy proxy;
-
-    @AfterEach
-    void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
-    }
+    @RegisterExtension
+    final ScriptedProxy proxy = new ScriptedProxy(ByteLevelTokenizer.INSTANCE, 128);
 
     private ProxySession session(ScriptedEngine engine) throws Exception {
-        proxy = OpenAIProxy.start(
-                ProxyConfig.defaults(),
-                engine,
-                ByteLevelTokenizer.INSTANCE,
-                GenerationConfig.builder().maxTokens(2048).maxNewTokens(128).build());
-        return proxy.openSession("1:0", Interaction.ChatTemplateType.HF);
+        return proxy.session(engine);
     }
 
     private static ProxyHttp.Reply post(ProxySession s, String body) throws Exception {
@@ -144,7 +132,7 @@ class ResponsesInputItemsTest {
     void anItemReferenceToAnotherSessionsOutputIs400() throws Exception {
         ProxySession s = session(ScriptedEngine.replying("Hello there."));
         String msg = itemOfType(post(s, "{\"input\": \"Hi\"}").body(), "message");
-        ProxySession other = proxy.openSession("2:0", Interaction.ChatTemplateType.HF);
+        ProxySession other = proxy.openSession("2:0");
 
         ProxyHttp.Reply r = post(other, "{\"input\": [{\"type\": \"item_reference\", \"id\": \"" + msg + "\"}]}");
 
