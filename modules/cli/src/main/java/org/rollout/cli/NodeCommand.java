@@ -200,6 +200,11 @@ final class NodeCommand implements Callable<Integer> {
                     + gatewayWriteTimeout + " (allowed: a number of seconds > 0)");
             return 2;
         }
+        String unguarded = unguardedGateway();
+        if (unguarded != null) {
+            System.err.println(unguarded);
+            return 2;
+        }
         RolloutSettings settings;
         Config pekko;
         try {
@@ -229,6 +234,10 @@ final class NodeCommand implements Callable<Integer> {
         } catch (InvalidConfigException | ConfigErrors e) {
             System.err.println("configuration error: " + e.getMessage());
             return 2;
+        }
+        if (checkOnly != null) {
+            closeAll(toClose);
+            return checkOnly.passed(settings, demoRun, describeNode());
         }
         try {
             RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, fromFile, toClose, out));
@@ -278,7 +287,7 @@ final class NodeCommand implements Callable<Integer> {
                         new EngineServerDirectory(engine, serverList)));
             }
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
-                String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
+                String token = gatewayToken();
                 GatewayConfig gc = GatewayConfig.defaults()
                         .withHost(gatewayHost)
                         .withPort(gatewayPort)
@@ -383,6 +392,61 @@ final class NodeCommand implements Callable<Integer> {
             }
             closed.countDown();
         }
+    }
+
+    /** Set by {@code rollout check-config --role node}: validate as a start would, then stop there. */
+    CheckConfigCommand.Check checkOnly;
+
+    /** The trainers' bearer token: --gateway-token, else $ROLLOUT_GATEWAY_TOKEN; null when neither is set. */
+    private String gatewayToken() {
+        String token = gatewayToken != null ? gatewayToken : System.getenv(GATEWAY_TOKEN_ENV);
+        return token == null || token.isBlank() ? null : token;
+    }
+
+    static final String GATEWAY_TOKEN_ENV = "ROLLOUT_GATEWAY_TOKEN";
+
+    /**
+     * Why this node's trainer gateway may not start: bound to an address other hosts reach
+     * (--gateway-host not 127.0.0.1, ::1 or localhost) with no token, which would let anyone who
+     * reaches it pull batches and publish weights; null when it may.
+     */
+    private String unguardedGateway() {
+        if (!roles.contains(ClusterRollout.ROLE_GATEWAY) || isLoopback(gatewayHost) || gatewayToken() != null) {
+            return null;
+        }
+        return "invalid value for '--gateway-host': \"" + gatewayHost + "\" without a token (allowed: a loopback"
+                + " address (127.0.0.1, ::1, localhost), or a token trainers must present: --gateway-token or $"
+                + GATEWAY_TOKEN_ENV + ", unset)";
+    }
+
+    /** True for the loopback addresses a gateway may bind without a token. */
+    static boolean isLoopback(String host) {
+        String h = host.strip();
+        return h.equalsIgnoreCase("localhost")
+                || h.equals("::1")
+                || h.equals("[::1]")
+                || h.matches("127\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}");
+    }
+
+    /** What check-config says it checked of this node: its roles and, with the gateway role, where that binds. */
+    private String describeNode() {
+        String what = "rollout node --roles " + String.join(",", roles);
+        if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
+            what += ", gateway on " + gatewayHost + ":" + gatewayPort
+                    + (gatewayToken() != null ? " with a token" : " (loopback, no token)");
+        }
+        return what;
+    }
+
+    private static void closeAll(List<AutoCloseable> toClose) {
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            try {
+                toClose.get(i).close();
+            } catch (Exception e) {
+                System.err.println("while shutting down: " + e);
+            }
+        }
+        toClose.clear();
     }
 
     /** How long a SIGTERM'd node may take to drain, leave and close before the JVM's own status stands. */
