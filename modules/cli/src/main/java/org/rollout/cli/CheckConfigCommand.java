@@ -31,7 +31,9 @@ import picocli.CommandLine.Unmatched;
         description = "Validate a run configuration as rollout local or rollout node would, starting nothing.")
 final class CheckConfigCommand implements Callable<Integer> {
 
-    @Option(names = "--config", required = true, description = "The HOCON run configuration to check.")
+    @Option(
+            names = "--config",
+            description = "The HOCON run configuration to check (without it: the defaults and the overrides).")
     Path config;
 
     @Option(
@@ -49,7 +51,7 @@ final class CheckConfigCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        List<String> args = new ArrayList<>(List.of("--config", config.toString()));
+        List<String> args = new ArrayList<>(config != null ? List.of("--config", config.toString()) : List.of());
         args.addAll(rest);
         CommandLine target;
         switch (role) {

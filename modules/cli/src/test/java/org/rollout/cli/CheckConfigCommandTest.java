@@ -162,11 +162,4 @@ class CheckConfigCommandTest {
         assertThat(r.exit()).isEqualTo(2);
         assertThat(r.err()).contains("'--role'", "trainer", "local or node");
     }
-
-    @Test
-    void theConfigFileIsRequired() {
-        Run r = run("check-config");
-        assertThat(r.exit()).isEqualTo(2);
-        assertThat(r.err()).contains("--config");
-    }
 }
