@@ -140,12 +140,14 @@ final class NodeCommand implements Callable<Integer> {
     @Option(
             names = "--gateway-host",
             defaultValue = "127.0.0.1",
-            description = "Address the trainer gateway binds (default: ${DEFAULT-VALUE}).")
+            description = "Address the trainer gateway binds; any but a loopback address needs a token"
+                    + " (--gateway-token or $ROLLOUT_GATEWAY_TOKEN) (default: ${DEFAULT-VALUE}).")
     String gatewayHost;
 
     @Option(
             names = "--gateway-token",
-            description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none).")
+            description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none; required"
+                    + " when --gateway-host is not a loopback address).")
     String gatewayToken;
 
     @Option(

@@ -156,6 +156,27 @@ class CheckConfigCommandTest {
     }
 
     @Test
+    void asANodeItBindsNoPortTheNodeWouldListenOn(@TempDir Path dir) throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String port = Integer.toString(taken.getLocalPort());
+            Run r = run(
+                    "check-config",
+                    "--role",
+                    "node",
+                    "--config",
+                    rlvrConfig(dir).toString(),
+                    "--port",
+                    port,
+                    "--gateway-port",
+                    port,
+                    "--management-port",
+                    port);
+            assertThat(r.exit()).as(r.err()).isZero();
+            assertThat(r.out()).startsWith("ok: rollout node");
+        }
+    }
+
+    @Test
     void anUnknownRoleIsRefusedWithTheAllowedValues(@TempDir Path dir) throws Exception {
         Run r = run(
                 "check-config", "--role", "trainer", "--config", rlvrConfig(dir).toString());
