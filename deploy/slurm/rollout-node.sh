@@ -8,7 +8,9 @@
 #   ROLE=…  SEEDS=…  GATEWAY=…  HOST=…
 # Environment: ROLLOUT_HOME (the unpacked release; default: the one holding this script),
 # ROLLOUT_CONFIG (the run configuration, --config), ROLLOUT_PORT (25520), ROLLOUT_GATEWAY_PORT (8470),
-# ROLLOUT_MANAGEMENT_PORT (8558), ROLLOUT_NODE_ARGS (more arguments of rollout node).
+# ROLLOUT_MANAGEMENT_PORT (8558), ROLLOUT_NODE_ARGS (more arguments of rollout node),
+# ROLLOUT_GATEWAY_TOKEN (required on the gateway's host: the gateway binds 0.0.0.0; the node reads it
+# from the environment, so it never shows in the process list).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -51,6 +53,11 @@ if [[ ${1:-} == --plan ]]; then
   exit 0
 fi
 
+if [[ $roles == *gateway* && -z ${ROLLOUT_GATEWAY_TOKEN:-} && ${ROLLOUT_NODE_ARGS:-} != *--gateway-token* ]]; then
+  echo "rollout-node.sh: ROLLOUT_GATEWAY_TOKEN is not set: the trainer gateway on $self listens on every" \
+    "interface and requires a token (rollout node --gateway-token or \$ROLLOUT_GATEWAY_TOKEN)" >&2
+  exit 2
+fi
 home=${ROLLOUT_HOME:-$(cd "$HERE/../.." && pwd)}
 args=(node --name "$self" --roles "$roles" --host "$self" --port "$port" --seed-nodes "$seeds"
   --management-port "$management_port" --management-host "$self")

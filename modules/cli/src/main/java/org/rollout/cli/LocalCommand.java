@@ -151,6 +151,9 @@ final class LocalCommand implements Callable<Integer> {
             System.err.println("configuration error: " + e.getMessage());
             return 2;
         }
+        if (checkOnly != null) {
+            return checkOnly.local(settings, demoRun, agent, userClasses);
+        }
         // Every class the configuration names is loaded through the user's class path (semantics §8).
         ClassLoader previous = Thread.currentThread().getContextClassLoader();
         Thread.currentThread().setContextClassLoader(userClasses);
@@ -211,6 +214,9 @@ final class LocalCommand implements Callable<Integer> {
             }
         }
     }
+
+    /** Set by {@code rollout check-config}: validate as a run would, then stop before anything starts. */
+    CheckConfigCommand.Check checkOnly;
 
     /**
      * True when {@code key} was set by the user (file or override), not only by a default: the

@@ -140,12 +140,14 @@ final class NodeCommand implements Callable<Integer> {
     @Option(
             names = "--gateway-host",
             defaultValue = "127.0.0.1",
-            description = "Address the trainer gateway binds (default: ${DEFAULT-VALUE}).")
+            description = "Address the trainer gateway binds; any but a loopback address needs a token"
+                    + " (--gateway-token or $ROLLOUT_GATEWAY_TOKEN) (default: ${DEFAULT-VALUE}).")
     String gatewayHost;
 
     @Option(
             names = "--gateway-token",
-            description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none).")
+            description = "Bearer token trainers must present (default: $ROLLOUT_GATEWAY_TOKEN, or none; required"
+                    + " when --gateway-host is not a loopback address).")
     String gatewayToken;
 
     @Option(
@@ -203,6 +205,11 @@ final class NodeCommand implements Callable<Integer> {
                     + gatewayWriteTimeout + " (allowed: a number of seconds > 0)");
             return 2;
         }
+        String unguarded = unguardedGateway();
+        if (unguarded != null) {
+            System.err.println(unguarded);
+            return 2;
+        }
         RolloutSettings settings;
         Config pekko;
         try {
@@ -232,6 +239,10 @@ final class NodeCommand implements Callable<Integer> {
         } catch (InvalidConfigException | ConfigErrors e) {
             System.err.println("configuration error: " + e.getMessage());
             return 2;
+        }
+        if (checkOnly != null) {
+            closeAll(toClose);
+            return checkOnly.passed(settings, demoRun, describeNode());
         }
         try {
             // A port another process holds is refused now, before the node joins and says it is up.
@@ -291,7 +302,7 @@ final class NodeCommand implements Callable<Integer> {
                         new EngineServerDirectory(engine, serverList)));
             }
             if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
-                String token = gatewayToken != null ? gatewayToken : System.getenv("ROLLOUT_GATEWAY_TOKEN");
+                String token = gatewayToken();
                 GatewayConfig gc = GatewayConfig.defaults()
                         .withHost(gatewayHost)
                         .withPort(gatewayPort)
@@ -461,6 +472,61 @@ final class NodeCommand implements Callable<Integer> {
                     settings.agentLaunch().proxyHost(),
                     settings.agentLaunch().proxyPort());
         }
+    }
+
+    /** Set by {@code rollout check-config --role node}: validate as a start would, then stop there. */
+    CheckConfigCommand.Check checkOnly;
+
+    /** The trainers' bearer token: --gateway-token, else $ROLLOUT_GATEWAY_TOKEN; null when neither is set. */
+    private String gatewayToken() {
+        String token = gatewayToken != null ? gatewayToken : System.getenv(GATEWAY_TOKEN_ENV);
+        return token == null || token.isBlank() ? null : token;
+    }
+
+    static final String GATEWAY_TOKEN_ENV = "ROLLOUT_GATEWAY_TOKEN";
+
+    /**
+     * Why this node's trainer gateway may not start: bound to an address other hosts reach
+     * (--gateway-host not 127.0.0.1, ::1 or localhost) with no token, which would let anyone who
+     * reaches it pull batches and publish weights; null when it may.
+     */
+    private String unguardedGateway() {
+        if (!roles.contains(ClusterRollout.ROLE_GATEWAY) || isLoopback(gatewayHost) || gatewayToken() != null) {
+            return null;
+        }
+        return "invalid value for '--gateway-host': \"" + gatewayHost + "\" without a token (allowed: a loopback"
+                + " address (127.0.0.1, ::1, localhost), or a token trainers must present: --gateway-token or $"
+                + GATEWAY_TOKEN_ENV + ", unset)";
+    }
+
+    /** True for the loopback addresses a gateway may bind without a token. */
+    static boolean isLoopback(String host) {
+        String h = host.strip();
+        return h.equalsIgnoreCase("localhost")
+                || h.equals("::1")
+                || h.equals("[::1]")
+                || h.matches("127\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}");
+    }
+
+    /** What check-config says it checked of this node: its roles and, with the gateway role, where that binds. */
+    private String describeNode() {
+        String what = "rollout node --roles " + String.join(",", roles);
+        if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
+            what += ", gateway on " + gatewayHost + ":" + gatewayPort
+                    + (gatewayToken() != null ? " with a token" : " (loopback, no token)");
+        }
+        return what;
+    }
+
+    private static void closeAll(List<AutoCloseable> toClose) {
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            try {
+                toClose.get(i).close();
+            } catch (Exception e) {
+                System.err.println("while shutting down: " + e);
+            }
+        }
+        toClose.clear();
     }
 
     /** How long a SIGTERM'd node may take to drain, leave and close before the JVM's own status stands. */

@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
  * <pre>
  *   rollout local [--steps N] [--workflow demo|agent] [--config file.conf] [key=value …]
  *   rollout node --roles coordinator,rollout,gateway --seed-nodes 127.0.0.1:25520 --port 25520 [--profile f.conf …] [key=value …]
+ *   rollout check-config --config file.conf [key=value …] [--role local|node] [node flags …]
  *   rollout proxy --servers 127.0.0.1:30000 [--sessions N] [--episodes M] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
@@ -28,6 +29,7 @@ import picocli.CommandLine.Command;
         subcommands = {
             LocalCommand.class,
             NodeCommand.class,
+            CheckConfigCommand.class,
             ProxyCommand.class,
             DemoWeightsCommand.class,
             InspectCommand.class,

@@ -174,10 +174,10 @@ class DeployFilesTest {
             // The overlay's image replaced the base's.
             assertThat(engine.path("image").asText()).isEqualTo("registry.example.com/rl/rollout:0.1.0-SNAPSHOT");
         }
-        assertThat(container(byKindAndName.get("Deployment/rollout-node"), "sglang")
+        assertThat(container(byKindAndName.get("Deployment/rollout-node"), "model-server")
                         .path("image")
                         .asText())
-                .contains("sglang");
+                .isEqualTo("registry.example.com/rl/rollout:0.1.0-SNAPSHOT");
 
         // RBAC lets the pods' service account list, watch and get pods.
         JsonNode role = byKindAndName.get("Role/rollout-pod-reader");
@@ -218,6 +218,106 @@ class DeployFilesTest {
                         .at("/spec/replicas")
                         .asInt())
                 .isEqualTo(4);
+    }
+
+    @Test
+    void theExampleJobsPodsMountTheModelDataAndWeightVolumesAtTheSamePathsAndShareTheGatewayToken() throws Exception {
+        Path kubectl = Path.of("/usr/bin/kubectl");
+        assumeTrue(
+                Files.isExecutable(kubectl),
+                "kubectl is not installed (/usr/bin/kubectl; .ci/run installs the Debian package kubectl):"
+                        + " the Kubernetes manifests are not rendered");
+        String yaml = ManagedProcess.run(
+                List.of(kubectl.toString(), "kustomize", "deploy/kubernetes/overlays/example"),
+                Map.of(),
+                repoRoot,
+                RUN_TIMEOUT);
+        Map<String, JsonNode> byKindAndName = new LinkedHashMap<>();
+        try (MappingIterator<JsonNode> docs =
+                new ObjectMapper(new YAMLFactory()).readerFor(JsonNode.class).readValues(yaml)) {
+            while (docs.hasNext()) {
+                JsonNode d = docs.next();
+                if (d != null && d.has("kind")) {
+                    byKindAndName.put(
+                            d.get("kind").asText() + "/"
+                                    + d.at("/metadata/name").asText(),
+                            d);
+                }
+            }
+        }
+        Map<String, String> claims =
+                Map.of("/models", "rollout-models", "/data", "rollout-data", "/shared/weights", "rollout-weights");
+        for (String claim : claims.values()) {
+            assertThat(byKindAndName).containsKey("PersistentVolumeClaim/" + claim);
+        }
+        assertThat(byKindAndName
+                        .get("PersistentVolumeClaim/rollout-weights")
+                        .at("/spec/accessModes")
+                        .toString())
+                .contains("ReadWriteMany");
+        // Where each container mounts which claim: the same path everywhere.
+        for (String[] c : List.of(
+                new String[] {"StatefulSet/rollout-coordinator", "rollout", "/models,/data,/shared/weights"},
+                new String[] {"Deployment/rollout-node", "rollout", "/models,/data,/shared/weights"},
+                new String[] {"Deployment/rollout-node", "model-server", "/models,/shared/weights"},
+                new String[] {"Job/rollout-trainer", "trainer", "/models,/shared/weights"})) {
+            JsonNode w = byKindAndName.get(c[0]);
+            assertThat(w).as(c[0]).isNotNull();
+            Map<String, String> volumeClaims = new HashMap<>();
+            w.at("/spec/template/spec/volumes")
+                    .forEach(v -> volumeClaims.put(
+                            v.path("name").asText(),
+                            v.at("/persistentVolumeClaim/claimName").asText()));
+            Map<String, String> mountedClaims = new HashMap<>();
+            container(w, c[1])
+                    .path("volumeMounts")
+                    .forEach(m -> mountedClaims.put(
+                            m.path("mountPath").asText(),
+                            volumeClaims.get(m.path("name").asText())));
+            for (String path : c[2].split(",")) {
+                assertThat(mountedClaims).as(c[0] + " " + c[1] + " at " + path).containsEntry(path, claims.get(path));
+            }
+        }
+        // The gateway's nodes and the trainer read the same token Secret.
+        for (String[] c : List.of(
+                new String[] {"StatefulSet/rollout-coordinator", "rollout"},
+                new String[] {"Job/rollout-trainer", "trainer"})) {
+            JsonNode token = null;
+            for (JsonNode e : container(byKindAndName.get(c[0]), c[1]).path("env")) {
+                if (e.path("name").asText().equals("ROLLOUT_GATEWAY_TOKEN")) {
+                    token = e.at("/valueFrom/secretKeyRef");
+                }
+            }
+            assertThat(token).as(c[0] + " ROLLOUT_GATEWAY_TOKEN").isNotNull();
+            assertThat(token.path("name").asText()).isEqualTo("rollout-gateway-token");
+            assertThat(token.path("key").asText()).isEqualTo("token");
+        }
+        // The trainer runs the Python client's GRPO trainer against the gateway Service, writing
+        // where every server reads.
+        String trainer = String.join(
+                " ",
+                texts(container(byKindAndName.get("Job/rollout-trainer"), "trainer")
+                        .path("args")));
+        assertThat(trainer)
+                .contains("examples/grpo_trainer.py", "--contact http://rollout-gateway:8470")
+                .contains("--weights-dir /shared/weights", "--initial-weights /models/demo/v0.rlm");
+    }
+
+    @Test
+    void slurmRefusesToStartAGatewayWithoutAToken() throws Exception {
+        Map<String, String> env =
+                new HashMap<>(Map.of("SLURM_JOB_NODELIST", "node[01-02]", "SLURMD_NODENAME", "node01"));
+        assumeTrue(System.getenv("ROLLOUT_GATEWAY_TOKEN") == null, "ROLLOUT_GATEWAY_TOKEN is set in this environment");
+        assertThat(runScript("rollout-node.sh", List.of(), env, 2))
+                .contains("ROLLOUT_GATEWAY_TOKEN is not set", "node01");
+        assertThat(runScript("rollout.sbatch", List.of(), env, 2)).contains("ROLLOUT_GATEWAY_TOKEN is not set");
+        // A node without the gateway role needs none: it gets as far as its plan.
+        assertThat(runScript(
+                        "rollout-node.sh",
+                        List.of("--plan"),
+                        Map.of("SLURM_JOB_NODELIST", "node[01-02]", "SLURMD_NODENAME", "node02"),
+                        0))
+                .contains("ROLE=coordinator,rollout");
     }
 
     @Test

@@ -965,7 +965,8 @@ class SoakTest {
             Optional<String> before = pulls ? c.metrics(node) : Optional.empty();
             List<java.net.Socket> open = java.util.Collections.synchronizedList(new ArrayList<>());
             byte[] pull = ("POST /v1/batches/next?wait=30 HTTP/1.1\r\nHost: " + address.getHostString() + ":"
-                            + address.getPort() + "\r\nContent-Length: 0\r\n\r\n")
+                            + address.getPort() + "\r\nAuthorization: Bearer " + TestCluster.GATEWAY_TOKEN
+                            + "\r\nContent-Length: 0\r\n\r\n")
                     .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
             try {
                 try (var connecting = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {

@@ -576,7 +576,9 @@ final class TestCluster implements AutoCloseable {
             args.add(bind.toString());
         }
         if (netns != null) {
-            args.addAll(List.of("--host", hostOf(n), "--gateway-host", hostOf(n)));
+            // A gateway bound beyond loopback requires a token; the tests' trainer and helpers send it.
+            args.addAll(List.of(
+                    "--host", hostOf(n), "--gateway-host", hostOf(n), "--gateway-token", GATEWAY_TOKEN));
         }
         args.addAll(defaults());
         args.addAll(spec.config);
@@ -734,8 +736,15 @@ final class TestCluster implements AutoCloseable {
         return RolloutClient.connect(clientConfig(urls));
     }
 
+    /**
+     * The bearer token of the gateways of nodes in network namespaces (bound beyond loopback); the
+     * tests' clients send it to every gateway (one without a token ignores it).
+     */
+    static final String GATEWAY_TOKEN = "system-test-gateway-token";
+
     static ClientConfig clientConfig(List<String> urls) {
         return ClientConfig.of(urls.toArray(String[]::new))
+                .withToken(GATEWAY_TOKEN)
                 .withPollWait(Duration.ofSeconds(2))
                 .withConnectTimeout(Duration.ofSeconds(2))
                 .withRequestTimeout(Duration.ofSeconds(40))
@@ -1159,6 +1168,7 @@ final class TestCluster implements AutoCloseable {
             throws IOException, InterruptedException {
         HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + hostOf(n) + ":" + n.gatewayPort + path))
                 .timeout(Duration.ofSeconds(20))
+                .header("Authorization", "Bearer " + GATEWAY_TOKEN)
                 .method(
                         method,
                         body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
