@@ -2,7 +2,7 @@
 # non-root user. Build from the repository's root:
 #   docker build -t rollout:0.1.0-SNAPSHOT .
 #   docker run --rm rollout:0.1.0-SNAPSHOT --version
-#   docker run --rm -p 8470:8470 -p 8558:8558 rollout:0.1.0-SNAPSHOT -e ROLLOUT_GATEWAY_TOKEN=... node --host 0.0.0.0 --gateway-host 0.0.0.0 ... (a gateway beyond loopback needs a token)
+#   docker run --rm -e ROLLOUT_GATEWAY_TOKEN=... -p 8470:8470 -p 8558:8558 rollout:0.1.0-SNAPSHOT node --host 0.0.0.0 --gateway-host 0.0.0.0 ...   (beyond loopback the gateway needs a token)
 # ROLLOUT_VERSION must be the project's version (pom.xml): the tarball is rollout-${ROLLOUT_VERSION}.tar.gz.
 ARG ROLLOUT_VERSION=0.1.0-SNAPSHOT
 
