@@ -577,8 +577,7 @@ final class TestCluster implements AutoCloseable {
         }
         if (netns != null) {
             // A gateway bound beyond loopback requires a token; the tests' trainer and helpers send it.
-            args.addAll(List.of(
-                    "--host", hostOf(n), "--gateway-host", hostOf(n), "--gateway-token", GATEWAY_TOKEN));
+            args.addAll(List.of("--host", hostOf(n), "--gateway-host", hostOf(n), "--gateway-token", GATEWAY_TOKEN));
         }
         args.addAll(defaults());
         args.addAll(spec.config);
