@@ -18,8 +18,11 @@ import org.rollout.trainer.RolloutStatus;
  * change, stops admission (a pause that only a new run lifts, sent again at every poll so that a
  * coordinator that took over pauses too) and calls {@code onTrip} once.
  *
- * <p>{@code rollout local} ends the run with exit 3 on it; a {@code rollout node} keeps running,
- * reporting the trip on {@code /health} and {@code /metrics} ({@link NodeObservability}).
+ * <p>{@code rollout local} ends the run with exit 3 on it. A {@code rollout node} keeps running,
+ * reporting the trip on {@code /health} and {@code /metrics} ({@link NodeObservability}), and
+ * after {@link #NODE_PAUSE} resumes admission and judges a fresh window: a cluster cannot tell a
+ * broken workflow from model servers that fail for a while (every group fails either way), and a
+ * long-running node must not stay stopped after its servers came back.
  *
  * <p><b>Threading.</b> Polls on a daemon thread of its own; {@link #message()} may be read from
  * any thread.
@@ -30,15 +33,28 @@ final class FailureWatch implements AutoCloseable {
     /** The admission pause the breaker holds: no weight update uses a negative id. */
     static final long PAUSE_ID = -3L;
 
+    /** How long a node keeps admission stopped after a trip before it tries again. */
+    static final Duration NODE_PAUSE = Duration.ofMinutes(5);
+
     private final LocalRolloutClient client;
-    private final FailureBreaker breaker;
+    private final RolloutSettings.FailureBreaker settings;
+    private final Duration pauseFor;
     private final Consumer<String> onTrip;
     private final ScheduledExecutorService poller;
+    private FailureBreaker breaker;
     private volatile String message;
+    private long trippedNanos;
+    private int lastVersion;
 
-    private FailureWatch(LocalRolloutClient client, FailureBreaker breaker, Consumer<String> onTrip) {
+    private FailureWatch(
+            LocalRolloutClient client,
+            RolloutSettings.FailureBreaker settings,
+            Duration pauseFor,
+            Consumer<String> onTrip) {
         this.client = client;
-        this.breaker = breaker;
+        this.settings = settings;
+        this.breaker = new FailureBreaker(settings.window(), settings.threshold());
+        this.pauseFor = pauseFor;
         this.onTrip = onTrip;
         this.poller = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "failure-breaker");
@@ -47,13 +63,21 @@ final class FailureWatch implements AutoCloseable {
         });
     }
 
-    /** Starts watching, or returns empty when {@code rollout.failure_breaker.window} is 0. */
+    /**
+     * Starts watching, or returns empty when {@code rollout.failure_breaker.window} is 0.
+     *
+     * @param pauseFor how long admission stays stopped after a trip before the watch resumes it
+     *     and judges a fresh window; null: stopped for good (a local run, which ends)
+     */
     static Optional<FailureWatch> start(
-            LocalRolloutClient client, RolloutSettings.FailureBreaker settings, Consumer<String> onTrip) {
+            LocalRolloutClient client,
+            RolloutSettings.FailureBreaker settings,
+            Duration pauseFor,
+            Consumer<String> onTrip) {
         if (!settings.enabled()) {
             return Optional.empty();
         }
-        FailureWatch w = new FailureWatch(client, new FailureBreaker(settings.window(), settings.threshold()), onTrip);
+        FailureWatch w = new FailureWatch(client, settings, pauseFor, onTrip);
         w.poller.scheduleWithFixedDelay(w::poll, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
         return Optional.of(w);
     }
@@ -66,17 +90,28 @@ final class FailureWatch implements AutoCloseable {
     private void poll() {
         try {
             if (message != null) {
-                client.pauseAdmission(PAUSE_ID);
+                if (pauseFor != null && System.nanoTime() - trippedNanos >= pauseFor.toNanos()) {
+                    breaker = new FailureBreaker(settings.window(), settings.threshold());
+                    message = null;
+                    client.resumeAdmission(PAUSE_ID, lastVersion);
+                    System.err.println("failure breaker: admission resumed after " + pauseFor.toSeconds()
+                            + " s; the next " + settings.window() + " groups are judged again");
+                } else {
+                    client.pauseAdmission(PAUSE_ID);
+                }
                 return;
             }
             RolloutStatus s = client.status(Duration.ofSeconds(5));
+            lastVersion = s.version();
             Optional<FailureBreaker.Trip> trip = breaker.observe(s.accepted(), s.rejectedByReason());
             if (trip.isEmpty()) {
                 return;
             }
             client.pauseAdmission(PAUSE_ID);
+            trippedNanos = System.nanoTime();
             String example = client.lastRejections().get(trip.get().commonestReason());
-            message = describe(trip.get(), example);
+            message = describe(trip.get(), example)
+                    + (pauseFor == null ? "" : "\n  admission resumes in " + pauseFor.toSeconds() + " s");
             onTrip.accept(message);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

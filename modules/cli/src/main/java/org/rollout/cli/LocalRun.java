@@ -200,7 +200,7 @@ final class LocalRun {
             toClose.add(rollout);
             Thread runner = Thread.currentThread();
             java.util.Optional<FailureWatch> watch =
-                    FailureWatch.start(rollout.client(), settings.failureBreaker(), message -> {
+                    FailureWatch.start(rollout.client(), settings.failureBreaker(), null, message -> {
                         breakerMessage = message;
                         stopping = true;
                         runner.interrupt();

@@ -287,6 +287,7 @@ final class NodeCommand implements Callable<Integer> {
             FailureWatch.start(
                             node.client(),
                             settings.failureBreaker(),
+                            FailureWatch.NODE_PAUSE,
                             message -> System.err.println("node " + name + ": admission stopped: " + message))
                     .ifPresent(w -> {
                         toClose.add(w);

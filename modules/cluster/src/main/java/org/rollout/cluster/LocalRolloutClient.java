@@ -260,6 +260,11 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
         refs.coordinator().tell(new RolloutCoordinator.PauseAdmission(id));
     }
 
+    /** Lifts the pause {@link #pauseAdmission} put with {@code id}; {@code version} is the version now (it is not moved). */
+    public void resumeAdmission(long id, int version) {
+        refs.coordinator().tell(new RolloutCoordinator.ResumeAdmission(id, version));
+    }
+
     /** The collector's full status (held outcomes, duplicates). */
     Collector.Status collectorStatus() throws InterruptedException {
         return ask(refs.collector(), Collector.GetStatus::new, CONTROL_TIMEOUT, "read status");
