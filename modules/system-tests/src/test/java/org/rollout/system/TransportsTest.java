@@ -2,6 +2,7 @@ package org.rollout.system;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -17,6 +18,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class TransportsTest {
     private static final int STEPS = 15;
     private static final Duration ROGUE_WINDOW = Duration.ofSeconds(20);
+    /** How long after the window the job waits for the rogue node's first handshake to be refused. */
+    private static final Duration HANDSHAKE_DEADLINE = Duration.ofSeconds(90);
 
     @RegisterExtension
     final SystemTestRun run = new SystemTestRun();
@@ -71,8 +74,17 @@ class TransportsTest {
                         .as("node-%d's log", i)
                         .noneMatch(l -> joined.matcher(l).find());
             }
-            boolean refusedHandshake = c.nodeLog(1).stream().anyMatch(l -> l.contains("SSLHandshakeException"))
-                    || rogue.lines().stream().anyMatch(l -> l.contains("SSLHandshakeException"));
+            // On a loaded machine the rogue node may start after the window: the job goes on
+            // until its first handshake has been refused (or a deadline passes).
+            long handshakeDeadline = System.nanoTime() + HANDSHAKE_DEADLINE.toNanos();
+            boolean refusedHandshake = refusedHandshake(c, rogue);
+            while (!refusedHandshake && System.nanoTime() - handshakeDeadline < 0) {
+                t.step(Duration.ofSeconds(1), true);
+                assertThat(rogue.find(TestCluster.NODE_UP))
+                        .as("the rogue node is Up")
+                        .isEmpty();
+                refusedHandshake = refusedHandshake(c, rogue);
+            }
             rogue.kill();
 
             NodeLossTest.steps(t, STEPS);
@@ -84,5 +96,10 @@ class TransportsTest {
                     .printAndAssertClean();
             assertThat(refusedHandshake).as("a refused TLS handshake is logged").isTrue();
         }
+    }
+
+    private static boolean refusedHandshake(TestCluster c, ManagedProcess rogue) throws IOException {
+        return c.nodeLog(1).stream().anyMatch(l -> l.contains("SSLHandshakeException"))
+                || rogue.lines().stream().anyMatch(l -> l.contains("SSLHandshakeException"));
     }
 }
