@@ -81,9 +81,10 @@ final class PythonTrainerProcess {
             Path candidate = dir.resolve("python3");
             if (executable.test(candidate)) {
                 if (importsClient.test(candidate)) {
-                    return new Interpreter(candidate.toString(), "the python3 on PATH; it imports rollout_client");
+                    return new Interpreter(
+                            candidate.toString(), "the python3 on PATH; it imports rollout_client, numpy and torch");
                 }
-                notOnPath = "the python3 on PATH, " + candidate + ", cannot import rollout_client";
+                notOnPath = "the python3 on PATH, " + candidate + ", cannot import rollout_client, numpy and torch";
                 break;
             }
         }
@@ -112,10 +113,14 @@ final class PythonTrainerProcess {
                 PythonTrainerProcess::importsClient);
     }
 
-    /** True when {@code python}, with the trainer's PYTHONPATH, imports rollout_client within 30 s. */
+    /**
+     * True when {@code python}, with the trainer's PYTHONPATH, imports what the trainer script needs
+     * (rollout_client, numpy and torch) within 30 s: an interpreter with the client but without
+     * torch would start the trainer only to fail.
+     */
     static boolean importsClient(Path python) {
         try {
-            ProcessBuilder pb = new ProcessBuilder(python.toString(), "-c", "import rollout_client")
+            ProcessBuilder pb = new ProcessBuilder(python.toString(), "-c", "import rollout_client, numpy, torch")
                     .redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD);
             pb.environment().put("PYTHONPATH", script().getParent().getParent().toString());
