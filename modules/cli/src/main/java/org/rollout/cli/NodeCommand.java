@@ -444,11 +444,21 @@ final class NodeCommand implements Callable<Integer> {
                 ? pekko.getString("pekko.remote.artery.transport")
                 : "tcp";
         if (transport.equals("tcp") || transport.equals("tls-tcp")) {
+            // The port this node binds: bind.port when set (a node behind a proxy advertises the
+            // proxy's port as its canonical one, which is in use by design), else the canonical one.
+            String bindPort = pekko.hasPath("pekko.remote.artery.bind.port")
+                    ? pekko.getString("pekko.remote.artery.bind.port")
+                    : "";
+            String bindHost = pekko.hasPath("pekko.remote.artery.bind.hostname")
+                    ? pekko.getString("pekko.remote.artery.bind.hostname")
+                    : "";
             PortInUseException.requireFree(
                     "the cluster",
-                    "--port, pekko.remote.artery.canonical.port",
-                    pekko.getString("pekko.remote.artery.canonical.hostname"),
-                    pekko.getInt("pekko.remote.artery.canonical.port"));
+                    bindPort.isBlank() ? "--port, pekko.remote.artery.canonical.port" : "pekko.remote.artery.bind.port",
+                    bindHost.isBlank() ? pekko.getString("pekko.remote.artery.canonical.hostname") : bindHost,
+                    bindPort.isBlank()
+                            ? pekko.getInt("pekko.remote.artery.canonical.port")
+                            : Integer.parseInt(bindPort.strip()));
         }
         if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
             PortInUseException.requireFree(GATEWAY, "--gateway-port", gatewayHost, gatewayPort);
