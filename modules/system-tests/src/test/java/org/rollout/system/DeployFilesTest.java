@@ -89,29 +89,7 @@ class DeployFilesTest {
 
     @Test
     void theKubernetesOverlayRendersWithProbesRbacSelectorsAndDiscoveryThatFit() throws Exception {
-        Path kubectl = Path.of("/usr/bin/kubectl");
-        assumeTrue(
-                Files.isExecutable(kubectl),
-                "kubectl is not installed (/usr/bin/kubectl; .ci/run installs the Debian package kubectl):"
-                        + " the Kubernetes manifests are not rendered");
-        String yaml = ManagedProcess.run(
-                List.of(kubectl.toString(), "kustomize", "deploy/kubernetes/overlays/example"),
-                Map.of(),
-                repoRoot,
-                RUN_TIMEOUT);
-        Map<String, JsonNode> byKindAndName = new LinkedHashMap<>();
-        try (MappingIterator<JsonNode> docs =
-                new ObjectMapper(new YAMLFactory()).readerFor(JsonNode.class).readValues(yaml)) {
-            while (docs.hasNext()) {
-                JsonNode d = docs.next();
-                if (d != null && d.has("kind")) {
-                    byKindAndName.put(
-                            d.get("kind").asText() + "/"
-                                    + d.at("/metadata/name").asText(),
-                            d);
-                }
-            }
-        }
+        Map<String, JsonNode> byKindAndName = renderedExampleOverlay();
         assertThat(byKindAndName)
                 .containsKeys(
                         "StatefulSet/rollout-coordinator",
@@ -222,29 +200,7 @@ class DeployFilesTest {
 
     @Test
     void theExampleJobsPodsMountTheModelDataAndWeightVolumesAtTheSamePathsAndShareTheGatewayToken() throws Exception {
-        Path kubectl = Path.of("/usr/bin/kubectl");
-        assumeTrue(
-                Files.isExecutable(kubectl),
-                "kubectl is not installed (/usr/bin/kubectl; .ci/run installs the Debian package kubectl):"
-                        + " the Kubernetes manifests are not rendered");
-        String yaml = ManagedProcess.run(
-                List.of(kubectl.toString(), "kustomize", "deploy/kubernetes/overlays/example"),
-                Map.of(),
-                repoRoot,
-                RUN_TIMEOUT);
-        Map<String, JsonNode> byKindAndName = new LinkedHashMap<>();
-        try (MappingIterator<JsonNode> docs =
-                new ObjectMapper(new YAMLFactory()).readerFor(JsonNode.class).readValues(yaml)) {
-            while (docs.hasNext()) {
-                JsonNode d = docs.next();
-                if (d != null && d.has("kind")) {
-                    byKindAndName.put(
-                            d.get("kind").asText() + "/"
-                                    + d.at("/metadata/name").asText(),
-                            d);
-                }
-            }
-        }
+        Map<String, JsonNode> byKindAndName = renderedExampleOverlay();
         Map<String, String> claims =
                 Map.of("/models", "rollout-models", "/data", "rollout-data", "/shared/weights", "rollout-weights");
         for (String claim : claims.values()) {
@@ -420,5 +376,33 @@ class DeployFilesTest {
             out.add(it.next().path(field).asText());
         }
         return out;
+    }
+
+    /** The example overlay rendered by {@code kubectl kustomize}, by "Kind/name"; skips the test without kubectl. */
+    private Map<String, JsonNode> renderedExampleOverlay() throws Exception {
+        Path kubectl = Path.of("/usr/bin/kubectl");
+        assumeTrue(
+                Files.isExecutable(kubectl),
+                "kubectl is not installed (/usr/bin/kubectl; .ci/run installs the Debian package kubectl):"
+                        + " the Kubernetes manifests are not rendered");
+        String yaml = ManagedProcess.run(
+                List.of(kubectl.toString(), "kustomize", "deploy/kubernetes/overlays/example"),
+                Map.of(),
+                repoRoot,
+                RUN_TIMEOUT);
+        Map<String, JsonNode> byKindAndName = new LinkedHashMap<>();
+        try (MappingIterator<JsonNode> docs =
+                new ObjectMapper(new YAMLFactory()).readerFor(JsonNode.class).readValues(yaml)) {
+            while (docs.hasNext()) {
+                JsonNode d = docs.next();
+                if (d != null && d.has("kind")) {
+                    byKindAndName.put(
+                            d.get("kind").asText() + "/"
+                                    + d.at("/metadata/name").asText(),
+                            d);
+                }
+            }
+        }
+        return byKindAndName;
     }
 }
