@@ -185,14 +185,22 @@ class ReplicatedStateTest {
     private static Map<String, LedgerEntry> entriesOn(
             org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit, String key) throws Exception {
         var k = LWWMapKey.<String, LedgerEntry>create(key);
-        Replicator.GetResponse<LWWMap<String, LedgerEntry>> reply =
-                AskPattern.<Replicator.Command, Replicator.GetResponse<LWWMap<String, LedgerEntry>>>ask(
-                                DistributedData.get(kit.system()).replicator(),
-                                r -> new Replicator.Get<>(k, Replicator.readLocal(), r),
-                                Duration.ofSeconds(10),
-                                kit.system().scheduler())
-                        .toCompletableFuture()
-                        .get(20, TimeUnit.SECONDS);
+        // A write confirmed by a majority may reach the reading node by gossip a moment later
+        // (when the writer counted only itself, before it saw the reader's replicator): read
+        // locally until the key is there, within a deadline.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Replicator.GetResponse<LWWMap<String, LedgerEntry>> reply;
+        do {
+            reply = AskPattern.<Replicator.Command, Replicator.GetResponse<LWWMap<String, LedgerEntry>>>ask(
+                            DistributedData.get(kit.system()).replicator(),
+                            r -> new Replicator.Get<>(k, Replicator.readLocal(), r),
+                            Duration.ofSeconds(10),
+                            kit.system().scheduler())
+                    .toCompletableFuture()
+                    .get(20, TimeUnit.SECONDS);
+            if (!(reply instanceof Replicator.NotFound<?>)) break;
+            Thread.sleep(100);
+        } while (System.nanoTime() < deadline);
         assertThat(reply).as("key %s on the reading node", key).isInstanceOf(Replicator.GetSuccess.class);
         return ((Replicator.GetSuccess<LWWMap<String, LedgerEntry>>) reply)
                 .get(k)
