@@ -26,4 +26,11 @@ public interface ControllableEngine extends InferenceEngine {
      * @throws IllegalArgumentException when {@code version} is below the current one
      */
     void setVersion(int version);
+
+    /**
+     * Tells the engine where the weights of {@code version} are, loaded on the servers by whichever
+     * node ran the update: an engine that re-syncs a restarted server sends it these, even when
+     * it never loaded an update itself. Engines without servers to re-sync ignore it.
+     */
+    default void weightsPublished(int version, String path) {}
 }

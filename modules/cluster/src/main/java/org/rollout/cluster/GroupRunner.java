@@ -156,7 +156,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         }
     }
 
-    private record NewVersion(int version) implements Command, NodeLocal {}
+    private record NewVersion(int version, String path) implements Command, NodeLocal {}
 
     /** The group actor {@code group} stopped (watched once, when it was spawned). */
     private record GroupActorStopped(ActorRef<GroupRun.Command> group) implements Command, NodeLocal {}
@@ -246,8 +246,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             AtomicBoolean first = new AtomicBoolean(true);
             Behavior<Command> runner = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
                 ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
-                ActorRef<WeightVersion.VersionChanged> adapter =
-                        ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new NewVersion(v.version()));
+                ActorRef<WeightVersion.VersionChanged> adapter = ctx.messageAdapter(
+                        WeightVersion.VersionChanged.class, v -> new NewVersion(v.version(), v.path()));
                 versionTopic.tell(Topic.subscribe(adapter));
                 GroupRunner r = new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started, kept, faults);
                 if (!first.getAndSet(false)) {
@@ -496,6 +496,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onNewVersion(NewVersion v) {
+        svc.engine().weightsPublished(v.version(), v.path());
         if (v.version() > svc.engine().version()) {
             svc.engine().setVersion(v.version());
         }

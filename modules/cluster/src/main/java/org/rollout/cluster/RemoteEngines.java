@@ -54,6 +54,13 @@ public final class RemoteEngines {
             }
 
             @Override
+            public void weightsPublished(int version, String path) {
+                if (path != null && !path.isEmpty()) {
+                    engine.weightsLoadedElsewhere(java.nio.file.Path.of(path), version);
+                }
+            }
+
+            @Override
             public String toString() {
                 return "ControllableEngine(" + engine + ")";
             }

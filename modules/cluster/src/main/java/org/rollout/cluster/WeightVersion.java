@@ -49,8 +49,13 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
 
     public sealed interface Command {}
 
-    /** Broadcast on the version topic after every successful publish. */
-    public record VersionChanged(int version) implements CborSerializable {}
+    /**
+     * Broadcast on the version topic after every successful publish, and by a new singleton that
+     * took over a version written before. {@code path} is where the weights of {@code version}
+     * are (empty for the launch weights): every node's engine keeps it, so that whichever node
+     * probes a restarted server first re-sends it the current weights, not only a continue.
+     */
+    public record VersionChanged(int version, String path) implements CborSerializable {}
 
     /** Load {@code path} everywhere as {@code version}. */
     public record Publish(int version, String path, ActorRef<PublishReply> replyTo)
@@ -220,7 +225,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                             r.record().path());
             version = r.record().version();
             path = r.record().path();
-            topic.tell(Topic.publish(new VersionChanged(version)));
+            topic.tell(Topic.publish(new VersionChanged(version, path)));
             coordinator.tell(new RolloutCoordinator.ResumeAdmission(-1, version));
         }
         ready = true;
@@ -364,7 +369,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                             report.serverFailures().size(),
                             report.serverFailures());
         }
-        topic.tell(Topic.publish(new VersionChanged(version)));
+        topic.tell(Topic.publish(new VersionChanged(version, path)));
         coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));
         p.replyTo().tell(new PublishReply(version, null, report, null));
         startNext();

@@ -121,7 +121,7 @@ class MessageSerializationTest {
                 new GroupRunner.PrepareWeightUpdate(8, ref()),
                 new GroupRunner.AbandonWeightUpdate(8),
                 // WeightVersion
-                new WeightVersion.VersionChanged(3),
+                new WeightVersion.VersionChanged(3, "/weights/v3"),
                 new WeightVersion.Publish(4, "/weights/v4.rlm", ref()),
                 new WeightVersion.PublishReply(
                         4,

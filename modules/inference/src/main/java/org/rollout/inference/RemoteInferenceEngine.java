@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.random.RandomGenerator;
@@ -100,6 +101,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private final ReentrantLock updateLock = new ReentrantLock();
     private final Map<ServerAddress, ResyncBackoff> resyncBackoff = new ConcurrentHashMap<>();
     private volatile LoadedWeights lastLoaded;
+    /** The newest weights another engine loaded on the servers (another node's, in a cluster). */
+    private final AtomicReference<LoadedWeights> loadedElsewhere = new AtomicReference<>();
+
     private volatile boolean closed;
     private final boolean discardOnAbort;
     private final LongAdder discardedTokens = new LongAdder();
@@ -704,6 +708,30 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         }
     }
 
+    /**
+     * Records that another engine (the node running the cluster's weight update) loaded
+     * {@code path} as {@code newVersion} on the servers. This engine loads nothing now; when it
+     * re-syncs a restarted server it sends the newest weights it knows of, its own or these.
+     * Without this, an engine that never ran an update would re-admit a restarted server with
+     * its launch weights after a bare continue, and eject it again at its first token.
+     */
+    public void weightsLoadedElsewhere(Path path, int newVersion) {
+        Objects.requireNonNull(path, "path");
+        LoadedWeights told = new LoadedWeights(path, newVersion);
+        loadedElsewhere.accumulateAndGet(
+                told, (known, t) -> known == null || t.version() > known.version() ? t : known);
+    }
+
+    /** The newest weights loaded on the servers, by this engine or, as far as it knows, by another. */
+    private LoadedWeights newestWeights() {
+        LoadedWeights own = lastLoaded;
+        LoadedWeights other = loadedElsewhere.get();
+        if (own == null) {
+            return other;
+        }
+        return other != null && other.version() > own.version() ? other : own;
+    }
+
     /** The health checker's verdict on a server out of rotation: re-sync its weights if owed, then re-admit. */
     private void onHealthy(ServerAddress server) throws InterruptedException {
         if (!pool.isResyncPending(server)) {
@@ -723,9 +751,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 pool.readmit(server);
                 return;
             }
-            LoadedWeights w = lastLoaded;
-            int resyncVersion = w == null ? version.get() : w.version();
-            if (config.weightTransfer() == WeightTransfer.NCCL && w != null) {
+            LoadedWeights own = lastLoaded;
+            if (config.weightTransfer() == WeightTransfer.NCCL && own != null) {
                 // Only the trainer holds the tensors: the server joins the group now and is loaded
                 // by the next update's broadcast; until then it stays out of rotation. An engine
                 // that never loaded an update (another node's, or before the first one) sends no
@@ -739,6 +766,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                 }
                 return;
             }
+            // Over NCCL no file is sent; from disk, the newest weights any engine loaded.
+            LoadedWeights w = config.weightTransfer() == WeightTransfer.NCCL ? own : newestWeights();
+            int resyncVersion = w == null ? version.get() : w.version();
             WeightUpdateReport.ServerOutcome o = updater.resync(server, w == null ? null : w.path(), resyncVersion);
             if (o.ok()) {
                 resyncBackoff.remove(server);

@@ -162,4 +162,59 @@ class ServerCrashTest {
         assertThat(engine.serverStats().get(0).lastError())
                 .hasValueSatisfying(e -> assertThat(e).contains("weight version 0"));
     }
+
+    @Test
+    void anEngineThatNeverLoadedAnUpdateResyncsARestartedServerWithTheWeightsAnotherEngineLoaded(@TempDir Path dir)
+            throws Exception {
+        // Found by the chaos soak: after the weight-version singleton moved to a node whose engine
+        // had never run an update, that engine "re-synced" restarted servers with a bare continue,
+        // re-admitted them with their launch weights and ejected them at their first token, again
+        // and again, while every group failed.
+        ModelServerConfig config = ModelServerConfig.defaults().withWeights(LiveServers.weights(7, 0));
+        ModelServer a = servers.start(config);
+        ModelServer b = servers.start(config);
+        int port = a.port();
+        Path v3 = dir.resolve("weights-v3.rlm");
+        LiveServers.weights(7, 3).write(v3);
+        try (RemoteInferenceEngine loader =
+                TestSupport.engine(TestSupport.config(LiveServers.address(a), LiveServers.address(b))
+                        .build())) {
+            loader.updateWeights(v3, 3);
+        }
+        // This engine is another node's: it only hears of the update.
+        engine = TestSupport.engine(TestSupport.config(LiveServers.address(a), LiveServers.address(b))
+                .build());
+        engine.weightsLoadedElsewhere(v3, 3);
+        engine.setVersion(3);
+        engine.weightsLoadedElsewhere(dir.resolve("older.rlm"), 2);
+
+        a.crash();
+        ModelServer restarted = SamePort.restart(WAIT, () -> servers.start(config.withPort(port)));
+        assertThat(restarted.stats().weightVersion()).isZero();
+        for (int i = 0; i < 6; i++) {
+            ModelResponse r =
+                    engine.generate(ModelRequest.of(PROMPT, LiveServers.seededToLength(8, SEED + i, TEMPERATURE)));
+            assertThat(r.outputVersions()).as("versions of generation %d", i).containsOnly(3);
+        }
+        TestSupport.await(
+                "the restarted server re-synced to version 3 from the file the other engine loaded",
+                WAIT,
+                () -> restarted.stats().weightVersion() == 3);
+        TestSupport.await(
+                "the restarted server back in rotation",
+                WAIT,
+                () -> engine.serverStats().get(0).inRotation());
+        long ejections = engine.serverStats().get(0).failures();
+        for (int i = 0; i < 6; i++) {
+            ModelResponse r =
+                    engine.generate(ModelRequest.of(PROMPT, LiveServers.seededToLength(8, SEED + 10 + i, TEMPERATURE)));
+            assertThat(r.outputVersions()).containsOnly(3);
+        }
+        assertThat(engine.serverStats().get(0).failures())
+                .as("no ejection after the re-sync")
+                .isEqualTo(ejections);
+        assertThat(restarted.stats().requestsTotal())
+                .as("the re-synced server serves again")
+                .isPositive();
+    }
 }
