@@ -24,6 +24,7 @@ import org.apache.pekko.stream.SourceRef;
 import org.apache.pekko.util.ByteString;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
+import org.rollout.trainer.HeldBatch;
 
 /**
  * Where finished groups end: deduplicates by task id, tells the coordinator what was accepted or
@@ -132,8 +133,28 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * version broadcast may reach the collector after the trainer's next pull, and hand-out must
      * never use an older version than the trainer's.
      */
-    record PullBatch(Duration maxWait, int knownVersion, ActorRef<PullReply> replyTo)
+    record PullBatch(Duration maxWait, int knownVersion, String holder, long leaseMillis, ActorRef<PullReply> replyTo)
+            implements Command, CborSerializable {
+        /** A pull by an unnamed trainer, without a lease. */
+        PullBatch(Duration maxWait, int knownVersion, ActorRef<PullReply> replyTo) {
+            this(maxWait, knownVersion, "", 0, replyTo);
+        }
+    }
+
+    /**
+     * Renews, for {@code leaseMillis} from now, the lease of every batch {@code holder} pulled
+     * under a lease ({@link PullBatch#leaseMillis} above 0) and has not acknowledged; the reply
+     * lists them.
+     */
+    record RenewLease(String holder, long leaseMillis, ActorRef<LeaseRenewed> replyTo)
             implements Command, CborSerializable {}
+
+    /** The batches whose lease a {@link RenewLease} renewed. */
+    record LeaseRenewed(List<Long> batchIds) implements CborSerializable {
+        LeaseRenewed {
+            batchIds = List.copyOf(batchIds);
+        }
+    }
 
     /**
      * The reply to a pull: a {@link BatchReply}, or, for a puller on another node and a batch
@@ -224,7 +245,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * The collector's part of the status; {@code heldOutcomes} are outcomes (re-sent or of re-runs)
      * held while a trainer may still acknowledge their task from a predecessor's batch; {@code
      * lastRejections} is, per rejection reason, the latest such rejection: "task N attempt A:
-     * detail" (the failure breaker's example).
+     * detail" (the failure breaker's example); {@code heldBatches} are the batches handed out and
+     * not acknowledged, with their holders and when they go back.
      */
     record Status(
             int bufferedGroups,
@@ -234,7 +256,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             long tokensGenerated,
             Map<String, Long> rejectedByReason,
             Map<String, Map<String, Double>> lastStats,
-            Map<String, String> lastRejections)
+            Map<String, String> lastRejections,
+            List<HeldBatch> heldBatches)
             implements CborSerializable {}
 
     /** Writes every statistic still held; replies when done (shutdown). */
@@ -247,8 +270,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             implements Command, NodeLocal {}
 
     private record WaitingPull(PullBatch pull, long deadlineNanos) {}
-
-    private record Outstanding(TrainingBatch batch, long handedOutNanos) {}
 
     /** A new batch for {@code pull}, sent once its hand-out is in the coordinator's ledger. */
     private record Marking(TrainingBatch batch, WaitingPull pull) {}
@@ -291,7 +312,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     static final Duration UNBUFFERED_KEPT = Duration.ofMinutes(10);
 
     private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
-    private final LinkedHashMap<Long, Outstanding> outstanding = new LinkedHashMap<>();
+    private final HandedOutBatches outstanding;
     /** New batches whose hand-out the coordinator is writing to its ledger ({@link HandOutRecorded}). */
     private final LinkedHashMap<Long, Marking> marking = new LinkedHashMap<>();
 
@@ -355,6 +376,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         this.payloads = LargePayloads.get(ctx.getSystem());
         this.consumerBatchSize = consumerBatchSize;
         this.ackTimeout = ackTimeout;
+        this.outstanding = new HandedOutBatches(ackTimeout);
         this.stalenessLimit = stalenessLimit;
         this.stats = stats;
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
@@ -378,6 +400,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(Release.class, this::onRelease)
+                .onMessage(RenewLease.class, this::onRenewLease)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
                 .onMessage(EvalPassFinished.class, e -> {
                     stats.flushEval(e.version());
@@ -453,7 +476,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private void reannounce(List<Long> open) {
         Map<Long, TrainingGroup> held = new HashMap<>(unrecorded);
         buffer.forEach(g -> held.put(g.taskId(), g));
-        outstanding.values().forEach(o -> o.batch().groups().forEach(g -> held.put(g.taskId(), g)));
+        outstanding.batches().forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
         marking.values().forEach(m -> m.batch().groups().forEach(g -> held.put(g.taskId(), g)));
         redeliveries.forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
         for (Long id : open) {
@@ -731,7 +754,8 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private void handOut(TrainingBatch batch, WaitingPull w) {
-        outstanding.put(batch.batchId(), new Outstanding(batch, System.nanoTime()));
+        PullBatch p = w.pull();
+        outstanding.handOut(batch, p.holder(), Duration.ofMillis(Math.max(0, p.leaseMillis())), System.nanoTime());
         reply(w.pull().replyTo(), batch);
     }
 
@@ -809,8 +833,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * only then answers, so an acknowledged batch is never delivered again, even by a successor.
      */
     private Behavior<Command> onAck(Ack ack) {
-        Outstanding o = outstanding.remove(ack.batchId());
-        TrainingBatch batch = o != null ? o.batch() : null;
+        TrainingBatch batch = outstanding.remove(ack.batchId());
         if (batch == null) {
             for (Iterator<TrainingBatch> it = redeliveries.iterator(); it.hasNext(); ) {
                 TrainingBatch b = it.next();
@@ -854,14 +877,14 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                                     ack.batchId());
                 }
             }
-            for (Outstanding held : outstanding.values()) {
-                if (held.batch().groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
+            for (TrainingBatch held : outstanding.batches()) {
+                if (held.groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
                     getContext()
                             .getLog()
                             .warn(
                                     "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
                                     ack.batchId(),
-                                    held.batch().batchId());
+                                    held.batchId());
                 }
             }
             coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ack.taskIds(), ack.replyTo()));
@@ -877,12 +900,12 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private Behavior<Command> onRelease(Release release) {
-        Outstanding o = outstanding.remove(release.batchId());
-        if (o != null) {
+        TrainingBatch released = outstanding.remove(release.batchId());
+        if (released != null) {
             getContext()
                     .getLog()
                     .info("batch {} did not reach its trainer; it goes to the next pull", release.batchId());
-            redeliveries.addFirst(o.batch());
+            redeliveries.addFirst(released);
             serveWaiting();
         }
         return this;
@@ -916,18 +939,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 w.pull().replyTo().tell(new BatchReply(null));
             }
         }
-        for (Iterator<Outstanding> it = outstanding.values().iterator(); it.hasNext(); ) {
-            Outstanding o = it.next();
-            if (now - o.handedOutNanos() >= ackTimeout.toNanos()) {
-                it.remove();
-                getContext()
-                        .getLog()
-                        .warn(
-                                "batch {} not acknowledged within batch_ack_timeout={}; it will be delivered again",
-                                o.batch().batchId(),
-                                ackTimeout);
-                redeliveries.addLast(o.batch());
-            }
+        for (HandedOutBatches.Due due : outstanding.takeDue(now)) {
+            getContext().getLog().warn("batch {}: {}", due.batch().batchId(), due.why());
+            redeliveries.addLast(due.batch());
         }
         serveWaiting();
         return this;
@@ -943,7 +957,16 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                         tokens,
                         Map.copyOf(rejectedByReason),
                         stats.latestMeans(),
-                        Map.copyOf(lastRejections)));
+                        Map.copyOf(lastRejections),
+                        outstanding.status(System.nanoTime())));
+        return this;
+    }
+
+    private Behavior<Command> onRenewLease(RenewLease r) {
+        List<Long> renewed = r.leaseMillis() > 0
+                ? outstanding.renew(r.holder(), Duration.ofMillis(r.leaseMillis()), System.nanoTime())
+                : List.of();
+        r.replyTo().tell(new LeaseRenewed(renewed));
         return this;
     }
 }

@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
@@ -15,6 +16,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.RecipientRef;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.BatchLease;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
@@ -69,16 +71,36 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
 
     @Override
     public Optional<TrainingBatch> nextBatch(Duration timeout) throws InterruptedException {
-        return Optional.ofNullable(received(pull(timeout)).batch());
+        return Optional.ofNullable(received(pull(timeout, "", null)).batch());
     }
 
-    /** Asks the collector for a batch, waiting up to {@code timeout} for one. */
-    private Collector.PullReply pull(Duration timeout) throws InterruptedException {
+    @Override
+    public Optional<TrainingBatch> nextBatch(Duration timeout, BatchLease lease) throws InterruptedException {
+        return Optional.ofNullable(
+                received(pull(timeout, lease.holder(), lease)).batch());
+    }
+
+    /**
+     * Asks the collector for a batch, waiting up to {@code timeout} for one, held for {@code
+     * holder} under {@code lease} (null: none).
+     */
+    private Collector.PullReply pull(Duration timeout, String holder, BatchLease lease) throws InterruptedException {
+        long leaseMillis = lease == null ? 0 : lease.duration().toMillis();
         return ask(
                 refs.collector(),
-                r -> new Collector.PullBatch(timeout, knownVersion.get(), r),
+                r -> new Collector.PullBatch(timeout, knownVersion.get(), holder, leaseMillis, r),
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
+    }
+
+    @Override
+    public List<Long> renewLease(BatchLease lease) throws InterruptedException {
+        Collector.LeaseRenewed renewed = ask(
+                refs.collector(),
+                r -> new Collector.RenewLease(lease.holder(), lease.duration().toMillis(), r),
+                CONTROL_TIMEOUT,
+                "renew the lease of " + lease.holder());
+        return renewed.batchIds();
     }
 
     /**
@@ -91,7 +113,13 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
      */
     @Override
     public Optional<EncodedBatch> nextEncodedBatch(Duration timeout) throws InterruptedException {
-        Collector.PullReply reply = pull(timeout);
+        return nextEncodedBatch(timeout, "", null);
+    }
+
+    @Override
+    public Optional<EncodedBatch> nextEncodedBatch(Duration timeout, String holder, BatchLease lease)
+            throws InterruptedException {
+        Collector.PullReply reply = pull(timeout, holder == null ? "" : holder, lease);
         if (reply instanceof Collector.StreamedBatchReply s && s.direct() != null) {
             try {
                 return Optional.of(LargePayloads.get(system).relay(s.direct(), s.batchId(), s.groups(), s.taskIds()));
@@ -226,7 +254,8 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
                 k.tokensGenerated(),
                 k.rejectedByReason(),
                 k.lastStats(),
-                k.heldOutcomes());
+                k.heldOutcomes(),
+                k.heldBatches());
     }
 
     /**

@@ -216,4 +216,68 @@ class CollectorTest {
         c.tell(new Collector.Ack(42, java.util.List.of(), probe.getRef()));
         assertThat(probe.receiveMessage().known()).isFalse();
     }
+
+    @Test
+    void aBatchWhoseLeaseLapsesGoesToTheNextPullAtOnceWhileARenewedOneStays() {
+        // The ack timeout is 5 minutes: only the lease can bring the batch back within seconds.
+        ActorRef<Collector.Command> c = collectorWithInstantLedger("lease");
+        TestProbe<Collector.PullReply> dead = kit.createTestProbe();
+        TestProbe<Collector.PullReply> alive = kit.createTestProbe();
+        c.tell(accepted(1, 0));
+        c.tell(accepted(2, 0));
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, "dead-trainer", 1_000, dead.getRef()));
+        long deadBatch = ((Collector.BatchReply) dead.receiveMessage(Duration.ofSeconds(5)))
+                .batch()
+                .batchId();
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, "alive-trainer", 1_000, alive.getRef()));
+        long aliveBatch = ((Collector.BatchReply) alive.receiveMessage(Duration.ofSeconds(5)))
+                .batch()
+                .batchId();
+
+        TestProbe<Collector.Status> status = kit.createTestProbe();
+        c.tell(new Collector.GetStatus(status.getRef()));
+        assertThat(status.receiveMessage().heldBatches())
+                .extracting(org.rollout.trainer.HeldBatch::batchId, org.rollout.trainer.HeldBatch::holder)
+                .containsExactly(
+                        org.assertj.core.groups.Tuple.tuple(deadBatch, "dead-trainer"),
+                        org.assertj.core.groups.Tuple.tuple(aliveBatch, "alive-trainer"));
+
+        // The live trainer renews every 300 ms; the dead one never does. A second trainer pulls.
+        TestProbe<Collector.LeaseRenewed> renewed = kit.createTestProbe();
+        TestProbe<Collector.PullReply> second = kit.createTestProbe();
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, "second-trainer", 1_000, second.getRef()));
+        long start = System.nanoTime();
+        Collector.BatchReply redelivered = null;
+        while (redelivered == null) {
+            c.tell(new Collector.RenewLease("alive-trainer", 1_000, renewed.getRef()));
+            assertThat(renewed.receiveMessage(Duration.ofSeconds(5)).batchIds()).containsExactly(aliveBatch);
+            redelivered = tryReceive(second, Duration.ofMillis(300));
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+        }
+        assertThat(redelivered.batch())
+                .as("the dead trainer's batch, not a new one")
+                .isNotNull();
+        assertThat(redelivered.batch().batchId()).isEqualTo(deadBatch);
+        // Three more renewal rounds: the renewed batch stays with its trainer.
+        for (int i = 0; i < 4; i++) {
+            c.tell(new Collector.RenewLease("alive-trainer", 1_000, renewed.getRef()));
+            assertThat(renewed.receiveMessage(Duration.ofSeconds(5)).batchIds()).containsExactly(aliveBatch);
+            second.expectNoMessage(Duration.ofMillis(300));
+        }
+        // The second trainer never renewed either: its batch went back too and waits for a pull.
+        c.tell(new Collector.GetStatus(status.getRef()));
+        Collector.Status after = status.receiveMessage();
+        assertThat(after.heldBatches())
+                .extracting(org.rollout.trainer.HeldBatch::holder)
+                .containsExactly("alive-trainer");
+        assertThat(after.unacknowledgedBatches()).isEqualTo(2);
+    }
+
+    private static Collector.BatchReply tryReceive(TestProbe<Collector.PullReply> probe, Duration within) {
+        try {
+            return (Collector.BatchReply) probe.receiveMessage(within);
+        } catch (AssertionError none) {
+            return null;
+        }
+    }
 }

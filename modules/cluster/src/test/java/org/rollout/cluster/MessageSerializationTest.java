@@ -165,6 +165,9 @@ class MessageSerializationTest {
                 new DurableState.Cursor(40, 38, 20, 2),
                 new DurableState.VersionRecord(5, "/w/v5"),
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, ref()),
+                new Collector.PullBatch(Duration.ofSeconds(20), 3, "host-a:412:9f3c", 15_000, ref()),
+                new Collector.RenewLease("host-a:412:9f3c", 15_000, ref()),
+                new Collector.LeaseRenewed(java.util.List.of(9L, 10L)),
                 new Collector.BatchReply(batch),
                 new Collector.BatchReply(null),
                 new Collector.StreamedBatchReply(9, 2, java.util.List.of(4L, 5L), 268_000_000, sourceRef(), null),
@@ -196,7 +199,10 @@ class MessageSerializationTest {
                         4,
                         Map.of("failed", 2L),
                         Map.of("rollout", Map.of("reward", 0.5, "reward__count", 2.0)),
-                        Map.of("failed", "task 3 attempt 0: task 3 slot 1 threw ValueError: bad")),
+                        Map.of("failed", "task 3 attempt 0: task 3 slot 1 threw ValueError: bad"),
+                        java.util.List.of(
+                                new org.rollout.trainer.HeldBatch(9, 2, "host-a:412:9f3c", true, 12_500),
+                                new org.rollout.trainer.HeldBatch(10, 2, "127.0.0.1:51234", false, 590_000))),
                 new Collector.Flush(ref()));
     }
 

@@ -24,6 +24,7 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.BatchLease;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.WeightPublishException;
@@ -41,8 +42,11 @@ import org.slf4j.LoggerFactory;
  * <pre>
  *   GET  /health                     no token; 200 {"status":"ok"} | 503 {"status":"degraded","problems":[..]}
  *   POST /v1/batches/next?wait=S     engine.nextBatch(min(S, max_poll_wait)) → 200 RBATCH stream | 204
+ *        [&lease=L&holder=H]         held for H while H renews within L seconds (PullQuery)
  *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
  *        [{"task_ids": [..]}]
+ *   POST /v1/leases/renew            engine.renewLease(holder, lease)       → 200 {"holder","lease_seconds","batch_ids"}
+ *        {"holder", "lease"}
  *   POST /v1/weights                 engine.publishWeights(version, path)  → 200 | 409 | 502
  *        {"version", "tensors"}      (weight_transfer = nccl) the tensors' names, dtypes, shapes spooled
  *                                    as a manifest on this node, then published as above
@@ -274,6 +278,10 @@ final class GatewayHandler implements HttpHandler {
                     expect(ex, "POST");
                     publish(ex, body);
                 }
+                case "/v1/leases/renew" -> {
+                    expect(ex, "POST");
+                    renewLease(ex, body);
+                }
                 case "/v1/status" -> {
                     expect(ex, "GET");
                     json(ex, 200, GatewayJson.status(engine.status()));
@@ -307,7 +315,7 @@ final class GatewayHandler implements HttpHandler {
                                 404,
                                 "not_found",
                                 "no endpoint " + method + " " + path + " (endpoints: POST /v1/batches/next, POST"
-                                        + " /v1/batches/{id}/ack, POST /v1/weights, GET /v1/status, GET /v1/stats,"
+                                        + " /v1/batches/{id}/ack, POST /v1/leases/renew, POST /v1/weights, GET /v1/status, GET /v1/stats,"
                                         + " GET|POST /v1/servers, DELETE /v1/servers/{host:port}, GET /health)");
                     }
                     expect(ex, "POST");
@@ -510,10 +518,26 @@ final class GatewayHandler implements HttpHandler {
                         + " through another node's gateway");
     }
 
+    private void renewLease(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
+        BatchLease lease;
+        try {
+            lease = GatewayJson.parseRenewRequest(body);
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", e.getMessage());
+        }
+        json(ex, 200, GatewayJson.renewed(lease, engine.renewLease(lease)));
+    }
+
     static final String TOO_MANY_PULLS = "too_many_pulls";
 
     private void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
-        Duration wait = waitOf(ex.getRequestURI().getRawQuery());
+        PullQuery query;
+        try {
+            query = PullQuery.parse(
+                    ex.getRequestURI().getRawQuery(), maxPollWait, String.valueOf(ex.getRemoteAddress()));
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", e.getMessage());
+        }
         if (!pullSlots.tryAcquire()) {
             long refused = pullsRefused.incrementAndGet();
             long now = System.nanoTime();
@@ -536,17 +560,17 @@ final class GatewayHandler implements HttpHandler {
         }
         pullsAdmitted.incrementAndGet();
         try {
-            pull(ex, wait);
+            pull(ex, query);
         } finally {
             pullSlots.release();
         }
     }
 
-    private void pull(HttpExchange ex, Duration wait) throws IOException, InterruptedException {
+    private void pull(HttpExchange ex, PullQuery query) throws IOException, InterruptedException {
         Optional<EncodedBatch> next;
         waitingPulls.add(Thread.currentThread());
         try {
-            next = nextEncoded(wait);
+            next = nextEncoded(query);
         } finally {
             waitingPulls.remove(Thread.currentThread());
         }
@@ -563,11 +587,12 @@ final class GatewayHandler implements HttpHandler {
      * The engine's next batch in RBATCH form: relayed from the node that holds it when the engine
      * can ({@link EncodedBatchSource}), else encoded here.
      */
-    private Optional<EncodedBatch> nextEncoded(Duration wait) throws InterruptedException {
+    private Optional<EncodedBatch> nextEncoded(PullQuery q) throws InterruptedException {
         if (engine instanceof EncodedBatchSource source) {
-            return source.nextEncodedBatch(wait);
+            return source.nextEncodedBatch(q.maxWait(), q.holder(), q.lease());
         }
-        Optional<TrainingBatch> next = engine.nextBatch(wait);
+        Optional<TrainingBatch> next =
+                q.lease() == null ? engine.nextBatch(q.maxWait()) : engine.nextBatch(q.maxWait(), q.lease());
         if (next.isEmpty()) {
             return Optional.empty();
         }
@@ -637,34 +662,6 @@ final class GatewayHandler implements HttpHandler {
                 watched.done = true;
             }
         }
-    }
-
-    private Duration waitOf(String rawQuery) throws Refusal {
-        String value = null;
-        if (rawQuery != null) {
-            for (String pair : rawQuery.split("&")) {
-                int eq = pair.indexOf('=');
-                String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
-                if (name.equals("wait")) {
-                    value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
-                }
-            }
-        }
-        if (value == null) {
-            return Duration.ZERO;
-        }
-        double seconds;
-        try {
-            seconds = Double.parseDouble(value);
-        } catch (NumberFormatException e) {
-            seconds = Double.NaN;
-        }
-        if (!(seconds >= 0) || Double.isInfinite(seconds)) {
-            throw new Refusal(
-                    400, "bad_request", "query parameter 'wait' must be a number of seconds >= 0, got '" + value + "'");
-        }
-        double capped = Math.min(seconds, maxPollWait.toNanos() / 1e9);
-        return Duration.ofNanos(Math.round(capped * 1e9));
     }
 
     /**

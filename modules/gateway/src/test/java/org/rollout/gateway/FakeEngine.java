@@ -46,6 +46,24 @@ final class FakeEngine implements RolloutClient {
         return Optional.ofNullable(b);
     }
 
+    /** The lease of the last pull that had one, and of the last renewal. */
+    volatile org.rollout.trainer.BatchLease lastLease;
+
+    volatile org.rollout.trainer.BatchLease lastRenewal;
+
+    @Override
+    public Optional<TrainingBatch> nextBatch(Duration timeout, org.rollout.trainer.BatchLease lease)
+            throws InterruptedException {
+        lastLease = lease;
+        return nextBatch(timeout);
+    }
+
+    @Override
+    public java.util.List<Long> renewLease(org.rollout.trainer.BatchLease lease) {
+        lastRenewal = lease;
+        return java.util.List.of(7L);
+    }
+
     /** The last acknowledgement: batch id and the task ids it came with. */
     volatile long lastAckBatch = -1;
 

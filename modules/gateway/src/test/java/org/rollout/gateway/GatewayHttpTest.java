@@ -159,7 +159,7 @@ class GatewayHttpTest {
         assertThat(a.body())
                 .isEqualTo(error(
                         "not_found",
-                        "no endpoint GET /v1/batches (endpoints: POST /v1/batches/next, POST /v1/batches/{id}/ack,"
+                        "no endpoint GET /v1/batches (endpoints: POST /v1/batches/next, POST /v1/batches/{id}/ack, POST /v1/leases/renew,"
                                 + " POST /v1/weights, GET /v1/status, GET /v1/stats, GET|POST /v1/servers, DELETE"
                                 + " /v1/servers/{host:port}, GET /health)"));
     }
@@ -231,6 +231,38 @@ class GatewayHttpTest {
         Answer negative = send(g, "POST", "/v1/batches/next?wait=-1", null);
         assertThat(negative.body())
                 .isEqualTo(error("bad_request", "query parameter 'wait' must be a number of seconds >= 0, got '-1'"));
+        assertThat(engine.pulls).hasValue(0);
+    }
+
+    @Test
+    void aPullUnderALeaseNamesItsHolderAndARenewalAnswersTheBatchesItCovers() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        assertThat(send(g, "POST", "/v1/batches/next?wait=0&lease=15&holder=host%3A12%3Aab", null)
+                        .status())
+                .isEqualTo(204);
+        assertThat(engine.lastLease)
+                .isEqualTo(new org.rollout.trainer.BatchLease("host:12:ab", Duration.ofSeconds(15)));
+        Answer renewed = send(g, "POST", "/v1/leases/renew", "{\"holder\":\"host:12:ab\",\"lease\":15}");
+        assertThat(renewed.status()).isEqualTo(200);
+        assertThat(renewed.body()).isEqualTo("{\"holder\":\"host:12:ab\",\"lease_seconds\":15.0,\"batch_ids\":[7]}");
+        assertThat(engine.lastRenewal.holder()).isEqualTo("host:12:ab");
+    }
+
+    @Test
+    void aLeaseWithoutAHolderOrOutOfBoundsIs400NamingTheParameter() throws Exception {
+        TrainerGateway g = start(GatewayConfig.defaults());
+        assertThat(send(g, "POST", "/v1/batches/next?wait=0&lease=15", null).body())
+                .isEqualTo(error(
+                        "bad_request",
+                        "query parameter 'lease' needs 'holder', the name the trainer renews its lease under"));
+        assertThat(send(g, "POST", "/v1/batches/next?wait=0&lease=0&holder=h", null)
+                        .body())
+                .isEqualTo(error(
+                        "bad_request",
+                        "query parameter 'lease' must be a number of seconds above 0 and at most 3600, got '0'"));
+        Answer badRenewal = send(g, "POST", "/v1/leases/renew", "{\"lease\":15}");
+        assertThat(badRenewal.status()).isEqualTo(400);
+        assertThat(badRenewal.body()).contains("'holder'");
         assertThat(engine.pulls).hasValue(0);
     }
 

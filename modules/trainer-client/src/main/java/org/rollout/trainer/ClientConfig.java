@@ -45,6 +45,11 @@ import javax.net.ssl.TrustManagerFactory;
  * @param retryDeadline how long a call keeps retrying after its first failure
  * @param sslContext the TLS context for {@code https} contact points (trust store of a self-signed
  *     gateway certificate), or null for the JDK's default trust
+ * @param lease how long a pulled batch stays held for this client without a renewal ({@link
+ *     BatchLease}); the client renews it every third of that, from a thread of its own, until the
+ *     batch is acknowledged, so a trainer that dies gives its batches back within about this long.
+ *     Null pulls without a lease: batches then come back only after the engine's {@code
+ *     batch_ack_timeout}
  */
 public record ClientConfig(
         List<URI> contactPoints,
@@ -57,7 +62,8 @@ public record ClientConfig(
         Duration retryInitialBackoff,
         Duration retryMaxBackoff,
         Duration retryDeadline,
-        SSLContext sslContext) {
+        SSLContext sslContext,
+        Duration lease) {
 
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
@@ -67,6 +73,7 @@ public record ClientConfig(
     public static final Duration DEFAULT_RETRY_INITIAL_BACKOFF = Duration.ofMillis(100);
     public static final Duration DEFAULT_RETRY_MAX_BACKOFF = Duration.ofSeconds(5);
     public static final Duration DEFAULT_RETRY_DEADLINE = Duration.ofSeconds(60);
+    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(15);
 
     public ClientConfig {
         Objects.requireNonNull(contactPoints, "contact_points");
@@ -92,6 +99,9 @@ public record ClientConfig(
         Objects.requireNonNull(retryDeadline, "retry_deadline");
         if (retryDeadline.isNegative()) {
             throw new IllegalArgumentException("retry_deadline must be >= 0, got " + retryDeadline);
+        }
+        if (lease != null && (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(BatchLease.MAX) > 0)) {
+            throw new IllegalArgumentException("lease must be between 1 s and " + BatchLease.MAX + ", got " + lease);
         }
         if (retryMaxBackoff.compareTo(retryInitialBackoff) < 0) {
             throw new IllegalArgumentException("retry_max_backoff (" + retryMaxBackoff
@@ -121,7 +131,25 @@ public record ClientConfig(
                 DEFAULT_RETRY_INITIAL_BACKOFF,
                 DEFAULT_RETRY_MAX_BACKOFF,
                 DEFAULT_RETRY_DEADLINE,
-                null);
+                null,
+                DEFAULT_LEASE);
+    }
+
+    /** Pulls under a lease of {@code d} (null: without a lease); see the {@code lease} parameter. */
+    public ClientConfig withLease(Duration d) {
+        return new ClientConfig(
+                contactPoints,
+                token,
+                connectTimeout,
+                requestTimeout,
+                publishTimeout,
+                pollWait,
+                readIdleTimeout,
+                retryInitialBackoff,
+                retryMaxBackoff,
+                retryDeadline,
+                sslContext,
+                d);
     }
 
     public ClientConfig withToken(String t) {
@@ -136,7 +164,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withConnectTimeout(Duration d) {
@@ -151,7 +180,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withRequestTimeout(Duration d) {
@@ -166,7 +196,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withPublishTimeout(Duration d) {
@@ -181,7 +212,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withPollWait(Duration d) {
@@ -196,7 +228,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withReadIdleTimeout(Duration d) {
@@ -211,7 +244,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     /** The backoff between rounds over the contact points, and how long a call keeps retrying. */
@@ -227,7 +261,8 @@ public record ClientConfig(
                 initialBackoff,
                 maxBackoff,
                 deadline,
-                sslContext);
+                sslContext,
+                lease);
     }
 
     public ClientConfig withSslContext(SSLContext context) {
@@ -242,7 +277,8 @@ public record ClientConfig(
                 retryInitialBackoff,
                 retryMaxBackoff,
                 retryDeadline,
-                context);
+                context,
+                lease);
     }
 
     /**
@@ -271,7 +307,8 @@ public record ClientConfig(
                 + ", connect_timeout=" + connectTimeout + ", request_timeout=" + requestTimeout
                 + ", publish_timeout=" + publishTimeout + ", poll_wait=" + pollWait + ", read_idle_timeout="
                 + readIdleTimeout + ", retry=" + retryInitialBackoff + ".." + retryMaxBackoff + " for "
-                + retryDeadline + ", tls=" + (sslContext == null ? "default trust" : "custom") + "}";
+                + retryDeadline + ", tls=" + (sslContext == null ? "default trust" : "custom") + ", lease="
+                + (lease == null ? "none" : lease) + "}";
     }
 
     private static URI parse(String contactPoint) {

@@ -38,8 +38,9 @@ import org.rollout.trainer.wire.GatewayJson;
  * thread.
  *
  * <pre>
- *   nextBatch()      POST /v1/batches/next?wait=poll_wait   repeated until a batch comes (200), 204 = none yet
+ *   nextBatch()      POST /v1/batches/next?wait=poll_wait[&lease=L&holder=H]   repeated until a batch comes (200), 204 = none yet
  *   acknowledge(b)   POST /v1/batches/{id}/ack {"task_ids": [..]}
+ *   (a thread)       POST /v1/leases/renew {"holder", "lease"}  every lease/3 while a batch is held
  *   publishWeights   POST /v1/weights {"version", "path"}   409 → REFUSED, 502 → NOT_LOADED
  *   status()         GET  /v1/status
  *   stats(v)         GET  /v1/stats?since_version=v
@@ -80,6 +81,8 @@ public final class HttpRolloutClient implements RolloutClient {
     /** Connections of batch pulls in flight over plain sockets: closed by {@link #close()}. */
     private final java.util.Set<java.nio.channels.SocketChannel> plainOpen =
             java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Renews the lease of pulled batches until they are acknowledged; null without a lease. */
+    private final LeaseKeeper leases;
 
     HttpRolloutClient(ClientConfig config) {
         this.config = java.util.Objects.requireNonNull(config, "config");
@@ -96,6 +99,22 @@ public final class HttpRolloutClient implements RolloutClient {
             t.setDaemon(true);
             return t;
         });
+        this.leases = config.lease() == null
+                ? null
+                : new LeaseKeeper(new BatchLease(holderName(), config.lease()), this::renewLease);
+    }
+
+    /** This process's name as a batch holder: host, process id and a nonce for each client. */
+    private static String holderName() {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            host = "localhost";
+        }
+        return host + ":" + ProcessHandle.current().pid() + ":"
+                + Long.toHexString(
+                        java.util.concurrent.ThreadLocalRandom.current().nextLong() & 0xffffffL);
     }
 
     /** The configuration this client was connected with. */
@@ -130,7 +149,16 @@ public final class HttpRolloutClient implements RolloutClient {
 
     private Optional<TrainingBatch> pull(Duration wait) throws InterruptedException {
         String seconds = String.format(Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
-        String path = "/v1/batches/next?wait=" + seconds;
+        String path = "/v1/batches/next?wait=" + seconds
+                + (leases == null
+                        ? ""
+                        : String.format(
+                                        Locale.ROOT,
+                                        "&lease=%.3f",
+                                        leases.lease().duration().toMillis() / 1000.0)
+                                + "&holder="
+                                + java.net.URLEncoder.encode(
+                                        leases.lease().holder(), java.nio.charset.StandardCharsets.UTF_8));
         Duration timeout = wait.plus(config.requestTimeout());
         Sender viaHttpClient = viaHttpClient(base -> request(base, path, timeout)
                 .POST(HttpRequest.BodyPublishers.noBody())
@@ -152,6 +180,9 @@ public final class HttpRolloutClient implements RolloutClient {
                         if (body.read() != -1) {
                             throw new BatchFormatException(
                                     "batch " + batch.batchId() + ": bytes follow the trailer; the body must end there");
+                        }
+                        if (leases != null) {
+                            leases.holding(batch.batchId());
                         }
                         yield Optional.of(batch);
                     }
@@ -198,6 +229,9 @@ public final class HttpRolloutClient implements RolloutClient {
                     }
                     return parse(what, base, body, GatewayJson::parseAck);
                 });
+        if (leases != null) {
+            leases.done(batchId);
+        }
         if (!reply.known()) {
             log.log(
                     System.Logger.Level.DEBUG,
@@ -258,6 +292,34 @@ public final class HttpRolloutClient implements RolloutClient {
                 });
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>{@code POST /v1/leases/renew {"holder", "lease"}}. A client configured with a lease
+     * ({@link ClientConfig#lease()}) calls this itself while it holds batches.
+     */
+    @Override
+    public List<Long> renewLease(BatchLease lease) throws InterruptedException {
+        byte[] json = GatewayJson.renewRequest(lease);
+        return call(
+                "renew the lease of " + lease.holder(),
+                viaHttpClient(base -> request(base, "/v1/leases/renew", config.requestTimeout())
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(json))
+                        .build()),
+                (base, status, body, ambiguous) -> {
+                    if (status != 200) {
+                        throw requestError("renew a lease", base, status, body);
+                    }
+                    return parse("renew a lease", base, body, GatewayJson::parseRenewed);
+                });
+    }
+
+    /** The batches this client holds under its lease and renews (empty without a lease). */
+    public java.util.Set<Long> leasedBatches() {
+        return leases == null ? java.util.Set.of() : leases.held();
+    }
+
     @Override
     public RolloutStatus status() throws InterruptedException {
         return call(
@@ -295,6 +357,9 @@ public final class HttpRolloutClient implements RolloutClient {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            if (leases != null) {
+                leases.close();
+            }
             http.shutdownNow();
             for (java.nio.channels.SocketChannel c : plainOpen) {
                 try {

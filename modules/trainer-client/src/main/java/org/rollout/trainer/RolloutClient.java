@@ -89,6 +89,26 @@ public interface RolloutClient extends AutoCloseable {
     default void release(long batchId) {}
 
     /**
+     * The next batch, or empty if none is ready within {@code timeout}, held under {@code lease}:
+     * it goes back to the next pull as soon as the lease lapses unrenewed ({@link BatchLease}). The
+     * default ignores the lease (the batch comes again after {@code batch_ack_timeout}).
+     */
+    default Optional<TrainingBatch> nextBatch(Duration timeout, BatchLease lease) throws InterruptedException {
+        return nextBatch(timeout);
+    }
+
+    /**
+     * Renews {@code lease} for every batch its holder has pulled under a lease and not yet
+     * acknowledged, for another {@code lease.duration()}. Returns the ids of the batches renewed:
+     * a batch the caller holds that is not among them went back (its lease had lapsed) or is not
+     * known to this engine's collector (it took over from a lost one); its acknowledgement may
+     * find it delivered again. The default renews nothing.
+     */
+    default List<Long> renewLease(BatchLease lease) throws InterruptedException {
+        return List.of();
+    }
+
+    /**
      * Makes every inference server load {@code weights} and labels tokens generated from now on with
      * {@code version}. Returns when the servers have loaded it (or failed to). The servers read the
      * file themselves: it must be at a path they can read (a shared file system when the trainer

@@ -1,5 +1,6 @@
 package org.rollout.trainer;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -19,6 +20,8 @@ import java.util.Map;
  * @param heldOutcomes outcomes held after a fail-over: tasks a trainer may still acknowledge from a
  *     batch the lost collector handed out, waiting for that acknowledgement or {@code
  *     batch_ack_timeout} (neither running nor buffered; a drain waits for them too)
+ * @param heldBatches the batches handed out and not yet acknowledged: their holders and when they
+ *     go back (empty from an engine that does not say)
  */
 public record RolloutStatus(
         int version,
@@ -32,10 +35,42 @@ public record RolloutStatus(
         long tokensGenerated,
         Map<String, Long> rejectedByReason,
         Map<String, Map<String, Double>> lastStats,
-        int heldOutcomes) {
+        int heldOutcomes,
+        List<HeldBatch> heldBatches) {
     public RolloutStatus {
         rejectedByReason = Map.copyOf(rejectedByReason);
         lastStats = Map.copyOf(lastStats);
+        heldBatches = List.copyOf(heldBatches);
+    }
+
+    /** A status that does not say who holds the unacknowledged batches. */
+    public RolloutStatus(
+            int version,
+            long running,
+            long accepted,
+            long rejected,
+            long capacity,
+            int bufferedGroups,
+            int unacknowledgedBatches,
+            long evalRunning,
+            long tokensGenerated,
+            Map<String, Long> rejectedByReason,
+            Map<String, Map<String, Double>> lastStats,
+            int heldOutcomes) {
+        this(
+                version,
+                running,
+                accepted,
+                rejected,
+                capacity,
+                bufferedGroups,
+                unacknowledgedBatches,
+                evalRunning,
+                tokensGenerated,
+                rejectedByReason,
+                lastStats,
+                heldOutcomes,
+                List.of());
     }
 
     /** A status with no held outcomes (an engine that never took over from a lost node). */

@@ -191,7 +191,8 @@ class HttpRolloutClientTest {
                 BatchWireFormat.write(b, out);
             }
         });
-        RolloutClient c = client(fast(g.uri()).withPollWait(Duration.ofMillis(250)));
+        RolloutClient c =
+                client(fast(g.uri()).withPollWait(Duration.ofMillis(250)).withLease(null));
         assertThat(c.nextBatch()).isEqualTo(b);
         assertThat(g.seen)
                 .extracting(StubGateway.Seen::pathAndQuery)
@@ -201,8 +202,39 @@ class HttpRolloutClientTest {
     @Test
     void nextBatchWithATimeoutIsEmptyWhenNoneComes() throws Exception {
         StubGateway g = stub((ex, n) -> ex.sendResponseHeaders(204, -1));
-        assertThat(client(fast(g.uri())).nextBatch(Duration.ZERO)).isEqualTo(Optional.empty());
+        assertThat(client(fast(g.uri()).withLease(null)).nextBatch(Duration.ZERO))
+                .isEqualTo(Optional.empty());
         assertThat(g.seen).extracting(StubGateway.Seen::pathAndQuery).containsExactly("/v1/batches/next?wait=0.000");
+    }
+
+    @Test
+    void pullsUnderALeaseNamingItsHolderAndRenewsWithTheHoldersNameAndDuration() throws Exception {
+        TrainingBatch b = batch(17);
+        StubGateway g = stub((ex, n) -> {
+            if (ex.getRequestURI().getPath().equals("/v1/leases/renew")) {
+                StubGateway.json(
+                        ex, 200, GatewayJson.renewed(new BatchLease("h", Duration.ofSeconds(30)), List.of(17L)));
+                return;
+            }
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+            BatchWireFormat.write(b, bytes);
+            ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
+            ex.sendResponseHeaders(200, bytes.size());
+            try (OutputStream out = ex.getResponseBody()) {
+                bytes.writeTo(out);
+            }
+        });
+        // A lease long enough that the client's own renewal thread stays out of this test.
+        HttpRolloutClient c = (HttpRolloutClient) client(fast(g.uri()).withLease(Duration.ofSeconds(30)));
+        assertThat(c.nextBatch()).isEqualTo(b);
+        assertThat(g.seen.get(0).pathAndQuery())
+                .matches("/v1/batches/next\\?wait=20\\.000&lease=30\\.000&holder=.+%3A"
+                        + ProcessHandle.current().pid() + "%3A[0-9a-f]+");
+        assertThat(c.leasedBatches()).containsExactly(17L);
+        assertThat(c.renewLease(new BatchLease("host:1:ab", Duration.ofSeconds(30))))
+                .containsExactly(17L);
+        assertThat(g.seen.get(1).pathAndQuery()).isEqualTo("/v1/leases/renew");
+        assertThat(g.seen.get(1).body()).isEqualTo("{\"holder\":\"host:1:ab\",\"lease\":30.0}");
     }
 
     @Test

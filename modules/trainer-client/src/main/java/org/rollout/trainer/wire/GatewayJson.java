@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.rollout.trainer.BatchLease;
+import org.rollout.trainer.HeldBatch;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutStatus;
 import org.rollout.trainer.StatsPage;
@@ -68,6 +70,15 @@ public final class GatewayJson {
         o.put("eval_running", s.evalRunning());
         o.put("tokens_generated", s.tokensGenerated());
         o.put("held_outcomes", s.heldOutcomes());
+        var held = o.putArray("held_batches");
+        for (HeldBatch b : s.heldBatches()) {
+            ObjectNode h = held.addObject();
+            h.put("batch_id", b.batchId());
+            h.put("groups", b.groups());
+            h.put("holder", b.holder());
+            h.put("leased", b.leased());
+            h.put("returns_in_s", b.returnsInMillis() / 1000.0);
+        }
         ObjectNode reasons = o.putObject("rejected_by_reason");
         s.rejectedByReason().forEach(reasons::put);
         ObjectNode stats = o.putObject("last_stats");
@@ -118,7 +129,88 @@ public final class GatewayJson {
                 reasons,
                 stats,
                 // Absent from a gateway older than the field.
-                o.has("held_outcomes") ? (int) integralField(o, "held_outcomes", "status") : 0);
+                o.has("held_outcomes") ? (int) integralField(o, "held_outcomes", "status") : 0,
+                heldBatches(o.get("held_batches")));
+    }
+
+    private static List<HeldBatch> heldBatches(JsonNode list) {
+        if (list == null || list.isNull()) {
+            return List.of(); // a gateway older than the field
+        }
+        if (!list.isArray()) {
+            throw new IllegalArgumentException("status: field 'held_batches' must be an array, got " + list);
+        }
+        List<HeldBatch> out = new ArrayList<>(list.size());
+        for (JsonNode h : list) {
+            if (!h.isObject()
+                    || !h.path("holder").isTextual()
+                    || !h.path("leased").isBoolean()) {
+                throw new IllegalArgumentException(
+                        "status: each of 'held_batches' must be an object with a 'holder' text and 'leased', got " + h);
+            }
+            out.add(new HeldBatch(
+                    integralField(h, "batch_id", "status held_batches"),
+                    (int) integralField(h, "groups", "status held_batches"),
+                    h.get("holder").textValue(),
+                    h.get("leased").booleanValue(),
+                    Math.round(real(h.get("returns_in_s"), "returns_in_s", "status held_batches") * 1000)));
+        }
+        return out;
+    }
+
+    /** {@code POST /v1/leases/renew}'s body: {@code {"holder": …, "lease": seconds}}. */
+    public static byte[] renewRequest(BatchLease lease) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("holder", lease.holder());
+        o.put("lease", lease.duration().toMillis() / 1000.0);
+        return bytes(o);
+    }
+
+    /**
+     * The lease of a renewal request's body.
+     *
+     * @throws IllegalArgumentException naming the field at fault
+     */
+    public static BatchLease parseRenewRequest(byte[] body) {
+        JsonNode o = object(body, "lease renewal");
+        JsonNode holder = o.get("holder");
+        if (holder == null || !holder.isTextual()) {
+            throw new IllegalArgumentException("lease renewal: field 'holder' must be a string, got " + holder);
+        }
+        double seconds = real(o.get("lease"), "lease", "lease renewal");
+        if (!(seconds > 0) || seconds > BatchLease.MAX.toSeconds()) {
+            throw new IllegalArgumentException("lease renewal: field 'lease' must be seconds above 0 and at most "
+                    + BatchLease.MAX.toSeconds() + ", got " + o.get("lease"));
+        }
+        try {
+            return new BatchLease(holder.textValue(), Duration.ofMillis(Math.max(1, Math.round(seconds * 1000))));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("lease renewal: field 'holder': " + e.getMessage(), e);
+        }
+    }
+
+    /** A renewal's answer: the holder, the lease and the batches it now covers. */
+    public static byte[] renewed(BatchLease lease, List<Long> batchIds) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("holder", lease.holder());
+        o.put("lease_seconds", lease.duration().toMillis() / 1000.0);
+        var ids = o.putArray("batch_ids");
+        batchIds.forEach(ids::add);
+        return bytes(o);
+    }
+
+    /** The batch ids of a renewal's answer. */
+    public static List<Long> parseRenewed(byte[] body) {
+        JsonNode o = object(body, "lease renewal answer");
+        JsonNode ids = o.get("batch_ids");
+        if (ids == null || !ids.isArray()) {
+            throw new IllegalArgumentException("lease renewal answer: field 'batch_ids' must be an array, got " + ids);
+        }
+        List<Long> out = new ArrayList<>(ids.size());
+        for (JsonNode id : ids) {
+            out.add(integral(id, "batch_ids", "lease renewal answer"));
+        }
+        return List.copyOf(out);
     }
 
     /**

@@ -55,7 +55,53 @@ class GatewayJsonTest {
         assertThat(new String(GatewayJson.status(s), StandardCharsets.UTF_8))
                 .isEqualTo("{\"version\":1,\"running\":2,\"accepted\":3,\"rejected\":4,\"capacity\":5,"
                         + "\"buffered_groups\":6,\"unacknowledged_batches\":7,\"eval_running\":8,\"tokens_generated\":9,"
-                        + "\"held_outcomes\":0,\"rejected_by_reason\":{},\"last_stats\":{}}");
+                        + "\"held_outcomes\":0,\"held_batches\":[],\"rejected_by_reason\":{},\"last_stats\":{}}");
+    }
+
+    @Test
+    void heldBatchesReadBackEqualAndAreAbsentFromAnOlderGateway() {
+        RolloutStatus s = new RolloutStatus(
+                4,
+                3,
+                20,
+                2,
+                -1,
+                5,
+                2,
+                0,
+                12345,
+                Map.of(),
+                Map.of(),
+                0,
+                java.util.List.of(
+                        new org.rollout.trainer.HeldBatch(7, 4, "host-a:412:9f3c", true, 12_500),
+                        new org.rollout.trainer.HeldBatch(8, 4, "/127.0.0.1:51234", false, 590_000)));
+        String json = new String(GatewayJson.status(s), StandardCharsets.UTF_8);
+        assertThat(json)
+                .contains("\"held_batches\":[{\"batch_id\":7,\"groups\":4,\"holder\":\"host-a:412:9f3c\","
+                        + "\"leased\":true,\"returns_in_s\":12.5}");
+        assertThat(GatewayJson.parseStatus(utf8(json))).isEqualTo(s);
+        assertThat(GatewayJson.parseStatus(utf8(json.replaceAll(",\"held_batches\":\\[[^\\]]*\\]", "")))
+                        .heldBatches())
+                .isEmpty();
+    }
+
+    @Test
+    void aLeaseRenewalNamesTheFieldAtFault() {
+        org.rollout.trainer.BatchLease lease =
+                GatewayJson.parseRenewRequest(utf8("{\"holder\":\"h:1:ab\",\"lease\":15}"));
+        assertThat(lease.holder()).isEqualTo("h:1:ab");
+        assertThat(lease.duration()).isEqualTo(java.time.Duration.ofSeconds(15));
+        assertThat(GatewayJson.parseRenewed(GatewayJson.renewed(lease, java.util.List.of(3L, 4L))))
+                .containsExactly(3L, 4L);
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                        () -> GatewayJson.parseRenewRequest(utf8("{\"holder\":\"h\",\"lease\":0}")))
+                .hasMessageContaining("'lease'");
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                        () -> GatewayJson.parseRenewRequest(utf8("{\"holder\":\" \",\"lease\":5}")))
+                .hasMessageContaining("'holder'");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> GatewayJson.parseRenewRequest(utf8("{\"lease\":5}")))
+                .hasMessageContaining("'holder'");
     }
 
     @Test
