@@ -20,12 +20,14 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRolloutClient;
@@ -38,18 +40,27 @@ import org.rollout.gateway.GatewayHealth;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerStats;
 import org.rollout.trainer.RolloutStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A node's observability (docs/observability.md): one Prometheus registry fed by the inference
  * client, the engine's statistics and status, and the gateway's batch hand-offs; the routes that
- * serve it ({@code /metrics}, {@code /dashboard}, {@code /v1/dashboard.json}); and the checks of
- * {@code /health}. A node with the gateway role serves the routes on its gateway ({@link
- * #gatewayExtras}); any other node, and {@code rollout local}, on a listener of its own at {@code
- * rollout.metrics.host:port} ({@link #listen}).
+ * serve it ({@code /metrics}, {@code /dashboard}, {@code /v1/dashboard.json}, {@code
+ * /v1/dashboard/history.json}); and the checks of {@code /health}. A node with the gateway role
+ * serves the routes on its gateway ({@link #gatewayExtras}); any other node, and {@code rollout
+ * local}, on a listener of its own at {@code rollout.metrics.host:port} ({@link #listen}).
+ *
+ * <p>Once the routes are served, a sampler thread adds the engine's counters to a {@link
+ * DashboardHistory} every {@link #SAMPLE_INTERVAL}, so that a dashboard opened mid-run draws the
+ * last {@link DashboardHistory#CAPACITY} samples at once; {@link #close()} stops it.
  */
 final class NodeObservability implements AutoCloseable {
     static final String PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Logger log = LoggerFactory.getLogger(NodeObservability.class);
+    /** How often the dashboard's history takes a sample: the page's own poll interval. */
+    static final Duration SAMPLE_INTERVAL = Duration.ofSeconds(1);
 
     private final String node;
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -58,6 +69,8 @@ final class NodeObservability implements AutoCloseable {
     private final EngineMetrics engineMetrics;
     private volatile TrajectoryDumper dumper;
     private volatile FailureWatch failureWatch;
+    private final DashboardHistory history = new DashboardHistory(DashboardHistory.CAPACITY);
+    private ScheduledExecutorService sampler;
     private HttpServer server;
     private ExecutorService executor;
 
@@ -155,6 +168,7 @@ final class NodeObservability implements AutoCloseable {
     }
 
     private Map<String, HttpHandler> routes() {
+        startSampling();
         Map<String, HttpHandler> routes = new LinkedHashMap<>();
         routes.put("/metrics", get(ex -> respond(ex, 200, PROMETHEUS_CONTENT_TYPE, scrape())));
         routes.put(
@@ -164,12 +178,63 @@ final class NodeObservability implements AutoCloseable {
         routes.put(
                 "/v1/dashboard.json",
                 get(ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(dashboard()))));
+        routes.put(
+                "/v1/dashboard/history.json",
+                get(ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(dashboardHistory()))));
         return routes;
+    }
+
+    /** Starts the dashboard's sampler, once, whichever server serves the routes. */
+    private synchronized void startSampling() {
+        if (sampler != null) {
+            return;
+        }
+        sampler = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().daemon().name("dashboard-history").factory());
+        sampler.scheduleAtFixedRate(this::sample, 0, SAMPLE_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /** Adds the engine's counters now to the history; nothing while the coordinator does not answer. */
+    private void sample() {
+        try {
+            RolloutStatus s = engineMetrics.status();
+            if (s != null) {
+                history.add(new DashboardHistory.Sample(
+                        System.currentTimeMillis() / 1000.0,
+                        s.version(),
+                        s.accepted(),
+                        s.rejected(),
+                        s.tokensGenerated()));
+            }
+        } catch (RuntimeException e) {
+            // Logged, not thrown: a scheduled task that throws is never run again.
+            log.warn("the dashboard history could not take a sample of node {}: {}", node, e.toString(), e);
+        }
+    }
+
+    /** The JSON the dashboard reads on open: the samples of {@link #history}, oldest first. */
+    Map<String, Object> dashboardHistory() {
+        List<Map<String, Object>> samples = new ArrayList<>();
+        for (DashboardHistory.Sample s : history.samples()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("time", s.time());
+            m.put("version", s.version());
+            m.put("accepted", s.accepted());
+            m.put("rejected", s.rejected());
+            m.put("tokens_generated", s.tokensGenerated());
+            samples.add(m);
+        }
+        Map<String, Object> h = new LinkedHashMap<>();
+        h.put("node", node);
+        h.put("interval_s", SAMPLE_INTERVAL.toMillis() / 1000.0);
+        h.put("capacity", history.capacity());
+        h.put("samples", samples);
+        return h;
     }
 
     /**
      * Starts the node's own listener with {@code /metrics}, {@code /dashboard}, {@code
-     * /v1/dashboard.json} and {@code /health}.
+     * /v1/dashboard.json}, {@code /v1/dashboard/history.json} and {@code /health}.
      *
      * @return its base URL
      */
@@ -322,6 +387,11 @@ final class NodeObservability implements AutoCloseable {
 
     @Override
     public void close() {
+        synchronized (this) {
+            if (sampler != null) {
+                sampler.shutdownNow();
+            }
+        }
         if (server != null) {
             server.stop(0);
             executor.shutdownNow();

@@ -3,10 +3,12 @@ package org.rollout.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,20 +22,31 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.config.RolloutSettings;
 import org.rollout.modelserver.LatencyModel;
 
 /**
- * The dashboard in headless Chromium against a running {@code rollout local}: the page is loaded
- * (its polls of /v1/dashboard.json run under a virtual-time budget), its rendered DOM must show the
- * run's numbers, one row per model server and drawn chart paths, and a screenshot is written to
- * {@code target/dashboard.png}. Skipped, saying so, where Chromium is not installed ({@code .ci/run}
- * installs Debian's {@code chromium}).
+ * The dashboard in headless Chromium against a running {@code rollout local}, opened once the run
+ * has progressed: on open (its history read and one poll rendered, before a second poll) its charts
+ * of the weight version and groups/s must have points and its rates figures; after a few polls (under
+ * a virtual-time budget) its rendered DOM must show the run's numbers, one row per model server and
+ * drawn chart paths, and a screenshot is written to {@code target/dashboard.png}. Skipped, saying
+ * so, where Chromium is not installed ({@code .ci/run} installs Debian's {@code chromium}).
  */
 class DashboardBrowserTest {
     private static final Duration BROWSER_DEADLINE = Duration.ofSeconds(90);
+    /** Virtual time a page gets before its DOM is read "on open": less than its one-second poll interval. */
+    private static final Duration ON_OPEN = Duration.ofMillis(300);
+    /** Virtual time for a few of the page's polls. */
+    private static final Duration A_FEW_POLLS = Duration.ofSeconds(4);
+    /** How long the node may take to have sampled enough history for the page to draw. */
+    private static final Duration HISTORY_DEADLINE = Duration.ofSeconds(30);
+
+    private static final int HISTORY_SAMPLES = 3;
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     static Optional<Path> chromium() {
         for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
@@ -47,15 +60,18 @@ class DashboardBrowserTest {
         return Optional.empty();
     }
 
-    /** Runs headless Chromium with {@code args} on {@code url}; its standard output. */
-    static String browser(Path chromium, Path profile, String url, String... args) {
+    /**
+     * Runs headless Chromium with {@code args} on {@code url}, letting the page's timers run for
+     * {@code virtualTime} (network fetches do not use it up); its standard output.
+     */
+    static String browser(Path chromium, Path profile, String url, Duration virtualTime, String... args) {
         List<String> command = new ArrayList<>(List.of(
                 chromium.toString(),
                 "--headless",
                 "--disable-gpu",
                 "--no-sandbox",
                 "--user-data-dir=" + profile,
-                "--virtual-time-budget=4000"));
+                "--virtual-time-budget=" + virtualTime.toMillis()));
         command.addAll(List.of(args));
         command.add(url);
         try {
@@ -83,7 +99,34 @@ class DashboardBrowserTest {
     private static double kpi(String dom, String key) {
         Matcher m = Pattern.compile("data-k=\"" + key + "\">([^<]*)<").matcher(dom);
         assertThat(m.find()).as("the %s figure in the page", key).isTrue();
+        assertThat(m.group(1)).as("the %s figure in the page is a number", key).matches("-?\\d+(\\.\\d+)?");
         return Double.parseDouble(m.group(1));
+    }
+
+    /** The number of points of each series drawn in the chart {@code id}, in drawing order. */
+    private static List<Integer> points(String dom, String id) {
+        Matcher m = Pattern.compile("class=\"series\" data-points=\"(\\d+)\"").matcher(svg(dom, id));
+        List<Integer> points = new ArrayList<>();
+        while (m.find()) {
+            points.add(Integer.parseInt(m.group(1)));
+        }
+        return points;
+    }
+
+    private static int polls(String dom) {
+        return Integer.parseInt(dom.replaceAll("(?s).*data-polls=\"(\\d+)\".*", "$1"));
+    }
+
+    /** Waits until the node's dashboard history holds {@link #HISTORY_SAMPLES} samples. */
+    private static void awaitHistory(URI node) {
+        Awaitility.await("the dashboard history of " + node + " holds " + HISTORY_SAMPLES + " samples")
+                .atMost(HISTORY_DEADLINE)
+                .pollInterval(Duration.ofMillis(200))
+                .untilAsserted(() -> assertThat(
+                                JSON.readTree(ObservabilityEndToEndTest.get(node.resolve("/v1/dashboard/history.json")))
+                                        .path("samples")
+                                        .size())
+                        .isGreaterThanOrEqualTo(HISTORY_SAMPLES));
     }
 
     private static String svg(String dom, String id) {
@@ -101,14 +144,18 @@ class DashboardBrowserTest {
                 "chromium is not installed: the dashboard's browser test is skipped (apt-get install -y chromium)");
         RolloutSettings settings = ObservabilityEndToEndTest.settings(dir, "dashboard");
         AtomicReference<LocalRun> run = new AtomicReference<>();
+        AtomicReference<String> onOpen = new AtomicReference<>();
         AtomicReference<String> dom = new AtomicReference<>();
         Path profile = Files.createDirectories(dir.resolve("chromium"));
         Path screenshot = Path.of("target", "dashboard.png").toAbsolutePath();
         Files.deleteIfExists(screenshot);
+        // Eight batches in, with the node's history sampled: the page opens on a run in progress.
         Runnable look = () -> {
+            awaitHistory(run.get().metricsUri());
             String url = run.get().metricsUri().resolve("/dashboard").toString();
-            dom.set(browser(chromium.get(), profile, url, "--dump-dom"));
-            browser(chromium.get(), profile, url, "--screenshot=" + screenshot, "--window-size=1400,1000");
+            onOpen.set(browser(chromium.get(), profile, url, ON_OPEN, "--dump-dom"));
+            dom.set(browser(chromium.get(), profile, url, A_FEW_POLLS, "--dump-dom"));
+            browser(chromium.get(), profile, url, A_FEW_POLLS, "--screenshot=" + screenshot, "--window-size=1400,1000");
         };
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         run.set(new LocalRun(settings, true, false, 12, 2, false, new PrintStream(out, true, StandardCharsets.UTF_8))
@@ -117,11 +164,30 @@ class DashboardBrowserTest {
                         c -> new ObservabilityEndToEndTest.AtBatch(c, new AtomicInteger(), Map.of(8, look))));
         assertThat(run.get().execute()).isTrue();
 
+        String opened = onOpen.get();
+        Files.writeString(Path.of("target", "dashboard-dom-on-open.html"), opened);
+        assertThat(polls(opened))
+                .as("polls of /v1/dashboard.json rendered on open")
+                .isEqualTo(1);
+        assertThat(opened).as("no error shown on open").contains("<div id=\"error\"></div>");
+        // Drawn from the node's history, not from the page's one poll.
+        assertThat(points(opened, "version-chart"))
+                .as("points of the weight-version chart on open")
+                .singleElement()
+                .satisfies(n -> assertThat(n).isGreaterThanOrEqualTo(HISTORY_SAMPLES));
+        assertThat(points(opened, "rate-chart"))
+                .as("points of the groups/s and tokens/s series on open")
+                .hasSize(2)
+                .allSatisfy(n -> assertThat(n).isGreaterThanOrEqualTo(HISTORY_SAMPLES - 1));
+        assertThat(kpi(opened, "groups_per_s")).as("groups/s on open").isNotNegative();
+        assertThat(kpi(opened, "tokens_per_s")).as("tokens/s on open").isNotNegative();
+        assertThat(kpi(opened, "version")).isGreaterThanOrEqualTo(5);
+        // The reward chart's x-axis names the weight versions it draws.
+        assertThat(svg(opened, "reward-chart")).containsPattern("class=\"x-label\">v[1-9]\\d*<");
+
         String page = dom.get();
         Files.writeString(Path.of("target", "dashboard-dom.html"), page);
-        assertThat(Integer.parseInt(page.replaceAll("(?s).*data-polls=\"(\\d+)\".*", "$1")))
-                .as("polls of /v1/dashboard.json rendered")
-                .isGreaterThanOrEqualTo(2);
+        assertThat(polls(page)).as("polls of /v1/dashboard.json rendered").isGreaterThanOrEqualTo(2);
         assertThat(kpi(page, "version")).isGreaterThanOrEqualTo(5);
         assertThat(kpi(page, "accepted")).isPositive();
         assertThat(kpi(page, "tokens_generated")).isPositive();

@@ -11,11 +11,13 @@ import java.util.function.Supplier;
  * in ({@code rollout_batch_handoff_size_bytes}, {@code
  * rollout_batch_handoff_duration_seconds}), the checks
  * behind {@code GET /health}, and more routes on the same server ({@code /metrics}, {@code
- * /dashboard}, served without a token as {@code /health} is: docs/observability.md).
+ * /dashboard} and the data it reads, {@code /v1/dashboard.json} and {@code
+ * /v1/dashboard/history.json}, served without a token as {@code /health} is:
+ * docs/observability.md).
  *
  * @param registry where the gateway's meters go, or null for none
  * @param health the health checks, or null to always answer ok
- * @param routes path prefix to handler, e.g. {@code /metrics}
+ * @param routes path prefix to handler, e.g. {@code /metrics}, {@code /v1/dashboard/history.json}
  * @param servers the inference servers behind {@code /v1/servers} (token-protected), or null for none
  */
 public record GatewayExtras(

@@ -49,9 +49,9 @@ import org.slf4j.LoggerFactory;
  * again after {@code batch_ack_timeout}.
  *
  * <p>Security: binds 127.0.0.1 unless configured otherwise; with a token, every endpoint but {@code
- * /health} and the routes a node adds ({@link GatewayExtras}: {@code /metrics}, {@code /dashboard})
- * requires {@code Authorization: Bearer <token>} (401 otherwise; compared in constant
- * time). The gateway does not own the engine-side client: {@link #close()} leaves it open.
+ * /health} and the routes a node adds ({@link GatewayExtras}: {@code /metrics}, {@code /dashboard},
+ * {@code /v1/dashboard.json}, {@code /v1/dashboard/history.json}) requires {@code Authorization:
+ * Bearer <token>} (401 otherwise; compared in constant time). The gateway does not own the engine-side client: {@link #close()} leaves it open.
  *
  * <p>Thread safety: {@link #close()} may be called from any thread, more than once.
  */
