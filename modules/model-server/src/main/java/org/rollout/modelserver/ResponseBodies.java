@@ -105,7 +105,9 @@ final class ResponseBodies {
                     offsets.add(offset);
                     offset += token.codePointCount(0, token.length());
                     tokens.add(token);
-                    if (pos == 0) {
+                    if (pos == 0 || r.inputLogprobs() == null) {
+                        // The first token has nothing to be predicted from; a request aborted before
+                        // its prefill has no prompt logprobs at all.
                         values.addNull();
                         top.addNull();
                     } else {
@@ -130,7 +132,7 @@ final class ResponseBodies {
         } else {
             choice.putNull("logprobs");
         }
-        if (request.promptLogprobs() >= 0) {
+        if (request.promptLogprobs() >= 0 && r.inputAlternatives() != null) {
             // vLLM's prompt_logprobs: null for the first position, then per position
             // {"<id>": {"logprob", "rank", "decoded_token"}}, the prompt's token first, then its alternatives.
             ArrayNode list = choice.putArray("prompt_logprobs");
@@ -146,6 +148,7 @@ final class ResponseBodies {
                 }
             }
         } else {
+            // Not asked for, or the request was aborted before its prefill scored the prompt.
             choice.putNull("prompt_logprobs");
         }
         choice.put("finish_reason", r.finishReason().type());

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.core.ByteLevelTokenizer;
@@ -219,6 +220,34 @@ class VllmTopLogprobsTest {
         }
         for (int i = PROMPT.length; i < PROMPT.length + 2; i++) {
             assertThat(keys(logprobs.get("top_logprobs").get(i))).hasSizeBetween(1, 2);
+        }
+    }
+
+    @Test
+    void aRequestAbortedBeforeItsPrefillAnswersAbortWithNoPromptLogprobs() throws IOException {
+        ServerClient c = start();
+        assertThat(c.post("/pause_generation", "{\"mode\":\"in_place\"}").status())
+                .isEqualTo(200);
+        CompletableFuture<ServerClient.Reply> held = c.postAsync(
+                "/v1/completions",
+                "{\"prompt\":" + IDS + ",\"max_tokens\":0,\"echo\":true,\"logprobs\":1,\"prompt_logprobs\":1,"
+                        + "\"return_tokens_as_token_ids\":true}");
+        ServerClient.await(
+                "the request to be held before its prefill",
+                () -> server.stats().queued() == 1);
+
+        assertThat(c.post("/abort_request", "{\"abort_all\":true}").status()).isEqualTo(200);
+
+        JsonNode choice = ok(ServerClient.join(held)).at("/choices/0");
+        assertThat(choice.get("finish_reason").asText()).isEqualTo("abort");
+        assertThat(choice.get("prompt_logprobs").isNull())
+                .as("the prompt was never scored")
+                .isTrue();
+        JsonNode logprobs = choice.get("logprobs");
+        assertThat(logprobs.get("tokens").size()).isEqualTo(PROMPT.length);
+        for (int t = 0; t < PROMPT.length; t++) {
+            assertThat(logprobs.get("token_logprobs").get(t).isNull()).isTrue();
+            assertThat(logprobs.get("top_logprobs").get(t).isNull()).isTrue();
         }
     }
 
