@@ -23,7 +23,8 @@ import org.rollout.config.ServerAddress;
  *   <li>vLLM: {@code POST /v1/completions} with {@code max_tokens: 0}, {@code echo: true} (vLLM's
  *       echo without generation), {@code logprobs: 0} and {@code prompt_logprobs: 0}; the answer's
  *       {@code choices[0].prompt_logprobs} holds null and then one {@code {"<token id>": {"logprob":
- *       …}}} per position.
+ *       …}}} per position; the sent token's entry is read, any other (a server's top alternatives,
+ *       as vLLM lists them for {@code prompt_logprobs} above 0) is ignored.
  * </ul>
  *
  * <p>Parsing is strict as for generation: every position is present, names the token sent, and

@@ -28,7 +28,11 @@ final class GenerateRequests {
      * @param inputLogprobStart the first prompt position whose logprob is reported (SGLang's {@code
      *     logprob_start_len}; 0 for vLLM's {@code echo} or {@code prompt_logprobs}), or -1 for none
      * @param echo vLLM's {@code echo}: the prompt's tokens and logprobs lead the completion's
-     * @param promptLogprobs vLLM's {@code prompt_logprobs}: a {@code prompt_logprobs} list is returned
+     * @param topLogprobs vLLM's {@code logprobs} count: the top alternatives listed per position in
+     *     {@code logprobs.top_logprobs} (besides the chosen token); 0 when null, and for SGLang
+     * @param promptLogprobs vLLM's {@code prompt_logprobs} count (with {@code echo} and without it,
+     *     the {@code logprobs} count, as vLLM takes it): a {@code prompt_logprobs} list with this many
+     *     top alternatives per position is returned; -1 for none
      * @param lora the adapter the request names: SGLang's {@code lora_path} (it must be loaded) or
      *     vLLM's {@code model} (an adapter when one of that name is loaded, else the base model); null for none
      * @param loraRequired whether {@code lora} must name a loaded adapter (SGLang)
@@ -41,7 +45,8 @@ final class GenerateRequests {
             boolean textInLogprobs,
             int inputLogprobStart,
             boolean echo,
-            boolean promptLogprobs,
+            int topLogprobs,
+            int promptLogprobs,
             String lora,
             boolean loraRequired) {}
 
@@ -227,7 +232,8 @@ final class GenerateRequests {
                 textInLogprobs,
                 returnLogprob ? start : -1,
                 false,
-                false,
+                0,
+                -1,
                 lora,
                 true);
     }
@@ -238,12 +244,7 @@ final class GenerateRequests {
         neutral(body, "", "stream", false);
         neutral(body, "", "use_beam_search", false);
         boolean echo = boolField(body, "echo", false);
-        JsonNode promptLogprobsNode = body.get("prompt_logprobs");
-        boolean promptLogprobs = promptLogprobsNode != null && !promptLogprobsNode.isNull();
-        if (promptLogprobs && intField(body, "prompt_logprobs", 0, 0, Integer.MAX_VALUE) != 0) {
-            throw new BadRequestException(
-                    "prompt_logprobs", "prompt_logprobs must be 0 or null: top alternatives are not reported");
-        }
+        int promptLogprobs = logprobCount(body, "prompt_logprobs", "prompt");
         neutralNumber(body, "", "min_p", 0.0);
         neutralNumber(body, "", "presence_penalty", 0.0);
         neutralNumber(body, "", "repetition_penalty", 1.0);
@@ -254,11 +255,11 @@ final class GenerateRequests {
         if (body.has("best_of") && !body.get("best_of").isNull() && intField(body, "best_of", 1, 1, 1) != 1) {
             throw new BadRequestException("best_of", "best_of must be 1");
         }
-        JsonNode logprobs = body.get("logprobs");
-        if (logprobs != null && !logprobs.isNull() && intField(body, "logprobs", 0, 0, Integer.MAX_VALUE) != 0) {
-            throw new BadRequestException("logprobs", "logprobs must be 0 or null: top alternatives are not reported");
+        int topLogprobs = logprobCount(body, "logprobs", "sampled");
+        boolean returnLogprob = topLogprobs >= 0;
+        if (promptLogprobs < 0 && echo && returnLogprob) {
+            promptLogprobs = topLogprobs; // vLLM: echo scores the prompt with the logprobs count
         }
-        boolean returnLogprob = logprobs != null && !logprobs.isNull();
         JsonNode model = body.get("model");
         if (model != null && !model.isNull() && !model.isTextual()) {
             throw new BadRequestException("model", "model must be a string");
@@ -306,10 +307,51 @@ final class GenerateRequests {
                 skipSpecial,
                 includeStop,
                 seed);
-        int inputStart = promptLogprobs || (echo && returnLogprob) ? 0 : -1;
+        int inputStart = promptLogprobs >= 0 ? 0 : -1;
         String lora = model == null || model.isNull() ? null : model.asText();
         return new Parsed(
-                rid, prompt, params, returnLogprob, !tokenIdsAsTokens, inputStart, echo, promptLogprobs, lora, false);
+                rid,
+                prompt,
+                params,
+                returnLogprob,
+                !tokenIdsAsTokens,
+                inputStart,
+                echo,
+                Math.max(topLogprobs, 0),
+                promptLogprobs,
+                lora,
+                false);
+    }
+
+    /**
+     * vLLM's {@code logprobs} or {@code prompt_logprobs}: null is -1 (none), else a count of top
+     * alternatives in [0, {@link TopLogprobs#MAX}]. Refused as vLLM refuses them, naming the field
+     * and the limit: a negative count other than -1, and a count above the limit (-1, vLLM's "the
+     * whole vocabulary", is above it, as under vLLM's default limit).
+     *
+     * @param kind what the count is of ({@code sampled} or {@code prompt}), for the message
+     */
+    private static int logprobCount(ObjectNode body, String field, String kind) {
+        JsonNode v = body.get(field);
+        if (v == null || v.isNull()) {
+            return -1;
+        }
+        if (!isIntegral(v)) {
+            throw new BadRequestException(field, field + " must be an integer, got " + v);
+        }
+        long k = v.asLong();
+        if (k < -1) {
+            throw new BadRequestException(
+                    field, field + " must be -1 or a count in [0, " + TopLogprobs.MAX + "], got " + k);
+        }
+        if (k == -1 || k > TopLogprobs.MAX) {
+            throw new BadRequestException(
+                    field,
+                    field + " = " + k + (k == -1 ? " (the whole vocabulary, " + V + " tokens)" : "")
+                            + " exceeds the limit of " + TopLogprobs.MAX + " " + kind
+                            + " logprobs per position (vLLM's default max_logprobs)");
+        }
+        return (int) k;
     }
 
     /** The seed of a request: its own, or a fresh random one. */

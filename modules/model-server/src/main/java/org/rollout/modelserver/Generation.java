@@ -1,6 +1,8 @@
 package org.rollout.modelserver;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 
@@ -31,6 +33,18 @@ final class Generation {
     /** {@code log p(prompt[t] | prompt[<t])} for {@code t = max(1, inputLogprobStart) ..}, set at prefill. */
     double[] inputLogprobs;
 
+    /**
+     * vLLM's {@code prompt_logprobs} count: the top alternatives reported at each prompt position
+     * (with the prompt token's rank), or -1 for none.
+     */
+    final int promptAlternatives;
+    /** vLLM's {@code logprobs} count: the top alternatives reported at each sampled position; 0 for none. */
+    final int sampledAlternatives;
+    /** The prompt's alternatives at the positions of {@link #inputLogprobs}, set at prefill; or null. */
+    TopLogprobs.Position[] inputAlternatives;
+    /** The alternatives at each sampled position while {@code sampledAlternatives > 0}; else null. */
+    List<TopLogprobs.Position> outputAlternatives;
+
     Generation(String rid, int[] prompt, SamplingParams params, long seed) {
         this(rid, prompt, params, seed, -1);
     }
@@ -40,12 +54,37 @@ final class Generation {
     }
 
     Generation(String rid, int[] prompt, SamplingParams params, long seed, int inputLogprobStart, LoraAdapter adapter) {
+        this(rid, prompt, params, seed, inputLogprobStart, adapter, -1, 0);
+    }
+
+    /**
+     * @param promptAlternatives top alternatives per prompt position, or -1 for none; at least 0
+     *     requires {@code inputLogprobStart} 0
+     * @param sampledAlternatives top alternatives per sampled position, 0 for none
+     */
+    Generation(
+            String rid,
+            int[] prompt,
+            SamplingParams params,
+            long seed,
+            int inputLogprobStart,
+            LoraAdapter adapter,
+            int promptAlternatives,
+            int sampledAlternatives) {
+        if (promptAlternatives >= 0 && inputLogprobStart != 0) {
+            throw new IllegalArgumentException(
+                    "prompt alternatives cover the whole prompt: inputLogprobStart must be 0, got "
+                            + inputLogprobStart);
+        }
         this.rid = rid;
         this.prompt = prompt.clone();
         this.params = params;
         this.random = new SplittableRandom(seed);
         this.inputLogprobStart = inputLogprobStart;
         this.adapter = adapter;
+        this.promptAlternatives = promptAlternatives;
+        this.sampledAlternatives = sampledAlternatives;
+        this.outputAlternatives = sampledAlternatives > 0 ? new ArrayList<>() : null;
     }
 
     /** The LoRA adapter this generation runs with, or null for the base weights. */
@@ -73,7 +112,12 @@ final class Generation {
      */
     void scorePrompt(TinyLmWeights served) {
         TinyLmWeights w = weightsUnder(served);
-        if (inputLogprobStart >= 0 && prompt.length > 1) {
+        if (promptAlternatives >= 0) {
+            inputAlternatives = prompt.length > 1
+                    ? TopLogprobs.ofSequence(w, prompt, 1, params.temperature(), promptAlternatives)
+                    : new TopLogprobs.Position[0];
+            inputLogprobs = TopLogprobs.chosenLogprobs(inputAlternatives);
+        } else if (inputLogprobStart >= 0 && prompt.length > 1) {
             inputLogprobs = TinyLm.sequenceLogprobs(w, prompt, Math.max(1, inputLogprobStart), params.temperature());
         } else if (inputLogprobStart >= 0) {
             inputLogprobs = new double[0];
@@ -109,6 +153,11 @@ final class Generation {
         }
     }
 
+    /** Records the alternatives at the token {@link #append} just added (only while {@code sampledAlternatives > 0}). */
+    void appendAlternatives(TopLogprobs.Position position) {
+        outputAlternatives.add(position);
+    }
+
     GenerationResult toResult(int weightVersion, long nowNanos) {
         return new GenerationResult(
                 rid,
@@ -118,6 +167,8 @@ final class Generation {
                 finish,
                 weightVersion,
                 nowNanos - submittedNanos,
-                inputLogprobs);
+                inputLogprobs,
+                inputAlternatives,
+                outputAlternatives == null ? null : outputAlternatives.toArray(TopLogprobs.Position[]::new));
     }
 }

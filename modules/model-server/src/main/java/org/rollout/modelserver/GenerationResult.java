@@ -13,6 +13,10 @@ package org.rollout.modelserver;
  * @param e2eNanos from submission to completion
  * @param inputLogprobs the prompt's logprobs from position {@code max(1, logprob_start_len)} on, or
  *     null when not asked for
+ * @param inputAlternatives vLLM's {@code prompt_logprobs}: the alternatives at prompt positions 1 on,
+ *     or null when not asked for
+ * @param outputAlternatives vLLM's {@code logprobs: k > 0}: the alternatives at each output token, or
+ *     null when not asked for
  */
 record GenerationResult(
         String rid,
@@ -22,4 +26,6 @@ record GenerationResult(
         FinishReason finishReason,
         int weightVersion,
         long e2eNanos,
-        double[] inputLogprobs) {}
+        double[] inputLogprobs,
+        TopLogprobs.Position[] inputAlternatives,
+        TopLogprobs.Position[] outputAlternatives) {}

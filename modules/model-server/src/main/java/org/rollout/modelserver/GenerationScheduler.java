@@ -56,6 +56,7 @@ final class GenerationScheduler {
     private final List<Generation> running = new ArrayList<>();
     private final TokenSampler sampler = new TokenSampler();
     private final double[] logits = new double[V];
+    private final double[] distribution = new double[V];
     private TinyLmWeights weights;
 
     private volatile TinyLmWeights servedWeights;
@@ -453,6 +454,11 @@ final class GenerationScheduler {
         }
         int token = sampler.sample(logits, p.temperature(), p.topK(), p.topP(), g.random);
         g.append(token, sampler.lastLogprob());
+        if (g.sampledAlternatives > 0) {
+            // From the same penalised logits the token was drawn from, so the chosen logprob is the one reported.
+            g.appendAlternatives(TopLogprobs.at(
+                    TokenSampler.logprobs(logits, p.temperature(), distribution), token, g.sampledAlternatives));
+        }
         if (g.simulatedEnd > 0) {
             // OutputLengths: the drawn length alone ends the sequence (capped by max_new_tokens).
             if (g.length >= p.maxNewTokens() || g.prompt.length + g.length >= g.simulatedEnd) {

@@ -344,7 +344,9 @@ public final class ModelServer implements AutoCloseable {
                 parsed.params(),
                 GenerateRequests.seedOf(parsed.params()),
                 parsed.inputLogprobStart(),
-                adapter);
+                adapter,
+                parsed.promptLogprobs(),
+                parsed.topLogprobs());
         CompletableFuture<GenerationResult> result;
         try {
             result = scheduler.submit(g);

@@ -91,37 +91,65 @@ final class ResponseBodies {
         choice.put(
                 "text", request.echo() ? ByteLevelTokenizer.INSTANCE.decode(prompt, false) + completion : completion);
         if (request.returnLogprob()) {
+            // vLLM's completion logprobs: per token its text offset, its string, its logprob and a
+            // {token: logprob} map of the chosen token then its top `logprobs` alternatives.
             ObjectNode logprobs = choice.putObject("logprobs");
-            ArrayNode tokens = logprobs.putArray("tokens");
+            ArrayNode offsets = logprobs.putArray("text_offset");
             ArrayNode values = logprobs.putArray("token_logprobs");
+            ArrayNode tokens = logprobs.putArray("tokens");
+            ArrayNode top = logprobs.putArray("top_logprobs");
+            int offset = 0;
             if (request.echo()) {
                 for (int pos = 0; pos < prompt.length; pos++) {
-                    tokens.add(request.textInLogprobs() ? tokenText(prompt[pos]) : "token_id:" + prompt[pos]);
-                    if (pos == 0) {
+                    String token = tokenString(prompt[pos], request);
+                    offsets.add(offset);
+                    offset += token.codePointCount(0, token.length());
+                    tokens.add(token);
+                    if (pos == 0 || r.inputLogprobs() == null) {
+                        // The first token has nothing to be predicted from; a request aborted before
+                        // its prefill has no prompt logprobs at all.
                         values.addNull();
+                        top.addNull();
                     } else {
                         values.add(r.inputLogprobs()[pos - 1]);
+                        topLogprobs(top.addObject(), r.inputAlternatives()[pos - 1], request);
                     }
                 }
             }
             for (int i = 0; i < r.outputIds().length; i++) {
                 int id = r.outputIds()[i];
-                tokens.add(request.textInLogprobs() ? tokenText(id) : "token_id:" + id);
+                String token = tokenString(id, request);
+                offsets.add(offset);
+                offset += token.codePointCount(0, token.length());
+                tokens.add(token);
                 values.add(r.logprobs()[i]);
+                if (r.outputAlternatives() == null) {
+                    top.addObject().put(token, clamp(r.logprobs()[i]));
+                } else {
+                    topLogprobs(top.addObject(), r.outputAlternatives()[i], request);
+                }
             }
-            logprobs.putNull("top_logprobs");
         } else {
             choice.putNull("logprobs");
         }
-        if (request.promptLogprobs()) {
-            // vLLM's prompt_logprobs: null for the first position, then {"<id>": {"logprob", "decoded_token"}}.
+        if (request.promptLogprobs() >= 0 && r.inputAlternatives() != null) {
+            // vLLM's prompt_logprobs: null for the first position, then per position
+            // {"<id>": {"logprob", "rank", "decoded_token"}}, the prompt's token first, then its alternatives.
             ArrayNode list = choice.putArray("prompt_logprobs");
             list.addNull();
             for (int pos = 1; pos < prompt.length; pos++) {
-                ObjectNode at = list.addObject().putObject(Integer.toString(prompt[pos]));
-                at.put("logprob", r.inputLogprobs()[pos - 1]);
-                at.put("decoded_token", tokenText(prompt[pos]));
+                TopLogprobs.Position at = r.inputAlternatives()[pos - 1];
+                ObjectNode entries = list.addObject();
+                for (int i = 0; i < at.size(); i++) {
+                    ObjectNode entry = entries.putObject(Integer.toString(at.id(i)));
+                    entry.put("logprob", clamp(at.logprob(i)));
+                    entry.put("rank", at.rank(i));
+                    entry.put("decoded_token", tokenText(at.id(i)));
+                }
             }
+        } else {
+            // Not asked for, or the request was aborted before its prefill scored the prompt.
+            choice.putNull("prompt_logprobs");
         }
         choice.put("finish_reason", r.finishReason().type());
         switch (r.finishReason()) {
@@ -135,6 +163,28 @@ final class ResponseBodies {
         usage.put("completion_tokens", r.outputIds().length);
         usage.put("total_tokens", r.promptTokens() + r.outputIds().length);
         return root;
+    }
+
+    /**
+     * One {@code top_logprobs} map: the first {@code logprobs + 1} entries of {@code at} (the chosen
+     * token, then the alternatives by rank), keyed as {@code tokens} are. An echoed prompt position
+     * carries its {@code prompt_logprobs} entries, cut to that length as vLLM cuts them.
+     */
+    private static void topLogprobs(ObjectNode into, TopLogprobs.Position at, GenerateRequests.Parsed request) {
+        int n = Math.min(at.size(), request.topLogprobs() + 1);
+        for (int i = 0; i < n; i++) {
+            into.put(tokenString(at.id(i), request), clamp(at.logprob(i)));
+        }
+    }
+
+    /** A token as {@code logprobs.tokens} names it: {@code token_id:N} or its text. */
+    private static String tokenString(int id, GenerateRequests.Parsed request) {
+        return request.textInLogprobs() ? tokenText(id) : "token_id:" + id;
+    }
+
+    /** vLLM reports an impossible token's logprob (−∞, not JSON) as −9999. */
+    private static double clamp(double logprob) {
+        return Math.max(logprob, -9999.0);
     }
 
     private static String tokenText(int id) {

@@ -118,6 +118,37 @@ final class TokenSampler {
         return lastLogprob;
     }
 
+    /**
+     * Fills {@code out} with every token's logprob as {@link #sample} reports the sampled one's
+     * ({@code log softmax(logits / T)}, at T = 1 when greedy), with the same arithmetic: {@code
+     * out[token]} equals {@link #lastLogprob()} exactly. What vLLM's logprob alternatives are drawn
+     * from.
+     *
+     * @return {@code out}
+     */
+    static double[] logprobs(double[] logits, double temperature, double[] out) {
+        if (temperature < TinyLm.GREEDY_BELOW) {
+            double logZ = logSumExp(logits, 1.0);
+            for (int j = 0; j < V; j++) {
+                out[j] = logits[j] - logZ;
+            }
+            return out;
+        }
+        double max = Double.NEGATIVE_INFINITY;
+        for (int j = 0; j < V; j++) {
+            max = Math.max(max, logits[j] / temperature);
+        }
+        double sum = 0;
+        for (int j = 0; j < V; j++) {
+            sum += Math.exp(logits[j] / temperature - max);
+        }
+        double logSum = Math.log(sum);
+        for (int j = 0; j < V; j++) {
+            out[j] = logits[j] / temperature - max - logSum;
+        }
+        return out;
+    }
+
     static double logSumExp(double[] logits, double temperature) {
         double max = Double.NEGATIVE_INFINITY;
         for (double l : logits) {

@@ -28,6 +28,21 @@ class TokenSamplerTest {
     }
 
     @ParameterizedTest
+    @ValueSource(doubles = {0.0, 1.0, 0.55})
+    void theWholeDistributionHoldsEachSampledTokensReportedLogprobExactly(double temperature) {
+        double[] logits = logits();
+        double[] all = TokenSampler.logprobs(logits, temperature, new double[V]);
+        TokenSampler sampler = new TokenSampler();
+        SplittableRandom random = new SplittableRandom(5);
+        for (int i = 0; i < 300; i++) {
+            int topK = i % 2 == 0 ? -1 : 10;
+            double topP = i % 3 == 0 ? 0.9 : 1.0;
+            int token = sampler.sample(logits, temperature, topK, topP, random);
+            assertThat(all[token]).as("draw %d", i).isEqualTo(sampler.lastLogprob());
+        }
+    }
+
+    @ParameterizedTest
     @ValueSource(doubles = {1.0, 0.55})
     void sampledFrequenciesMatchExpOfTheReportedLogprobs(double temperature) {
         double[] logits = logits();

@@ -154,8 +154,11 @@ class VllmRoutesTest {
         ServerClient.Reply text = c.post("/v1/completions", "{\"prompt\":\"hello\",\"max_tokens\":3}");
         assertThat(text.status()).isEqualTo(400);
         assertThat(text.json().at("/error/message").asText()).contains("prompt").contains("token ids");
-        ServerClient.Reply top = c.post("/v1/completions", "{\"prompt\":[1],\"logprobs\":2}");
-        assertThat(top.json().at("/error/message").asText()).contains("logprobs must be 0 or null");
+        ServerClient.Reply top = c.post("/v1/completions", "{\"prompt\":[1],\"logprobs\":21}");
+        assertThat(top.status()).isEqualTo(400);
+        assertThat(top.json().at("/error/message").asText())
+                .contains("logprobs = 21")
+                .contains("limit of 20");
         ServerClient.Reply beam = c.post("/v1/completions", "{\"prompt\":[1],\"use_beam_search\":true}");
         assertThat(beam.json().at("/error/message").asText()).contains("use_beam_search");
     }
