@@ -38,6 +38,7 @@ from .errors import (
     WeightsNotLoadedError,
 )
 from .iteration import BatchIterator
+from .lease import HeldBatch
 from .rbatch import read_batch, write_batch
 
 __version__ = "0.1.0"
@@ -55,6 +56,7 @@ __all__ = [
     "GatewayError",
     "GatewayUnavailableError",
     "Group",
+    "HeldBatch",
     "MethodNotAllowedError",
     "NotFoundError",
     "PayloadTooLargeError",

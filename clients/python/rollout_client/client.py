@@ -45,9 +45,15 @@ from .errors import (
     VersionRefusedError,
     error_for,
 )
+from .lease import HeldBatch, LeaseKeeper, describe_wait, held_batches, holder_name
 from .rbatch import BlockPool, StreamEnded, read_batch
 
 log = logging.getLogger("rollout_client")
+
+# A pull loop that has had no batch for this long says in the log who holds the batches, then again
+# every _WAIT_REPORT_EVERY_S.
+_WAIT_REPORT_AFTER_S = 30.0
+_WAIT_REPORT_EVERY_S = 60.0
 
 T = TypeVar("T")
 _MAX_SMALL_BODY = 1 << 20
@@ -87,6 +93,8 @@ class Status:
     #: Outcomes held after a fail-over until a trainer's late acknowledgement of a batch the lost
     #: collector handed out, or ``batch_ack_timeout``: neither running nor buffered.
     held_outcomes: int = 0
+    #: The batches handed out and not yet acknowledged: who holds each and when it goes back.
+    held_batches: List[HeldBatch] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,11 @@ class RolloutClient:
     body from which nothing arrives for this long is abandoned; ``retry_initial_backoff``,
     ``retry_max_backoff``, ``retry_deadline`` bound the retries when no contact point answers.
     ``recycle_bytes``: how much memory :meth:`recycle` may keep for later batches (0: none).
+    ``lease``: seconds a pulled batch stays held for this client without a renewal; the client
+    renews it from a daemon thread every third of that until the batch is acknowledged, so a trainer
+    that dies gives its batches back within about ``lease`` seconds. ``None`` pulls without a lease
+    (batches then come back only after the engine's ``batch_ack_timeout``). ``holder``: the name the
+    engine's status shows for this client (default ``host:pid:nonce``).
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -141,6 +154,8 @@ class RolloutClient:
         retry_max_backoff: float = 5.0,
         retry_deadline: float = 60.0,
         recycle_bytes: int = 0,
+        lease: Optional[float] = 15.0,
+        holder: Optional[str] = None,
     ) -> None:
         if isinstance(contact_points, str):
             contact_points = [contact_points]
@@ -183,6 +198,12 @@ class RolloutClient:
         self._active: Set[http.client.HTTPConnection] = set()
         self._preferred = 0
         self._closed = threading.Event()
+        if lease is not None and not (1.0 <= lease <= 3600.0):
+            raise ValueError(f"lease: seconds between 1 and 3600, or None, got {lease!r}")
+        if holder is not None and not (0 < len(holder.strip()) and len(holder) <= 200):
+            raise ValueError(f"holder: 1 to 200 characters, not blank, got {holder!r}")
+        self.holder = holder or holder_name()
+        self._leases = LeaseKeeper(self.holder, lease, self._renew_lease) if lease is not None else None
 
     # ------------------------------------------------------------------ public calls
 
@@ -204,12 +225,51 @@ class RolloutClient:
         """
         if wait is not None and not (wait >= 0):
             raise ValueError(f"wait: seconds >= 0 or None, got {wait!r}")
-        deadline = None if wait is None else time.monotonic() + wait
+        started = time.monotonic()
+        deadline = None if wait is None else started + wait
+        next_report = started + _WAIT_REPORT_AFTER_S
         while True:
             remaining = self.poll_wait if deadline is None else max(0.0, deadline - time.monotonic())
             batch = self._pull(min(remaining, self.poll_wait))
             if batch is not None or (deadline is not None and time.monotonic() >= deadline):
                 return batch
+            if time.monotonic() >= next_report:
+                next_report = time.monotonic() + _WAIT_REPORT_EVERY_S
+                self._report_wait(time.monotonic() - started)
+
+    def _report_wait(self, waited: float) -> None:
+        """Says in the log why no batch comes: who holds the batches handed out, and until when."""
+        try:
+            st = self.status()
+        except Exception as e:  # noqa: BLE001 - the report is best effort; the pull goes on
+            log.info("no batch for %.0f s (the status could not be read: %s)", waited, e)
+            return
+        log.info(
+            "%s; %d group(s) buffered, capacity %d", describe_wait(waited, st.held_batches, self.holder),
+            st.buffered_groups, st.capacity,
+        )
+
+    @property
+    def leased_batches(self) -> Set[int]:
+        """The batches this client holds under its lease and renews (empty without a lease)."""
+        return self._leases.held if self._leases is not None else set()
+
+    def renew_lease(self) -> List[int]:
+        """Renews this client's lease now (the client does it itself every third of the lease while
+        it holds batches); returns the ids of the batches the engine holds for it."""
+        if self._leases is None:
+            raise ValueError("this client pulls without a lease (lease=None)")
+        return self._renew_lease(self.holder, self._leases.seconds)
+
+    def _renew_lease(self, holder: str, seconds: float) -> List[int]:
+        what = "renew the lease of " + holder
+        body = json.dumps({"holder": holder, "lease": seconds}).encode()
+
+        def read(cp: _ContactPoint, resp: http.client.HTTPResponse, ambiguous: Optional[str]) -> List[int]:
+            payload = self._json(cp, what, resp)
+            return [int(i) for i in payload.get("batch_ids") or []]
+
+        return self._call(what, "POST", "/v1/leases/renew", body, self.request_timeout, read)
 
     def ack(self, batch: Union[Batch, int], task_ids: Optional[Iterable[int]] = None) -> bool:
         """Acknowledges a batch: the engine may forget it and will not deliver it again.
@@ -233,7 +293,10 @@ class RolloutClient:
             payload = self._json(cp, what, resp)
             return bool(payload.get("known", False))
 
-        return self._call(what, "POST", f"/v1/batches/{batch_id}/ack", body, self.request_timeout, read)
+        known = self._call(what, "POST", f"/v1/batches/{batch_id}/ack", body, self.request_timeout, read)
+        if self._leases is not None:
+            self._leases.done(batch_id)
+        return known
 
     def publish_weights(self, version: int, path: Union[str, "os.PathLike[str]"]) -> PublishResult:
         """Makes the engine's inference servers load the weight file at ``path`` as ``version``, and
@@ -293,6 +356,7 @@ class RolloutClient:
                 last_stats=dict(p.get("last_stats") or {}),
                 raw=p,
                 held_outcomes=int(p.get("held_outcomes") or 0),
+                held_batches=held_batches(p.get("held_batches") or []),
             )
 
         return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)
@@ -358,6 +422,8 @@ class RolloutClient:
         """Closes every connection, also those of calls in flight (they raise
         :class:`ClientClosedError`). Idempotent; never raises."""
         self._closed.set()
+        if self._leases is not None:
+            self._leases.close()
         with self._lock:
             conns = [c for idle in self._idle.values() for c in idle] + list(self._active)
             for idle in self._idle.values():
@@ -408,11 +474,14 @@ class RolloutClient:
                 if self._closed.is_set():
                     raise ClientClosedError(f"could not {what}: the client was closed") from e
                 raise BatchStreamBrokenError(cp.url, _int_or_none(header_id), stream.received, _describe(e)) from e
+            if self._leases is not None:
+                self._leases.holding(batch.batch_id)
             return batch
 
-        return self._call(
-            what, "POST", f"/v1/batches/next?wait={wait:.3f}", b"", wait + self.request_timeout, read
-        )
+        query = f"wait={wait:.3f}"
+        if self._leases is not None:
+            query += f"&lease={self._leases.seconds:.3f}&holder={urllib.parse.quote(self.holder, safe='')}"
+        return self._call(what, "POST", f"/v1/batches/next?{query}", b"", wait + self.request_timeout, read)
 
     # ------------------------------------------------------------------ transport
 

@@ -58,18 +58,48 @@ final class StatusLine {
         Map<String, Double> rollout = status.lastStats().getOrDefault("rollout", Map.of());
         Double reward = rollout.get("reward");
         return String.format(
-                Locale.ROOT,
-                "node %s: %d groups started here | v%d | reward %s | %.1f groups/s | %s tok/s | in flight %d (oldest %.1f s) | staleness %.2f | rejected %d",
-                name,
-                startedHere,
-                status.version(),
-                reward == null ? "  -  " : String.format(Locale.ROOT, "%.3f", reward),
-                (status.accepted() + status.rejected()) / seconds,
-                compact(status.tokensGenerated() / seconds),
-                coordinator.inFlight(),
-                coordinator.oldestInFlight().toMillis() / 1000.0,
-                rollout.getOrDefault("staleness_mean", 0.0),
-                status.rejected());
+                        Locale.ROOT,
+                        "node %s: %d groups started here | v%d | reward %s | %.1f groups/s | %s tok/s | in flight %d (oldest %.1f s) | staleness %.2f | rejected %d",
+                        name,
+                        startedHere,
+                        status.version(),
+                        reward == null ? "  -  " : String.format(Locale.ROOT, "%.3f", reward),
+                        (status.accepted() + status.rejected()) / seconds,
+                        compact(status.tokensGenerated() / seconds),
+                        coordinator.inFlight(),
+                        coordinator.oldestInFlight().toMillis() / 1000.0,
+                        rollout.getOrDefault("staleness_mean", 0.0),
+                        status.rejected())
+                + held(status.heldBatches());
+    }
+
+    /**
+     * The batches trainers hold, by holder, and the soonest each holder's come back: " | held:
+     * host-a:12:ab 2 (back in 8 s), /10.0.0.5:51234 1 (back in 590 s)"; empty when none is held.
+     */
+    static String held(java.util.List<org.rollout.trainer.HeldBatch> held) {
+        if (held.isEmpty()) {
+            return "";
+        }
+        Map<String, long[]> byHolder = new java.util.LinkedHashMap<>();
+        for (org.rollout.trainer.HeldBatch h : held) {
+            long[] countAndSoonest = byHolder.computeIfAbsent(h.holder(), k -> new long[] {0, Long.MAX_VALUE});
+            countAndSoonest[0]++;
+            countAndSoonest[1] = Math.min(countAndSoonest[1], h.returnsInMillis());
+        }
+        StringBuilder b = new StringBuilder(" | held:");
+        String sep = " ";
+        for (Map.Entry<String, long[]> e : byHolder.entrySet()) {
+            b.append(sep)
+                    .append(e.getKey())
+                    .append(' ')
+                    .append(e.getValue()[0])
+                    .append(" (back in ")
+                    .append((e.getValue()[1] + 999) / 1000)
+                    .append(" s)");
+            sep = ", ";
+        }
+        return b.toString();
     }
 
     static String compact(double v) {
