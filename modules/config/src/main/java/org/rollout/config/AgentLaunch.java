@@ -43,8 +43,33 @@ public record AgentLaunch(
      * @throws InvalidConfigException naming the first {@code rollout.agent.*} key of a value not allowed
      */
     public static AgentLaunch read(Config config) {
+        String host = host(config);
+        requireOwnAdminKeyOffLoopback(config, host);
         return new AgentLaunch(
-                command(config), workingDir(config), seconds(config, "process_timeout"), host(config), port(config));
+                command(config), workingDir(config), seconds(config, "process_timeout"), host, port(config));
+    }
+
+    /**
+     * A proxy reachable from the network must not keep AReaL's public default admin key: anyone who
+     * can reach it could claim the online sessions.
+     */
+    private static void requireOwnAdminKeyOffLoopback(Config config, String host) {
+        String key = P + "admin_api_key";
+        String admin = config.hasPath(key) ? config.getString(key) : AgentSection.DEFAULT_ADMIN_API_KEY;
+        if (!isLoopback(host) && admin.equals(AgentSection.DEFAULT_ADMIN_API_KEY)) {
+            throw new InvalidConfigException(
+                    key,
+                    "(the default)",
+                    "a key of your own while rollout.agent.proxy_host (\"" + host + "\") is not a loopback"
+                            + " address: the default is public and would let anyone who reaches the proxy claim its"
+                            + " sessions; set it, e.g. from an environment variable: admin_api_key ="
+                            + " ${ROLLOUT_AGENT_ADMIN_KEY}");
+        }
+    }
+
+    private static boolean isLoopback(String host) {
+        String h = host.strip();
+        return h.equals("localhost") || h.startsWith("127.") || h.equals("::1") || h.equals("[::1]");
     }
 
     private static List<String> command(Config config) {

@@ -89,6 +89,22 @@ class AgentSectionTest {
     }
 
     @Test
+    void aProxyOffLoopbackWithThePublicDefaultAdminKeyIsRefusedNamingTheKey() {
+        assertThatThrownBy(() -> load("rollout.agent.proxy_host=0.0.0.0").agentLaunch())
+                .isInstanceOf(InvalidConfigException.class)
+                .hasMessageContaining("'rollout.agent.admin_api_key'")
+                .hasMessageContaining("not a loopback address");
+        org.assertj.core.api.Assertions.assertThat(
+                        load("rollout.agent.proxy_host=127.0.0.1").agentLaunch().proxyHost())
+                .isEqualTo("127.0.0.1");
+        org.assertj.core.api.Assertions.assertThat(
+                        load("rollout.agent.proxy_host=0.0.0.0", "rollout.agent.admin_api_key=s3cret")
+                                .agentLaunch()
+                                .proxyHost())
+                .isEqualTo("0.0.0.0");
+    }
+
+    @Test
     void aBadToolCallFormatNamesTheKeyAndTheAllowedValues() {
         assertThatThrownBy(() -> load("rollout.agent.tool_call_format=xml").agent())
                 .isInstanceOf(InvalidConfigException.class)
