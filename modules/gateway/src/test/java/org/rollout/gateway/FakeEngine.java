@@ -58,10 +58,16 @@ final class FakeEngine implements RolloutClient {
         return nextBatch(timeout);
     }
 
+    /** Renewals received, and the batch ids they answer (7 until a test changes it). */
+    final AtomicInteger renewals = new AtomicInteger();
+
+    volatile java.util.List<Long> renewedIds = java.util.List.of(7L);
+
     @Override
     public java.util.List<Long> renewLease(org.rollout.trainer.BatchLease lease) {
         lastRenewal = lease;
-        return java.util.List.of(7L);
+        renewals.incrementAndGet();
+        return renewedIds;
     }
 
     /** The last acknowledgement: batch id and the task ids it came with. */
