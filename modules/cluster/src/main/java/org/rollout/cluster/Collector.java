@@ -905,6 +905,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             getContext()
                     .getLog()
                     .info("batch {} did not reach its trainer; it goes to the next pull", release.batchId());
+            outstanding.returned(release.batchId(), "it did not reach its trainer");
             redeliveries.addFirst(released);
             serveWaiting();
         }
@@ -958,8 +959,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                         Map.copyOf(rejectedByReason),
                         stats.latestMeans(),
                         Map.copyOf(lastRejections),
-                        outstanding.status(System.nanoTime())));
+                        heldBatches()));
         return this;
+    }
+
+    /** The batches handed out and not acknowledged: those held by trainers, then those back for the next pull. */
+    private List<HeldBatch> heldBatches() {
+        List<HeldBatch> all = new ArrayList<>(outstanding.status(System.nanoTime()));
+        redeliveries.forEach(b -> all.add(outstanding.waiting(b)));
+        return all;
     }
 
     private Behavior<Command> onRenewLease(RenewLease r) {

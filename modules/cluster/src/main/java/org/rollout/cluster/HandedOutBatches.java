@@ -30,6 +30,8 @@ final class HandedOutBatches {
     private final long ackTimeoutNanos;
     private final Duration ackTimeout;
     private final LinkedHashMap<Long, Held> held = new LinkedHashMap<>();
+    /** Why each batch that went back waits for the next pull, until it is handed out or acknowledged. */
+    private final Map<Long, String> returned = new java.util.HashMap<>();
 
     HandedOutBatches(Duration ackTimeout) {
         this.ackTimeout = ackTimeout;
@@ -43,11 +45,13 @@ final class HandedOutBatches {
     void handOut(TrainingBatch batch, String holder, Duration lease, long now) {
         long leaseNanos = lease == null || lease.isNegative() ? 0 : lease.toNanos();
         String name = holder == null || holder.isBlank() ? "an unnamed trainer" : holder;
+        returned.remove(batch.batchId());
         held.put(batch.batchId(), new Held(batch, name, now, leaseNanos, now + leaseNanos));
     }
 
     /** Takes batch {@code batchId} out (acknowledged, released); null when it is not held. */
     TrainingBatch remove(long batchId) {
+        returned.remove(batchId);
         Held h = held.remove(batchId);
         return h == null ? null : h.batch();
     }
@@ -75,6 +79,7 @@ final class HandedOutBatches {
             Held h = it.next();
             if (h.leased() && now - h.leaseUntil() >= 0) {
                 it.remove();
+                returned.put(h.batch().batchId(), "the lease of " + h.holder() + " lapsed");
                 due.add(new Due(
                         h.batch(),
                         "the lease of its holder " + h.holder() + " lapsed (not renewed for "
@@ -82,6 +87,7 @@ final class HandedOutBatches {
                                 + " s: the trainer is gone or stuck); it goes to the next pull"));
             } else if (now - h.handedOut() >= ackTimeoutNanos) {
                 it.remove();
+                returned.put(h.batch().batchId(), h.holder() + " did not acknowledge it within batch_ack_timeout");
                 due.add(new Due(
                         h.batch(),
                         "not acknowledged by " + h.holder() + " within batch_ack_timeout=" + ackTimeout
@@ -89,6 +95,21 @@ final class HandedOutBatches {
             }
         }
         return due;
+    }
+
+    /** Batch {@code batchId} went back to the next pull because {@code why} (for the status). */
+    void returned(long batchId, String why) {
+        returned.put(batchId, why);
+    }
+
+    /**
+     * How the status shows {@code batch}, back and waiting for the next pull: held by nobody,
+     * returning now, and why it went back.
+     */
+    HeldBatch waiting(TrainingBatch batch) {
+        String why = returned.getOrDefault(batch.batchId(), "delivered again");
+        return new HeldBatch(
+                batch.batchId(), batch.size(), "nobody: waiting for the next pull (" + why + ")", false, 0);
     }
 
     /** The batches held, in hand-out order. */

@@ -264,12 +264,13 @@ class CollectorTest {
             assertThat(renewed.receiveMessage(Duration.ofSeconds(5)).batchIds()).containsExactly(aliveBatch);
             second.expectNoMessage(Duration.ofMillis(300));
         }
-        // The second trainer never renewed either: its batch went back too and waits for a pull.
+        // The second trainer never renewed either: its batch went back too, and the status says why.
         c.tell(new Collector.GetStatus(status.getRef()));
         Collector.Status after = status.receiveMessage();
         assertThat(after.heldBatches())
                 .extracting(org.rollout.trainer.HeldBatch::holder)
-                .containsExactly("alive-trainer");
+                .containsExactly(
+                        "alive-trainer", "nobody: waiting for the next pull (the lease of second-trainer lapsed)");
         assertThat(after.unacknowledgedBatches()).isEqualTo(2);
     }
 

@@ -24,6 +24,9 @@ class HandedOutBatchesTest {
         List<HandedOutBatches.Due> due = h.takeDue(15 * S);
         assertThat(due).extracting(d -> d.batch().batchId()).containsExactly(1L);
         assertThat(due.get(0).why()).contains("trainer-a").contains("lapsed");
+        assertThat(h.waiting(due.get(0).batch()))
+                .isEqualTo(new HeldBatch(
+                        1, 0, "nobody: waiting for the next pull (the lease of trainer-a lapsed)", false, 0));
         assertThat(h.takeDue(599 * S)).isEmpty();
         assertThat(h.takeDue(600 * S)).extracting(d -> d.batch().batchId()).containsExactly(2L);
         assertThat(h.size()).isZero();
