@@ -124,12 +124,33 @@ public final class HttpRolloutClient implements RolloutClient {
 
     @Override
     public TrainingBatch nextBatch() throws InterruptedException {
+        long started = System.nanoTime();
+        long nextReport = started + WaitReport.FIRST.toNanos();
         while (true) {
             Optional<TrainingBatch> b = pull(config.pollWait());
             if (b.isPresent()) {
                 return b.get();
             }
+            if (System.nanoTime() - nextReport >= 0) {
+                nextReport = System.nanoTime() + WaitReport.EVERY.toNanos();
+                reportWait((System.nanoTime() - started) / 1e9);
+            }
         }
+    }
+
+    /** Says in the log why no batch comes: who holds the batches handed out, and until when. */
+    private void reportWait(double waitedSeconds) throws InterruptedException {
+        String line;
+        try {
+            line = WaitReport.line(
+                    waitedSeconds,
+                    status(),
+                    leases == null ? "" : leases.lease().holder());
+        } catch (RuntimeException e) {
+            line = String.format(
+                    Locale.ROOT, "no batch for %.0f s (the status could not be read: %s)", waitedSeconds, e);
+        }
+        log.log(System.Logger.Level.INFO, line);
     }
 
     @Override
