@@ -95,6 +95,7 @@ def test_a_killed_trainers_batches_go_to_the_next_trainer_within_its_lease(
             # The lease, plus the collector's 200 ms check and a pull's round trip; far below the
             # 600 s batch_ack_timeout that would bring them back without a lease.
             slowest = max(got[i] for i in held_ids)
+            print(f"the killed trainer's batches {sorted(held_ids)} came back after {slowest:.1f} s (lease {LEASE_S} s)")
             assert slowest <= LEASE_S + 3.0, f"the killed trainer's batches came back after {slowest:.1f} s"
             assert not c.leased_batches, "acknowledged batches are no longer renewed"
     finally:
