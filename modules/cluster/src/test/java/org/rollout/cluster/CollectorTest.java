@@ -229,7 +229,8 @@ class CollectorTest {
         long deadBatch = ((Collector.BatchReply) dead.receiveMessage(Duration.ofSeconds(5)))
                 .batch()
                 .batchId();
-        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, "alive-trainer", 1_000, alive.getRef()));
+        // The live trainer's lease is longer than the test's renewal period with a margin for a busy machine.
+        c.tell(new Collector.PullBatch(Duration.ofSeconds(10), 0, "alive-trainer", 3_000, alive.getRef()));
         long aliveBatch = ((Collector.BatchReply) alive.receiveMessage(Duration.ofSeconds(5)))
                 .batch()
                 .batchId();
@@ -249,7 +250,7 @@ class CollectorTest {
         long start = System.nanoTime();
         Collector.BatchReply redelivered = null;
         while (redelivered == null) {
-            c.tell(new Collector.RenewLease("alive-trainer", 1_000, renewed.getRef()));
+            c.tell(new Collector.RenewLease("alive-trainer", 3_000, renewed.getRef()));
             assertThat(renewed.receiveMessage(Duration.ofSeconds(5)).batchIds()).containsExactly(aliveBatch);
             redelivered = tryReceive(second, Duration.ofMillis(300));
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
@@ -260,7 +261,7 @@ class CollectorTest {
         assertThat(redelivered.batch().batchId()).isEqualTo(deadBatch);
         // Three more renewal rounds: the renewed batch stays with its trainer.
         for (int i = 0; i < 4; i++) {
-            c.tell(new Collector.RenewLease("alive-trainer", 1_000, renewed.getRef()));
+            c.tell(new Collector.RenewLease("alive-trainer", 3_000, renewed.getRef()));
             assertThat(renewed.receiveMessage(Duration.ofSeconds(5)).batchIds()).containsExactly(aliveBatch);
             second.expectNoMessage(Duration.ofMillis(300));
         }
