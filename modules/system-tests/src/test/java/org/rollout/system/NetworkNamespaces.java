@@ -169,14 +169,7 @@ final class NetworkNamespaces implements AutoCloseable {
      * overlimits} and {@code dropped} of both ends' {@code tbf} (zeros when none is set).
      */
     long[] throttled(int i) throws IOException, InterruptedException {
-        String out = ManagedProcess.run(
-                List.of(
-                        "/bin/sh",
-                        "-c",
-                        inNs(i, "tc -s qdisc show dev eth0") + "tc -s qdisc show dev " + hostVeth(i) + "\n"),
-                Map.of(),
-                workDir,
-                COMMAND_TIMEOUT);
+        String out = throttleStats(i);
         long delayed = 0;
         long dropped = 0;
         boolean tbf = false;
@@ -195,6 +188,18 @@ final class NetworkNamespaces implements AutoCloseable {
         return new long[] {delayed, dropped};
     }
 
+    /** What {@code tc -s qdisc show} says of both ends of node {@code i}'s link. */
+    String throttleStats(int i) throws IOException, InterruptedException {
+        return ManagedProcess.run(
+                List.of(
+                        "/bin/sh",
+                        "-c",
+                        inNs(i, "tc -s qdisc show dev eth0") + "tc -s qdisc show dev " + hostVeth(i) + "\n"),
+                Map.of(),
+                workDir,
+                COMMAND_TIMEOUT);
+    }
+
     /** Removes every rule of node {@code i}'s namespace and the throttle of its link. */
     void heal(int i) throws IOException, InterruptedException {
         sh(
@@ -208,9 +213,9 @@ final class NetworkNamespaces implements AutoCloseable {
     public void close() {
         StringBuilder script = new StringBuilder();
         for (int i = 1; i <= nodes; i++) {
-            script.append("ip netns del ").append(namespace(i)).append(" 2>/dev/null\n");
+            script.append("ip netns del ").append(namespace(i)).append(" 2>/dev/null || true\n");
         }
-        script.append("ip link del ").append(bridge()).append(" 2>/dev/null\ntrue\n");
+        script.append("ip link del ").append(bridge()).append(" 2>/dev/null || true\n");
         try {
             sh(workDir, script.toString());
         } catch (IOException | InterruptedException | AssertionError e) {
@@ -236,7 +241,8 @@ final class NetworkNamespaces implements AutoCloseable {
     }
 
     private static void sh(Path workDir, String script) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("/bin/sh", "-c", script));
+        // Every line must succeed: a rule or qdisc that failed to apply would leave a fault that never happened.
+        List<String> cmd = new ArrayList<>(List.of("/bin/sh", "-c", "set -e\n" + script));
         ManagedProcess.run(cmd, Map.of(), workDir, COMMAND_TIMEOUT);
     }
 }

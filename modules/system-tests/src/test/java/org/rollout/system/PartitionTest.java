@@ -119,6 +119,8 @@ class PartitionTest {
 
             // 5b. A throttled node: node-3's link at 256 kbit/s both ways for 20 s, packets queued up to
             // 300 ms (dropped past that): delay and jitter under load.
+            // Node-3 must be taking groups, or its link carries only heartbeats, which fit under any rate.
+            NodeLossTest.awaitDispatchTo(c, t, "node-3");
             c.throttle(3, 256, 300);
             int beforeThrottle = t.batchesAcknowledged();
             long throttleStarted = System.nanoTime();
@@ -128,10 +130,11 @@ class PartitionTest {
                         > Duration.ofSeconds(20).toNanos();
             });
             long[] held = c.throttled(3);
+            String stats = c.throttleStats(3);
             int duringThrottle = t.batchesAcknowledged() - beforeThrottle;
             c.heal(3);
             assertThat(held[0])
-                    .as("packets node-3's throttle held past its rate")
+                    .as("packets node-3's throttle held past its rate; tc said:\n%s", stats)
                     .isPositive();
             recoveries.add(recovered(
                     "node-3 throttled to 256 kbit/s for 20 s (" + duringThrottle + " batches during, " + held[0]

@@ -1304,6 +1304,11 @@ final class TestCluster implements AutoCloseable {
         return namespaces().throttled(index);
     }
 
+    /** What {@code tc} says of node {@code index}'s throttles, for a failure's message. */
+    String throttleStats(int index) throws IOException, InterruptedException {
+        return namespaces().throttleStats(index);
+    }
+
     /** Lifts every cut made in node {@code index}'s namespace. */
     void heal(int index) throws IOException, InterruptedException {
         namespaces().heal(index);
