@@ -29,6 +29,7 @@ from .api.cli_args import UnknownGenerationKeyError, from_gconfig
 from .experimental.openai.types import InteractionWithTokenLogpReward
 from .infra import workflow_context
 from .infra.workflow_context import WorkflowContext
+from .tokenizer import BatchEncoding, EngineTokenizer
 from .utils import logging, stats_tracker
 from .utils.data import concat_padded_tensors
 from .utils.dynamic_import import import_from_string
@@ -36,6 +37,8 @@ from .utils.hf_utils import apply_chat_template
 
 __all__ = [
     "AsyncRewardWrapper",
+    "BatchEncoding",
+    "EngineTokenizer",
     "GenerationHyperparameters",
     "InferenceEngine",
     "InteractionWithTokenLogpReward",
