@@ -7,14 +7,18 @@ import base64
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 import pytest
+
+from test_engine_tokenizer import EOS, PAD, FakeTokenizerServer, ids
 
 CLIENT = Path(__file__).resolve().parents[1]
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
@@ -24,10 +28,12 @@ DEADLINE_S = 30.0
 class FakeJvm:
     """Starts a worker for ``spec`` and exchanges protocol lines with it, every read bounded."""
 
-    def __init__(self, spec: str, kwargs: Optional[Dict[str, Any]] = None) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(CLIENT), str(WORKFLOWS)])
-        env["ROLLOUT_WORKFLOW_KWARGS"] = json.dumps(kwargs or {})
+    def __init__(self, spec: str, kwargs: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None) -> None:
+        passed = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUT_")}
+        passed["PYTHONPATH"] = os.pathsep.join([str(CLIENT), str(WORKFLOWS)])
+        passed["ROLLOUT_WORKFLOW_KWARGS"] = json.dumps(kwargs or {})
+        passed.update(env or {})
+        env = passed
         self.proc = subprocess.Popen(
             [sys.executable, "-u", "-m", "rollout_client.areal.worker", spec],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
@@ -70,8 +76,8 @@ class FakeJvm:
 def jvm_for():
     started: List[FakeJvm] = []
 
-    def start(spec: str, kwargs: Optional[Dict[str, Any]] = None) -> FakeJvm:
-        j = FakeJvm(spec, kwargs)
+    def start(spec: str, kwargs: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None) -> FakeJvm:
+        j = FakeJvm(spec, kwargs, env)
         started.append(j)
         return j
 
@@ -90,7 +96,7 @@ def tensor(wire: Dict[str, Any]) -> np.ndarray:
 
 def test_many_episodes_run_at_once_and_each_returns_its_row(jvm_for) -> None:
     j = jvm_for("toy_workflows:OneTurn", {"max_new_tokens": 3})
-    assert j.receive() == {"op": "ready", "pid": j.proc.pid, "workflow": "toy_workflows:OneTurn"}
+    assert j.receive() == {"op": "ready", "pid": j.proc.pid, "workflow": "toy_workflows:OneTurn", "kind": "workflow"}
     for e in range(4):
         j.send({"op": "start", "episode": e, "data": {"prompt_ids": [5, 6, e], "want": 7}, "is_eval": e == 3,
                 "task_id": 40, "sample_idx": e, "version": 2})
@@ -156,6 +162,14 @@ def test_a_cancelled_episode_aborts_its_generation_and_says_so(jvm_for) -> None:
         ("toy_workflows:Missing", {}, "module toy_workflows has no attribute 'Missing'"),
         ("toy_workflows:NotAWorkflow", {}, "NotAWorkflow is not a workflow class"),
         ("toy_workflows:NeedsKwargs", {"reward": "x"}, "NeedsKwargs(**workflow_kwargs) refused its arguments ['reward']"),
+        ("toy_workflows:SyncAgent", {}, "SyncAgent.run must be 'async def'"),
+        ("toy_workflows:OneTurn", {"gconfig": {"max_new_tokens": 3}},
+         "workflow_kwargs.gconfig is not allowed: the gconfig comes from the configuration (gconfig { })"),
+        ("toy_workflows:Prompted", {"tokenizer": "/models/qwen"},
+         "workflow_kwargs.tokenizer is not allowed: the tokenizer comes from the configuration (tokenizer_path)"),
+        ("toy_workflows:Prompted", {"enable_thinking": True, "max_turns": 2},
+         "Prompted(**workflow_kwargs) refused its arguments ['enable_thinking', 'max_turns'] and gconfig, tokenizer"
+         " from the configuration: TypeError"),
     ],
 )
 def test_a_workflow_that_cannot_load_is_refused_naming_it(jvm_for, spec: str, kwargs: Dict[str, Any], says: str) -> None:
@@ -171,3 +185,105 @@ def test_the_worker_exits_when_its_channel_closes(jvm_for) -> None:
     j.send({"op": "start", "episode": 1, "data": {}})
     assert j.receive()["op"] == "generate"
     assert j.close() == 0
+
+
+def test_a_bad_gconfig_from_the_engine_is_refused(jvm_for) -> None:
+    j = jvm_for("toy_workflows:OneTurn", env={"ROLLOUT_WORKFLOW_GCONFIG": '{"max_new_tokenz": 3}'})
+    m = j.receive()
+    assert m["op"] == "refused" and "ROLLOUT_WORKFLOW_GCONFIG: not a gconfig key: max_new_tokenz" in m["error"]
+    assert j.proc.wait(DEADLINE_S) == 2
+
+
+@pytest.fixture
+def tokenizer_server():
+    d = tempfile.mkdtemp(prefix="tok", dir="/tmp")
+    s = FakeTokenizerServer(os.path.join(d, "tok.sock"))
+    yield s
+    s.close()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_gconfig_and_the_engines_tokenizer_are_given_to_a_constructor_that_takes_them(jvm_for, tokenizer_server) -> None:
+    gconfig = {"max_new_tokens": 5, "temperature": 0.5, "reward_normalization_use_std": True}
+    j = jvm_for("toy_workflows:Prompted", {"enable_thinking": True},
+                env={"ROLLOUT_WORKFLOW_GCONFIG": json.dumps(gconfig), "ROLLOUT_TOKENIZER_SOCKET": tokenizer_server.path})
+    assert j.receive()["kind"] == "workflow"
+    for e in range(2):
+        j.send({"op": "start", "episode": e, "data": {"question": "2+2?", "answer": "4"}})
+    for _ in range(2):
+        g = j.receive()
+        assert g["op"] == "generate" and g["input_ids"] == ids("[enable_thinking=true]<user>2+2?\n<assistant>")
+        assert (g["gconfig"]["max_new_tokens"], g["gconfig"]["temperature"]) == (5, 0.5)
+        assert g["gconfig"]["stop_token_ids"] == [PAD, EOS]
+        answer = "4" if g["episode"] == 0 else "5"
+        j.send({"op": "generated", "request": g["request"], "output_tokens": ids(answer) + [EOS],
+                "output_logprobs": [-0.1, -0.2], "output_versions": [0, 0]})
+    done = {m["episode"]: m for m in (j.receive() for _ in range(2))}
+    assert done[0]["stats"]["rollout"]["reward"] == [1.0] and done[1]["stats"]["rollout"]["reward"] == [0.0]
+    assert tokenizer_server.ops["chat"] == 2 and tokenizer_server.ops["decode"] == 2
+    assert j.close() == 0
+
+
+def test_a_constructor_with_kwargs_gets_both_and_no_socket_means_no_tokenizer(jvm_for) -> None:
+    j = jvm_for("toy_workflows:TakesAnything", {"turns": 2})
+    assert j.receive()["op"] == "ready"
+    j.send({"op": "start", "episode": 1, "data": {}})
+    m = j.receive()
+    assert m["result"] == {"kind": "none"}
+    assert m["stats"]["rollout"] == {"n_kwargs": [3.0], "max_new_tokens": [16384.0], "has_tokenizer": [0.0]}
+
+
+AGENT_KWARGS = {"base_url": "http://127.0.0.1:9/v1", "api_key": "secret", "model": "default"}
+
+
+def start_agent(j: FakeJvm, episode: int, returns: str, **fields: Any) -> None:
+    j.send({"op": "start", "episode": episode, "data": {"returns": returns, "text": "abc"},
+            "extra_kwargs": AGENT_KWARGS, **fields})
+
+
+def test_an_agent_runs_with_the_engines_extra_kwargs_and_returns_rewards(jvm_for) -> None:
+    # The agent's constructor takes neither gconfig nor tokenizer: it gets workflow_kwargs only.
+    j = jvm_for("toy_workflows:ScoringAgent", {"scale": 2.0}, env={"ROLLOUT_WORKFLOW_GCONFIG": '{"max_new_tokens": 5}'})
+    assert j.receive() == {"op": "ready", "pid": j.proc.pid, "workflow": "toy_workflows:ScoringAgent", "kind": "agent"}
+    start_agent(j, 1, "reward", is_eval=True, task_id=3, sample_idx=0)
+    start_agent(j, 2, "none")
+    start_agent(j, 3, "rewards")
+    done = {m["episode"]: m for m in (j.receive() for _ in range(3))}
+    assert done[1]["result"] == {"kind": "reward", "reward": 6.0}
+    assert done[1]["stats"] == {"eval-rollout": {"calls": [1.0]}}
+    assert done[2]["result"] == {"kind": "reward", "reward": None}
+    assert done[3]["result"] == {"kind": "rewards", "rewards": {"http://127.0.0.1:9/v1#0": 0.0, "http://127.0.0.1:9/v1#1": 2.0}}
+    j.send({"op": "start", "episode": 4, "data": {"returns": "reward", "text": "abc"}, "extra_kwargs": {"api_key": "other"}})
+    assert j.receive()["result"] == {"kind": "reward", "reward": 0.0}
+    j.send({"op": "start", "episode": 5, "data": {"returns": "none"}})  # no extra_kwargs: none passed
+    assert j.receive()["result"] == {"kind": "reward", "reward": None}
+    j.send({"op": "start", "episode": 6, "data": {"returns": "none"}, "extra_kwargs": []})
+    assert j.receive()["error"] == "ScoringAgent.run: TypeError: extra_kwargs is a list, not an object"
+    assert j.close() == 0
+
+
+@pytest.mark.parametrize(
+    "returns, error",
+    [
+        ("text", "ScoringAgent.run: TypeError: run returned a str ('five'); expected a number, None or a dict of completion id -> number"),
+        ("nan", "ScoringAgent.run: ValueError: reward nan is not a finite number"),
+        ("inf-in-dict", "ScoringAgent.run: ValueError: completion 'c2': reward inf is not a finite number"),
+        ("nan-stat", "ScoringAgent: the episode's message cannot be sent: Out of range float values are not JSON compliant"),
+    ],
+)
+def test_an_agent_that_returns_something_else_fails_its_episode_naming_it(jvm_for, returns: str, error: str) -> None:
+    j = jvm_for("toy_workflows:ScoringAgent")
+    assert j.receive()["kind"] == "agent"
+    start_agent(j, 7, returns)
+    m = j.receive()
+    assert m["op"] == "failed" and m["episode"] == 7 and m["error"].startswith(error)
+
+
+def test_a_cancelled_agent_says_so(jvm_for) -> None:
+    j = jvm_for("toy_workflows:ScoringAgent")
+    assert j.receive()["kind"] == "agent"
+    start_agent(j, 8, "wait")
+    j.send({"op": "cancel", "episode": 8})
+    assert j.receive() == {"op": "cancelled", "episode": 8}
+    start_agent(j, 9, "none")
+    assert j.receive()["result"] == {"kind": "reward", "reward": None}

@@ -6,10 +6,13 @@ import asyncio
 
 import numpy as np
 
-from rollout_client.areal import workflow_context
+from typing import Any, Dict, List
+
+from rollout_client.areal import AsyncRewardWrapper, workflow_context
 from rollout_client.areal.api import InferenceEngine, ModelRequest, RolloutWorkflow
 from rollout_client.areal.api.cli_args import GenerationHyperparameters
 from rollout_client.areal.utils import stats_tracker
+from rollout_client.areal.utils.hf_utils import apply_chat_template
 
 
 class OneTurn(RolloutWorkflow):
@@ -62,3 +65,73 @@ class NeedsKwargs(RolloutWorkflow):
 
 class NotAWorkflow:
     pass
+
+
+class SyncAgent:
+    def run(self, data):
+        return 1.0
+
+
+def _exact_answer(tokenizer: Any, completion_ids: List[int], answer: str) -> float:
+    return float(tokenizer.decode(completion_ids, skip_special_tokens=True) == answer)
+
+
+class Prompted(RolloutWorkflow):
+    """Constructed as AReaL's trainer scripts construct workflows: ``gconfig`` and ``tokenizer``
+    from the runtime. Renders data["question"] with the engine's chat template, generates, and
+    scores the decoded completion against data["answer"] in AsyncRewardWrapper's threads."""
+
+    def __init__(self, gconfig: GenerationHyperparameters, tokenizer: Any, enable_thinking: bool = False) -> None:
+        self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
+        self.tokenizer = tokenizer
+        self.enable_thinking = enable_thinking
+        self.reward = AsyncRewardWrapper(_exact_answer, max_workers=2)
+
+    async def arun_episode(self, engine: InferenceEngine, data):
+        input_ids = apply_chat_template(
+            self.tokenizer, [{"role": "user", "content": data["question"]}],
+            add_generation_prompt=True, enable_thinking=self.enable_thinking,
+        )
+        req = ModelRequest(input_ids=input_ids, gconfig=self.gconfig.new(n_samples=1), tokenizer=self.tokenizer)
+        resp = await engine.agenerate(req)
+        reward = await self.reward(self.tokenizer, resp.output_tokens, data["answer"])
+        stats_tracker.get(workflow_context.stat_scope()).scalar(reward=reward)
+        return None
+
+
+class TakesAnything(RolloutWorkflow):
+    """A constructor with ``**kwargs`` gets gconfig and tokenizer; reports them as stats."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+
+    async def arun_episode(self, engine, data):
+        stats_tracker.get(workflow_context.stat_scope()).scalar(
+            n_kwargs=len(self.kwargs),
+            max_new_tokens=self.kwargs["gconfig"].max_new_tokens,
+            has_tokenizer=float(self.kwargs["tokenizer"] is not None),
+        )
+        return None
+
+
+class ScoringAgent:
+    """AReaL's agent form: ``run(data, **extra_kwargs)`` returns what data["returns"] names, computed
+    from data and the extra_kwargs the engine passes (no server is called)."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    async def run(self, data: Dict[str, Any], **extra_kwargs: Any):
+        await asyncio.sleep(0)
+        stats_tracker.get(workflow_context.stat_scope()).scalar(calls=1.0)
+        returns = data["returns"]
+        if returns == "reward":
+            return self.scale * len(data["text"]) if extra_kwargs["api_key"] == "secret" else 0.0
+        if returns == "rewards":
+            return {f"{extra_kwargs['base_url']}#{i}": self.scale * i for i in range(2)}
+        if returns == "nan-stat":
+            stats_tracker.get(workflow_context.stat_scope()).scalar(score=float("nan"))
+            return 1.0
+        if returns == "wait":
+            await asyncio.sleep(3600)
+        return {"none": None, "nan": float("nan"), "inf-in-dict": {"c1": 1, "c2": float("inf")}, "text": "five"}[returns]
