@@ -12,7 +12,7 @@ with the model's tokens in the loss mask and their turn index in ``turn_ids``. N
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Union
 
 import torch
 
@@ -20,6 +20,7 @@ from rollout_client.areal import workflow_context
 from rollout_client.areal.api import AsyncRewardWrapper, InferenceEngine, ModelRequest, RolloutWorkflow
 from rollout_client.areal.api.cli_args import GenerationHyperparameters
 from rollout_client.areal.utils import logging, stats_tracker
+from rollout_client.areal.utils.dynamic_import import import_from_string
 from rollout_client.areal.utils.hf_utils import apply_chat_template
 
 logger = logging.getLogger("MultiTurnWorkflow")
@@ -35,7 +36,7 @@ class MultiTurnWorkflow(RolloutWorkflow):
 
     def __init__(
         self,
-        reward_fn: Callable[..., Any],
+        reward_fn: Union[Callable[..., Any], str],
         gconfig: GenerationHyperparameters,
         tokenizer: Any,
         max_turns: int,
@@ -45,6 +46,8 @@ class MultiTurnWorkflow(RolloutWorkflow):
             raise ValueError("max_turns must be positive")
         if not 0.0 < turn_discount <= 1.0:
             raise ValueError("turn_discount must be in (0, 1]")
+        if isinstance(reward_fn, str):  # "module.path.function", as a configuration file names it
+            reward_fn = import_from_string(reward_fn)
         self.reward_fn = reward_fn
         self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
         self.tokenizer = tokenizer

@@ -173,7 +173,10 @@ def _tensor(name: str, value: Any) -> Dict[str, Any]:
         value = value.detach().cpu().numpy()
     import numpy as np
 
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError as e:  # ragged rows
+        raise ValueError(f"tensor {name!r} is not a rectangular array: {e}") from None
     if array.dtype == object:
         raise TypeError(f"tensor {name!r} holds Python objects, not numbers")
     array = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))

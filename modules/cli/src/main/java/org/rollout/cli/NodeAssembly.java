@@ -40,6 +40,9 @@ import org.rollout.examples.BuiltinWorkflows;
 import org.rollout.examples.PythonRewardPool;
 import org.rollout.examples.demo.LetterTask;
 import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.python.PythonWorkflow;
+import org.rollout.python.PythonWorkflowPool;
+import org.rollout.python.WorkflowRefusedException;
 
 /**
  * What one engine node is made of, from validated settings and its inference engine: the
@@ -419,6 +422,9 @@ final class NodeAssembly {
     /** A built-in or class-named RolloutWorkflow (no agent proxy), every error keyed by {@code keys}. */
     private RolloutWorkflow build(
             String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
+        if (name.startsWith(PYTHON_PREFIX)) {
+            return pythonWorkflow(name, kwargs, g, tokenizer, keys);
+        }
         try {
             if (BuiltinWorkflows.isBuiltin(name)) {
                 return BuiltinWorkflows.create(name, g, tokenizer, kwargs);
@@ -441,6 +447,61 @@ final class NodeAssembly {
                             + " here: " + e.getMessage());
             keyed.initCause(e);
             throw keyed;
+        }
+    }
+
+    static final String PYTHON_PREFIX = "python:";
+
+    /**
+     * {@code python:package.module:ClassName}: an AReaL-style Python workflow in a pool of worker
+     * processes started now, so that a module that does not import, a missing class, a class that is
+     * not a workflow, or kwargs its constructor refuses stop the node before it serves, naming the key.
+     */
+    private RolloutWorkflow pythonWorkflow(
+            String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
+        for (String fixed : List.of("gconfig", "tokenizer")) {
+            if (kwargs.containsKey(fixed)) {
+                throw new InvalidConfigException(
+                        keys.kwargs() + "." + fixed,
+                        kwargs.get(fixed),
+                        "absent: a Python workflow's " + fixed + " comes from the configuration ("
+                                + (fixed.equals("gconfig") ? "gconfig" : "tokenizer_path") + ")");
+            }
+        }
+        RolloutSettings.Python p = settings.python();
+        String python = PythonTrainerProcess.interpreter(
+                        LocalCommand.configured(settings, "rollout.python.executable") ? p.executable() : null)
+                .executable();
+        PythonWorkflowPool.Settings pool = new PythonWorkflowPool.Settings(
+                python,
+                p.path(),
+                PythonTrainerProcess.script().getParent().getParent(),
+                p.workflowWorkers() != null ? p.workflowWorkers() : PythonWorkflowPool.Settings.defaultWorkers(),
+                Duration.ofSeconds(120));
+        try {
+            PythonWorkflowPool workers =
+                    PythonWorkflowPool.start(name.substring(PYTHON_PREFIX.length()), kwargs, g, tokenizer, pool);
+            PythonWorkflow w = new PythonWorkflow(workers, g);
+            toClose.add(w);
+            if (!workers.kind().equals("workflow")) {
+                throw new InvalidConfigException(
+                        keys.name(),
+                        name,
+                        "a Python class with async arun_episode(self, engine, data); " + workers.spec()
+                                + " is an agent (async run(self, data, **extra_kwargs)), which runs behind the"
+                                + " agent proxy: see docs/python-workflows.md");
+            }
+            log.info("python workflow {}: {} worker(s) at most, {}", workers.spec(), pool.workers(), python);
+            return w;
+        } catch (WorkflowRefusedException e) {
+            throw new InvalidConfigException(keys.name(), name, "a Python workflow that loads; " + e.getMessage());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidConfigException(keys.kwargs(), kwargs, e.getMessage());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("starting the workers of " + name, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting the workers of " + name, e);
         }
     }
 

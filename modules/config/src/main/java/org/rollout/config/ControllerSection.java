@@ -185,8 +185,12 @@ record ControllerSection(
         return r.choice("rollout.staleness_policy", options, false, "\"admission\" or \"cancel\"");
     }
 
-    private static final String WORKFLOW_ALLOWED = "a built-in workflow name (rlvr, multi_turn, demo) or a class"
-            + " name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD)";
+    private static final String WORKFLOW_ALLOWED = "a built-in workflow name (rlvr, multi_turn, demo), a class"
+            + " name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD), or a Python class (python:pkg.module:Class)";
+
+    /** {@code python:package.module:ClassName}: a Python workflow (module and class are Python identifiers). */
+    private static final java.util.regex.Pattern PYTHON_CLASS = java.util.regex.Pattern.compile(
+            "python:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*");
 
     private static String workflow(ConfigReader r) {
         return workflowName(r, "rollout.workflow", false, WORKFLOW_ALLOWED);
@@ -199,7 +203,9 @@ record ControllerSection(
 
     private static String workflowName(ConfigReader r, String key, boolean nullable, String allowed) {
         String v = r.string(key, nullable, allowed);
-        if (v != null && !CLASS_NAME.matcher(v).matches()) {
+        if (v != null
+                && !CLASS_NAME.matcher(v).matches()
+                && !PYTHON_CLASS.matcher(v).matches()) {
             r.error(key, v, allowed);
             return null;
         }

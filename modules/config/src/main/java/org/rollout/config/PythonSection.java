@@ -2,7 +2,7 @@ package org.rollout.config;
 
 /**
  * The {@code rollout.python} section: how the worker processes of Python reward functions ({@code
- * python:module.path:function}) start. Checked at load; read by {@link RolloutSettings#python()}.
+ * python:module.path:function}) and of Python workflows ({@code python:module.path:Class}) start. Checked at load; read by {@link RolloutSettings#python()}.
  */
 final class PythonSection {
     private PythonSection() {}
@@ -14,5 +14,6 @@ final class PythonSection {
         }
         r.string("rollout.python.path", false, "a PYTHONPATH string, \"\" for none");
         r.intValue("rollout.python.reward_workers", 1, true, "an integer >= 1, or null for min(4, cores)");
+        r.intValue("rollout.python.workflow_workers", 1, true, "an integer >= 1, or null for min(4, cores)");
     }
 }

@@ -338,21 +338,24 @@ public final class RolloutSettings {
     }
 
     /**
-     * {@code rollout.python.*}: how the workers of Python reward functions start.
+     * {@code rollout.python.*}: how the workers of Python reward functions and Python workflows start.
      *
      * @param executable the interpreter
      * @param path prepended to the workers' PYTHONPATH; empty for none
      * @param rewardWorkers workers per reward module at most; null for the pool's default
+     * @param workflowWorkers workers of a Python workflow per node; null for the pool's default
      */
-    public record Python(String executable, String path, Integer rewardWorkers) {}
+    public record Python(String executable, String path, Integer rewardWorkers, Integer workflowWorkers) {}
 
     /** {@code rollout.python.*}, validated when the settings were read. */
     public Python python() {
         String workers = "rollout.python.reward_workers";
+        String workflowWorkers = "rollout.python.workflow_workers";
         return new Python(
                 config.getString("rollout.python.executable"),
                 config.getString("rollout.python.path"),
-                config.hasPath(workers) ? Integer.valueOf(config.getInt(workers)) : null);
+                config.hasPath(workers) ? Integer.valueOf(config.getInt(workers)) : null,
+                config.hasPath(workflowWorkers) ? Integer.valueOf(config.getInt(workflowWorkers)) : null);
     }
 
     /**

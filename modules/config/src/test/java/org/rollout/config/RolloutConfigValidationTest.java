@@ -161,7 +161,8 @@ class RolloutConfigValidationTest {
         refused(
                 () -> load("rollout.workflow=[rlvr]"),
                 "invalid value for 'rollout.workflow': [\"rlvr\"] (allowed: a built-in workflow name (rlvr,"
-                        + " multi_turn, demo) or a class name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD))");
+                        + " multi_turn, demo), a class name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD), or a Python"
+                        + " class (python:pkg.module:Class))");
     }
 
     @Test
@@ -290,7 +291,8 @@ class RolloutConfigValidationTest {
         refused(
                 () -> load("rollout.workflow=my workflow"),
                 "invalid value for 'rollout.workflow': \"my workflow\" (allowed: a built-in workflow name (rlvr,"
-                        + " multi_turn, demo) or a class name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD))");
+                        + " multi_turn, demo), a class name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD), or a Python"
+                        + " class (python:pkg.module:Class))");
     }
 
     @Test
