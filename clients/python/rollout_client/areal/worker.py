@@ -187,6 +187,15 @@ def _tensor(name: str, value: Any) -> Dict[str, Any]:
     }
 
 
+def _merged(a: Dict[str, Dict[str, List[float]]], b: Dict[str, Dict[str, List[float]]]) -> Dict[str, Dict[str, List[float]]]:
+    """``{scope: {key: values}}`` of both, ``a``'s values first."""
+    out = {scope: {k: list(v) for k, v in keys.items()} for scope, keys in a.items()}
+    for scope, keys in b.items():
+        for k, v in keys.items():
+            out.setdefault(scope, {}).setdefault(k, []).extend(v)
+    return out
+
+
 def _finite(x: Any) -> Optional[float]:
     if x is None:
         return None
@@ -343,6 +352,7 @@ class WorkflowWorker:
     async def _run(self, episode: int, ctx: workflow_context.WorkflowContext, data: Any, extra_kwargs: Any) -> Dict[str, Any]:
         """The episode's ``done`` or ``failed`` message; its cancellation propagates."""
         workflow_context.set(ctx)  # this task's own copy of the context
+        captured = stats_tracker.capture()  # what this episode records, apart from its siblings
         try:
             result = await self._episode(episode, data, extra_kwargs)
         except Exception as e:  # noqa: BLE001 - every failure is the episode's, reported by name
@@ -353,7 +363,7 @@ class WorkflowWorker:
                 "error": f"{type(self.workflow).__name__}.{method}: {_last_line(e)}",
                 "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
             }
-        return {"op": "done", "episode": episode, "result": result, "stats": stats_tracker.drain()}
+        return {"op": "done", "episode": episode, "result": result, "stats": _merged(captured, stats_tracker.drain())}
 
     async def generate(self, episode: int, req: ModelRequest) -> ModelResponse:
         self._next_request += 1

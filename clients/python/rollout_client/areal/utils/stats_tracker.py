@@ -13,11 +13,15 @@ AReaL:
 What differs: there is no ``torch.distributed`` reduction (``reduce_group`` must be None), and
 the trainer-side tensor statistics ``denominator`` and ``stat`` raise
 :class:`TensorStatsUnsupportedError`. The runtime takes what was recorded with :func:`drain`
-(raw values per scope, then cleared) and :func:`reset` forgets all values.
+(raw values per scope, then cleared) and :func:`reset` forgets all values. Inside a worker, each
+episode's task calls :func:`capture` first, so what its code records goes to that episode alone,
+not to whichever episode of the same process ends next (values recorded from other threads, e.g. a
+reward run by ``AsyncRewardWrapper``, still go to the process-wide trackers, taken by :func:`drain`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections import defaultdict
@@ -26,6 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 __all__ = [
     "StatsTracker",
+    "capture",
     "TensorStatsUnsupportedError",
     "denominator",
     "drain",
@@ -48,6 +53,21 @@ class TensorStatsUnsupportedError(NotImplementedError):
 def _no_group(reduce_group: Any) -> None:
     if reduce_group is not None:
         raise ValueError("reduce_group must be None: statistics are not reduced across processes here")
+
+
+# The values of the episode whose task (or a task it started) is running: {tracker: {key: [values]}}.
+_captured: contextvars.ContextVar[Optional[Dict[str, Dict[str, List[float]]]]] = contextvars.ContextVar(
+    "rollout_episode_stats", default=None
+)
+
+
+def capture() -> Dict[str, Dict[str, List[float]]]:
+    """From now on, in this context (an episode's task and the tasks it starts), recorded values go
+    to the returned dict, ``{scope: {key: [values...]}}`` as :func:`drain` gives them, instead of
+    the process-wide trackers."""
+    values: Dict[str, Dict[str, List[float]]] = {}
+    _captured.set(values)
+    return values
 
 
 class StatsTracker:
@@ -111,7 +131,17 @@ class StatsTracker:
         finally:
             elapsed = time.perf_counter() - start
             with self.lock:
-                self.stats[f"timeperf/{key}"].append(elapsed)
+                self._append(f"timeperf/{key}", elapsed)
+
+    def _append(self, full_key: str, value: float) -> None:
+        """One value, to the running episode's capture when there is one (call under the lock)."""
+        captured = _captured.get()
+        if captured is None:
+            self.stats[full_key].append(value)
+            return
+        prefix = self.name + "/" if self.name else ""
+        key = full_key[len(prefix):] if prefix and full_key.startswith(prefix) else full_key
+        captured.setdefault(self.name, {}).setdefault(key, []).append(value)
 
     def scalar(self, *, reduce_group: Any = None, **kwargs: Any) -> None:
         """Append ``float(value)`` to each key's values. A value ``float()`` refuses raises its
@@ -120,7 +150,7 @@ class StatsTracker:
         values = {key: float(value) for key, value in kwargs.items()}
         with self.lock:
             for key, value in values.items():
-                self.stats[self._full_key(key)].append(value)
+                self._append(self._full_key(key), value)
 
     def denominator(self, *, reduce_group: Any = None, **kwargs: Any) -> None:
         """Not available in a workflow: raises :class:`TensorStatsUnsupportedError`."""

@@ -76,3 +76,24 @@ class NeedsKwarg(RolloutWorkflow):
 
     async def arun_episode(self, engine: InferenceEngine, data: Dict[str, Any]) -> Any:
         return None
+
+
+class ToyAgent:
+    """AReaL's agent form: async run(data, **extra_kwargs) returns a reward, rewards by id, or None."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    async def run(self, data: Dict[str, Any], **extra_kwargs: Any) -> Any:
+        mode = data.get("mode", "reward")
+        stats_tracker.get(workflow_context.stat_scope()).scalar(agent_ran=1)
+        if mode == "rewards":
+            return {"c1": 0.25, "c2": 0.75}
+        if mode == "none":
+            return None
+        if mode == "raise":
+            raise RuntimeError("the tool server is down")
+        if mode == "sleep":
+            await asyncio.sleep(3600)
+        # The episode's session: the proxy's URL and key reach run() as AReaL passes them.
+        return self.scale * len(extra_kwargs["base_url"]) + (1000.0 if extra_kwargs["api_key"] == "sk-test" else 0.0)

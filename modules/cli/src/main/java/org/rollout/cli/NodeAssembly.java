@@ -13,6 +13,7 @@ import org.rollout.agent.AgentWorkflows;
 import org.rollout.agent.OnlineAgentWorkflow;
 import org.rollout.agent.OpenAIProxy;
 import org.rollout.agent.ProcessAgentWorkflow;
+import org.rollout.agent.ProxyAgentWorkflow;
 import org.rollout.agent.ProxyConfig;
 import org.rollout.api.AcceptFilter;
 import org.rollout.api.AgentWorkflow;
@@ -40,6 +41,7 @@ import org.rollout.examples.BuiltinWorkflows;
 import org.rollout.examples.PythonRewardPool;
 import org.rollout.examples.demo.LetterTask;
 import org.rollout.inference.RemoteInferenceEngine;
+import org.rollout.python.PythonAgent;
 import org.rollout.python.PythonWorkflow;
 import org.rollout.python.PythonWorkflowPool;
 import org.rollout.python.WorkflowRefusedException;
@@ -76,6 +78,8 @@ final class NodeAssembly {
     private RolloutWorkflow agentEval;
     private AcceptFilter accept;
     private AgentKind agentKind = AgentKind.NONE;
+    // The workers of rollout.workflow when it names a Python class, started when its kind is asked.
+    private PythonWorkflowPool pythonPool;
     private String onlineProxyUrl;
     private TrajectoryDumper dumper;
 
@@ -103,7 +107,9 @@ final class NodeAssembly {
         /** {@code rollout.agent.mode = online}: episodes that external clients claim. */
         ONLINE,
         /** {@code rollout.workflow} names an AgentWorkflow class. */
-        CLASS
+        CLASS,
+        /** {@code rollout.workflow = "python:module:Class"} names a Python agent ({@code async run(data, **kw)}). */
+        PYTHON
     }
 
     private AgentKind agentKind() {
@@ -129,6 +135,11 @@ final class NodeAssembly {
         }
         if (BuiltinWorkflows.isBuiltin(name)) {
             return AgentKind.NONE;
+        }
+        if (name.startsWith(PYTHON_PREFIX)) {
+            // The first worker says which kind the class is; a class that cannot load is refused here.
+            pythonPool = pythonPool(name, settings.workflowKwargs(), settings.gconfig(), tokenizer, WORKFLOW);
+            return pythonPool.kind().equals("agent") ? AgentKind.PYTHON : AgentKind.NONE;
         }
         try {
             Class<?> c = Class.forName(name, false, Thread.currentThread().getContextClassLoader());
@@ -322,6 +333,7 @@ final class NodeAssembly {
                         proxy, options, launch.command(), launch.workingDir(), launch.processTimeout());
             case ONLINE -> new OnlineAgentWorkflow(proxy, options);
             case CLASS -> agentClass(proxy, options, settings.workflowKwargs(), WORKFLOW);
+            case PYTHON -> new ProxyAgentWorkflow(proxy, options, new PythonAgent(pythonPool));
             case NONE -> throw new IllegalStateException("no agent");
         };
         if (agentEval != null) {
@@ -453,11 +465,34 @@ final class NodeAssembly {
     static final String PYTHON_PREFIX = "python:";
 
     /**
-     * {@code python:package.module:ClassName}: an AReaL-style Python workflow in a pool of worker
-     * processes started now, so that a module that does not import, a missing class, a class that is
-     * not a workflow, or kwargs its constructor refuses stop the node before it serves, naming the key.
+     * {@code python:package.module:ClassName}: an AReaL-style Python workflow, run in the pool of
+     * {@link #pythonPool} ({@code rollout.workflow}'s pool when it is that workflow with those kwargs).
      */
     private RolloutWorkflow pythonWorkflow(
+            String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
+        boolean training = pythonPool != null
+                && name.equals(settings.workflow())
+                && kwargs.equals(settings.workflowKwargs())
+                && g.equals(settings.gconfig());
+        PythonWorkflowPool workers = training ? pythonPool : pythonPool(name, kwargs, g, tokenizer, keys);
+        if (!workers.kind().equals("workflow")) {
+            throw new InvalidConfigException(
+                    keys.name(),
+                    name,
+                    "a Python class with async arun_episode(self, engine, data); " + workers.spec()
+                            + " is an agent (async run(self, data, **extra_kwargs)), which runs behind the agent"
+                            + " proxy as rollout.workflow");
+        }
+        return new PythonWorkflow(workers, g);
+    }
+
+    /**
+     * The worker pool of {@code python:package.module:ClassName}, its first worker started now, so
+     * that a module that does not import, a missing class, a class that is neither a workflow nor an
+     * agent, or kwargs its constructor refuses stop the node before it serves, naming the key. Closed
+     * with the node.
+     */
+    private PythonWorkflowPool pythonPool(
             String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
         for (String fixed : List.of("gconfig", "tokenizer")) {
             if (kwargs.containsKey(fixed)) {
@@ -481,18 +516,9 @@ final class NodeAssembly {
         try {
             PythonWorkflowPool workers =
                     PythonWorkflowPool.start(name.substring(PYTHON_PREFIX.length()), kwargs, g, tokenizer, pool);
-            PythonWorkflow w = new PythonWorkflow(workers, g);
-            toClose.add(w);
-            if (!workers.kind().equals("workflow")) {
-                throw new InvalidConfigException(
-                        keys.name(),
-                        name,
-                        "a Python class with async arun_episode(self, engine, data); " + workers.spec()
-                                + " is an agent (async run(self, data, **extra_kwargs)), which runs behind the"
-                                + " agent proxy: see docs/python-workflows.md");
-            }
-            log.info("python workflow {}: {} worker(s) at most, {}", workers.spec(), pool.workers(), python);
-            return w;
+            toClose.add(workers);
+            log.info("python {} {}: {} worker(s) at most, {}", workers.kind(), workers.spec(), pool.workers(), python);
+            return workers;
         } catch (WorkflowRefusedException e) {
             throw new InvalidConfigException(keys.name(), name, "a Python workflow that loads; " + e.getMessage());
         } catch (IllegalArgumentException e) {

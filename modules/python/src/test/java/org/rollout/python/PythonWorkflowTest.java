@@ -254,7 +254,7 @@ class PythonWorkflowTest {
             });
             Thread.sleep(500);
             t.interrupt();
-            assertThat(t.join(PythonWorkflow.CANCEL_GRACE.plusSeconds(10))).isTrue();
+            assertThat(t.join(PythonEpisode.CANCEL_GRACE.plusSeconds(10))).isTrue();
             assertThat(ended.get()).isInstanceOf(InterruptedException.class);
             until(
                     "the hung worker gone",
