@@ -1,5 +1,55 @@
-"""AReaL's ``areal.experimental.openai``: the interaction type a workflow may return."""
+"""AReaL's ``areal.experimental.openai``: the interaction type a workflow may return, and a
+standard-library ``AsyncOpenAI`` (the openai package's shape, on asyncio) for agents to call the
+engine's OpenAI-compatible proxy where the openai package is not installed."""
 
+from .client import (
+    APIConnectionError,
+    APIError,
+    APIResponseValidationError,
+    APIStatusError,
+    APITimeoutError,
+    AsyncOpenAI,
+    AuthenticationError,
+    BadRequestError,
+    ChatCompletion,
+    ChatCompletionMessage,
+    ChatCompletionMessageToolCall,
+    Choice,
+    Completion,
+    CompletionChoice,
+    CompletionUsage,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    OpenAIError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
 from .types import InteractionWithTokenLogpReward
 
-__all__ = ["InteractionWithTokenLogpReward"]
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AsyncOpenAI",
+    "AuthenticationError",
+    "BadRequestError",
+    "ChatCompletion",
+    "ChatCompletionMessage",
+    "ChatCompletionMessageToolCall",
+    "Choice",
+    "Completion",
+    "CompletionChoice",
+    "CompletionUsage",
+    "ConflictError",
+    "InteractionWithTokenLogpReward",
+    "InternalServerError",
+    "NotFoundError",
+    "OpenAIError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "UnprocessableEntityError",
+]
