@@ -42,6 +42,11 @@ final class MetricCatalog {
                     "staleness of each accepted training group: completion version minus head version"),
             m("rollout_stats_version", "gauge", "scope", "the weight version the per-version gauges below are of"),
             m("rollout_reward", "gauge", "scope", "mean reward of that version (train: rollout; eval: eval-rollout)"),
+            m(
+                    "rollout_workflow_stat",
+                    "gauge",
+                    "scope, key",
+                    "a statistic the workflow recorded (stats_tracker, ctx.stats()), mean over that version"),
             m("rollout_group_target_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),
             m("rollout_group_usable_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),
             m("rollout_group_trainable_slot_count", "gauge", "scope", "semantics §5.9, mean over that version"),

@@ -46,6 +46,7 @@ public final class EngineMetrics {
     private final StatsBook stats;
     private final LocalRolloutClient client;
     private final Set<String> nodesSeen = ConcurrentHashMap.newKeySet();
+    private final Set<String> workflowStatsSeen = ConcurrentHashMap.newKeySet();
     private Snapshot snapshot = new Snapshot(null, null, 0L, "not read yet");
 
     /** One read of the coordinator's and collector's status, or why it failed. */
@@ -157,6 +158,42 @@ public final class EngineMetrics {
                 .register(registry);
     }
 
+    private void workflowStatGauge(String scope, String key) {
+        Gauge.builder("rollout_workflow_stat", stats, s -> {
+                    Map<String, Double> latest = s.latestMeans().get(scope);
+                    Double v = latest == null ? null : latest.get(key);
+                    return v == null ? Double.NaN : v;
+                })
+                .description("a statistic the workflow recorded, mean over the current (or last) version")
+                .tag("scope", scope)
+                .tag("key", key)
+                .register(registry);
+    }
+
+    /** The engine's own keys of a stats line, exported by the gauges above (or not numbers). */
+    private static final Set<String> ENGINE_STAT_KEYS = engineStatKeys();
+
+    private static Set<String> engineStatKeys() {
+        Set<String> keys = new java.util.HashSet<>(Set.of(
+                "version",
+                "scope",
+                "groups",
+                "accepted",
+                "rejected",
+                "rejected_reasons",
+                "tokens",
+                "staleness_mean",
+                "staleness_max",
+                "reward"));
+        keys.addAll(new GroupMetrics(1, 1, 1).asMap().keySet());
+        return Set.copyOf(keys);
+    }
+
+    /** A key a workflow recorded: not the engine's own, and not a {@code __count}. */
+    static boolean isWorkflowStat(String key) {
+        return !ENGINE_STAT_KEYS.contains(key) && !key.endsWith("__count");
+    }
+
     private void statGauge(String scope, String key, String name, String description) {
         Gauge.builder(name, stats, s -> {
                     Map<String, Double> latest = s.latestMeans().get(scope);
@@ -183,6 +220,14 @@ public final class EngineMetrics {
      * while a scrape reads them.
      */
     public void beforeScrape() {
+        // What workflows record (stats_tracker in Python, ctx.stats() in Java): one gauge per scope and key.
+        stats.latestMeans().forEach((scope, means) -> {
+            for (String key : means.keySet()) {
+                if (isWorkflowStat(key) && workflowStatsSeen.add(scope + "\u0000" + key)) {
+                    workflowStatGauge(scope, key);
+                }
+            }
+        });
         RolloutCoordinator.Status c = current().coordinator();
         if (c == null) {
             return;

@@ -33,6 +33,15 @@ class PythonWorkflowRunTest {
     final SystemTestRun run = new SystemTestRun();
 
     private String learn(String name, String conf, int steps, String... more) throws Exception {
+        return learn(name, conf, steps, null, more);
+    }
+
+    /**
+     * Runs {@code conf} for {@code steps} and checks that the reward climbed; {@code whileRunning}
+     * (when given) gets the run's /metrics address as soon as the banner prints it.
+     */
+    private String learn(String name, String conf, int steps, MetricsCheck whileRunning, String... more)
+            throws Exception {
         Path fileroot = run.dir().resolve(name);
         List<String> args = new java.util.ArrayList<>(List.of(
                 "local",
@@ -45,6 +54,10 @@ class PythonWorkflowRunTest {
                 "rollout.fileroot=" + fileroot));
         args.addAll(List.of(more));
         ManagedProcess local = CliProcess.start(run, name, args.toArray(String[]::new));
+        if (whileRunning != null) {
+            Matcher metrics = local.awaitLine(Pattern.compile("metrics: (http://\\S+/metrics)"), RUN_TIMEOUT);
+            whileRunning.check(java.net.URI.create(metrics.group(1)));
+        }
         int status = local.awaitExit(RUN_TIMEOUT);
         String out = String.join("\n", local.lines());
         assertThat(status).as("exit status; output:\n" + out).isZero();
@@ -57,6 +70,34 @@ class PythonWorkflowRunTest {
         assertThat(last).as("last five against first five (%s)", first).isGreaterThanOrEqualTo(2 * first);
         assertThat(out).doesNotContain("died");
         return out;
+    }
+
+    /** What a test checks on a run's /metrics while it runs. */
+    @FunctionalInterface
+    interface MetricsCheck {
+        void check(java.net.URI metrics) throws Exception;
+    }
+
+    /** Scrapes {@code metrics} until a line matches {@code line}, within {@code within}; returns that line. */
+    static String awaitMetric(java.net.URI metrics, Pattern line, Duration within) throws Exception {
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        long deadline = System.nanoTime() + within.toNanos();
+        while (true) {
+            String body = http.send(
+                            java.net.http.HttpRequest.newBuilder(metrics)
+                                    .timeout(Duration.ofSeconds(10))
+                                    .build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofString())
+                    .body();
+            Matcher m = line.matcher(body);
+            if (m.find()) {
+                return m.group();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no line matching " + line + " on " + metrics + " within " + within);
+            }
+            Thread.sleep(500);
+        }
     }
 
     /** The letters reward, as examples/python-workflows/letters.py computes it from the dumped completion. */
@@ -115,8 +156,42 @@ class PythonWorkflowRunTest {
     }
 
     @Test
+    void aPythonAgentLearnsBehindTheProxyInThePool() throws Exception {
+        String out = learn("python-agent", "examples/python-workflows/letters-agent.conf", 25);
+        assertThat(out).contains("local run of the python:letters_agent:LettersAgent workflow");
+        Path runDir = CliProcess.onlyRunDir(run.dir().resolve("python-agent/python-letters-agent"));
+        int rows = 0;
+        for (JsonNode row : CliProcess.dumpRows(runDir.resolve("rollout"))) {
+            Matcher q = LETTER.matcher(row.get("prompt").asText());
+            assertThat(q.find()).as("a letters prompt in " + row).isTrue();
+            // The proxy recorded the completion; the agent's reward is the letters reward of the reply's
+            // content, which is the completion except where the proxy parsed reasoning or a tool call out.
+            String completion = row.get("completion").asText();
+            if (!completion.contains("<think>") && !completion.contains("<tool_call>")) {
+                assertThat(row.get("reward").asDouble())
+                        .as("reward of " + row)
+                        .isCloseTo(
+                                lettersReward(completion, q.group(1).charAt(0)),
+                                org.assertj.core.data.Offset.offset(1e-6));
+            }
+            rows++;
+        }
+        assertThat(rows).isGreaterThanOrEqualTo(25 * 26 * 8);
+    }
+
+    @Test
     void theMultiTurnExampleLearnsAndItsStatisticsReachTheRunsStats() throws Exception {
-        learn("python-multi-turn", "examples/python-workflows/letters-multi-turn.conf", 25);
+        String[] scraped = new String[1];
+        learn(
+                "python-multi-turn",
+                "examples/python-workflows/letters-multi-turn.conf",
+                25,
+                metrics -> scraped[0] = awaitMetric(
+                        metrics,
+                        Pattern.compile(
+                                "rollout_workflow_stat\\{(?=[^}]*key=\"num_turns\")(?=[^}]*scope=\"rollout\")[^}]*} ([0-9.]+)"),
+                        Duration.ofSeconds(60)));
+        TestCluster.log("python-multi-turn: " + scraped[0]);
         Path runDir = CliProcess.onlyRunDir(run.dir().resolve("python-multi-turn/python-letters-multi-turn"));
         // num_turns is recorded by the Python workflow's stats_tracker only.
         int withTurns = 0;
