@@ -372,7 +372,7 @@ class LocalRolloutTest {
         }
     }
 
-    private static RolloutStatus status(LocalRolloutClient client) {
+    static RolloutStatus status(LocalRolloutClient client) {
         try {
             return client.status();
         } catch (InterruptedException e) {
