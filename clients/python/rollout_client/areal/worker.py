@@ -260,12 +260,12 @@ def _is_number(x: Any) -> bool:
 
 def _gconfig(g: Any) -> Dict[str, Any]:
     out = {}
-    for f in dataclasses.fields(g):
-        v = getattr(g, f.name)
+    # vars() of a dataclass instance is its fields: much cheaper than dataclasses.fields per request.
+    for name, v in (vars(g) if hasattr(g, "__dict__") else {f.name: getattr(g, f.name) for f in dataclasses.fields(g)}).items():
         if isinstance(v, (str, int, float, bool)) or v is None:
-            out[f.name] = v
+            out[name] = v
         elif isinstance(v, (list, tuple)):
-            out[f.name] = list(v)
+            out[name] = list(v)
     return out
 
 
@@ -442,18 +442,31 @@ def _json_object(spec: str, environ: Mapping[str, str], name: str) -> Dict[str, 
 
 
 async def _serve(worker_spec: str, environ: Mapping[str, str], infd: int, out: Any) -> int:
-    def send(message: Dict[str, Any]) -> None:
-        out.write(json.dumps(message, allow_nan=False) + "\n")
+    loop = asyncio.get_running_loop()
+    pending: List[str] = []
+
+    def flush() -> None:
+        out.write("".join(pending))
+        pending.clear()
         out.flush()
+
+    def send_now(message: Dict[str, Any]) -> None:
+        pending.append(json.dumps(message, allow_nan=False) + "\n")
+        flush()
+
+    def send(message: Dict[str, Any]) -> None:
+        # Lines sent in one turn of the event loop leave in one write: many episodes, few system calls.
+        pending.append(json.dumps(message, allow_nan=False) + "\n")
+        if len(pending) == 1:
+            loop.call_soon(flush)
 
     try:
         workflow = load_from_env(worker_spec, environ)
     except WorkflowRefusedError as e:
-        send({"op": "refused", "error": str(e)})
+        send_now({"op": "refused", "error": str(e)})
         return 2
     worker = WorkflowWorker(workflow, send)
-    send({"op": "ready", "pid": os.getpid(), "workflow": worker_spec, "kind": worker.kind})
-    loop = asyncio.get_running_loop()
+    send_now({"op": "ready", "pid": os.getpid(), "workflow": worker_spec, "kind": worker.kind})
     reader = asyncio.StreamReader(limit=1 << 26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(infd, "rb"))
     while True:
@@ -463,6 +476,8 @@ async def _serve(worker_spec: str, environ: Mapping[str, str], infd: int, out: A
         worker.handle(json.loads(line))
     for task in list(worker._episodes.values()):
         task.cancel()
+    if pending:
+        flush()
     return 0
 
 
@@ -481,7 +496,7 @@ def main(argv: Optional[list] = None) -> int:
     os.dup2(2, 1)
     sys.stdin = open(os.devnull)
     sys.stdout = sys.stderr
-    out = os.fdopen(outfd, "w", encoding="utf-8", buffering=1)
+    out = os.fdopen(outfd, "w", encoding="utf-8")  # flushed by _serve after each batch of lines
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     return asyncio.run(_serve(argv[0], dict(os.environ), infd, out))
 

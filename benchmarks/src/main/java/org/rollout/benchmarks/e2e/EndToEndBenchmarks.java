@@ -54,7 +54,8 @@ public final class EndToEndBenchmarks {
                 new ScaleOutBenchmark(),
                 new SingletonsBenchmark(),
                 new HandoffBenchmark(),
-                new LaunchBenchmark());
+                new LaunchBenchmark(),
+                new PythonWorkflowBenchmark());
     }
 
     /** The benchmark called {@code name}. */

@@ -239,7 +239,7 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
                 .contains(
-                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, launch, or all)");
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, launch, python-workflow, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");

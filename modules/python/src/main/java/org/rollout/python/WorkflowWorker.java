@@ -45,14 +45,16 @@ final class WorkflowWorker implements AutoCloseable {
     private final Process process;
     private final String spec;
     private final String kind;
-    private final OutputStream stdin;
+    private final OutputStream stdin; // written by the writer thread only
     private final Map<Long, BlockingQueue<JsonNode>> mailboxes = new ConcurrentHashMap<>();
     private final Map<Long, Long> requestEpisodes = new ConcurrentHashMap<>();
     private final Deque<String> stderrTail = new ArrayDeque<>();
     private final AtomicInteger running = new AtomicInteger();
-    private final Object writeLock = new Object();
+    private final Object versionLock = new Object();
+    private final LinkedBlockingQueue<byte[]> outbox = new LinkedBlockingQueue<>();
     private volatile String death;
     private volatile boolean closing;
+    private Thread writer;
     private int versionSent = -1;
 
     private WorkflowWorker(Process process, String spec, String kind) {
@@ -139,6 +141,7 @@ final class WorkflowWorker implements AutoCloseable {
             self[0] = w;
         }
         Thread.ofVirtual().name("python-workflow-" + p.pid()).start(() -> w.read(out));
+        w.writer = Thread.ofVirtual().name("python-workflow-writer-" + p.pid()).start(w::write);
         log.info("python workflow worker pid {} ready: {} ({})", p.pid(), launch.spec(), w.kind);
         return w;
     }
@@ -208,23 +211,42 @@ final class WorkflowWorker implements AutoCloseable {
         requestEpisodes.values().removeIf(e -> e == episode);
     }
 
-    /** Writes one message; a worker that cannot be written to is dead (its episodes hear so). */
+    /**
+     * Queues one message for the writer thread, which writes every queued line and then flushes once:
+     * many episodes' messages, few system calls. A worker that cannot be written to is dead (its
+     * episodes hear so).
+     */
     void send(ObjectNode message) {
         try {
-            byte[] line = JSON.writeValueAsBytes(message);
-            synchronized (writeLock) {
-                stdin.write(line);
-                stdin.write('\n');
+            outbox.add(JSON.writeValueAsBytes(message));
+        } catch (IOException e) {
+            throw new IllegalStateException("a protocol message that is not JSON: " + message, e);
+        }
+    }
+
+    private void write() {
+        List<byte[]> batch = new java.util.ArrayList<>();
+        try {
+            while (true) {
+                batch.add(outbox.take());
+                outbox.drainTo(batch);
+                for (byte[] line : batch) {
+                    stdin.write(line);
+                    stdin.write('\n');
+                }
                 stdin.flush();
+                batch.clear();
             }
         } catch (IOException e) {
             markDead("its stdin is closed (" + e.getMessage() + ")");
+        } catch (InterruptedException e) {
+            // closing
         }
     }
 
     /** Sends {@code version} when it is newer than what this worker was last told. */
     void sendVersion(int version) {
-        synchronized (writeLock) {
+        synchronized (versionLock) {
             if (version <= versionSent) {
                 return;
             }
@@ -328,6 +350,9 @@ final class WorkflowWorker implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        if (writer != null) {
+            writer.interrupt();
+        }
         try {
             stdin.close(); // the worker cancels its episodes and exits
         } catch (IOException ignored) {
