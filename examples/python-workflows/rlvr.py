@@ -6,8 +6,8 @@ function (in a thread pool, with a timeout), record ``reward`` under the episode
 return one row: ``input_ids``, ``loss_mask``, ``logprobs``, ``versions``, ``turn_ids``,
 ``attention_mask`` (each ``[1, L]``) and ``rewards`` (``[1]``). Needs torch.
 
-The engine cannot run Python workflows yet (docs/python-workflows.md, "Status"); the test
-``clients/python/tests/test_areal_api.py`` runs this one against a fake engine.
+The engine runs it from ``rollout.workflow = "python:rlvr:RLVRWorkflow"`` (letters.conf, rlvr.conf;
+docs/python-workflows.md); ``clients/python/tests/test_areal_api.py`` also runs it against a fake engine.
 """
 
 from __future__ import annotations
