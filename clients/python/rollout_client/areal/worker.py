@@ -400,9 +400,10 @@ class WorkflowWorker:
             return
         future.set_result(ModelResponse(
             input_tokens=list(req.input_ids),
-            output_tokens=[int(t) for t in m["output_tokens"]],
-            output_logprobs=[float(x) for x in m["output_logprobs"]],
-            output_versions=[int(v) for v in m["output_versions"]],
+            # The engine writes ints and floats: the decoded lists are used as they are.
+            output_tokens=m["output_tokens"],
+            output_logprobs=m["output_logprobs"],
+            output_versions=m["output_versions"],
             stop_reason=str(m.get("stop_reason", "stop")),
             tokenizer=req.tokenizer,
             latency=float(m.get("latency", math.inf)),

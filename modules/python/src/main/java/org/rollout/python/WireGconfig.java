@@ -58,6 +58,21 @@ final class WireGconfig {
         if (o == null || o.isNull() || o.isEmpty()) {
             return base;
         }
+        // A workflow sends the same gconfig with every request: the last one read is kept.
+        Memo m = last;
+        if (m != null && m.base == base && m.json.equals(o)) {
+            return m.config;
+        }
+        GenerationConfig config = read(o, base);
+        last = new Memo(o, base, config);
+        return config;
+    }
+
+    private record Memo(JsonNode json, GenerationConfig base, GenerationConfig config) {}
+
+    private static volatile Memo last;
+
+    private static GenerationConfig read(JsonNode o, GenerationConfig base) {
         if (!o.isObject()) {
             throw new IllegalArgumentException("gconfig must be an object, got " + o.getNodeType());
         }
