@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -287,3 +288,36 @@ def test_a_cancelled_agent_says_so(jvm_for) -> None:
     assert j.receive() == {"op": "cancelled", "episode": 8}
     start_agent(j, 9, "none")
     assert j.receive()["result"] == {"kind": "reward", "reward": None}
+
+
+def test_a_worker_exits_when_its_parent_is_killed_with_sigkill():
+    """No worker outlives the engine: its parent (here a stand-in for the JVM) killed with SIGKILL,
+    the worker exits within seconds (its channel reaches end of file, and it watches its parent)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROLLOUT_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(CLIENT), str(WORKFLOWS)])
+    parent_code = (
+        "import subprocess, sys, time\n"
+        "w = subprocess.Popen([sys.executable, '-u', '-m', 'rollout_client.areal.worker', 'toy_workflows:Waiting'],"
+        " stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "assert b'\"ready\"' in w.stdout.readline()\n"
+        "print(w.pid, flush=True)\n"
+        "time.sleep(3600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        worker_pid = int(parent.stdout.readline())
+        os.kill(worker_pid, 0)  # running
+        parent.kill()
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                os.kill(worker_pid, 0)
+            except ProcessLookupError:
+                break
+            # A zombie re-parented to init is reaped by it; one still listed after the deadline failed.
+            assert time.monotonic() < deadline, f"worker {worker_pid} outlived its killed parent"
+            time.sleep(0.1)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
