@@ -44,7 +44,6 @@ import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.python.PythonAgent;
 import org.rollout.python.PythonWorkflow;
 import org.rollout.python.PythonWorkflowPool;
-import org.rollout.python.WorkflowRefusedException;
 
 /**
  * What one engine node is made of, from validated settings and its inference engine: the
@@ -136,7 +135,7 @@ final class NodeAssembly {
         if (BuiltinWorkflows.isBuiltin(name)) {
             return AgentKind.NONE;
         }
-        if (name.startsWith(PYTHON_PREFIX)) {
+        if (name.startsWith(PythonPools.PREFIX)) {
             // The first worker says which kind the class is; a class that cannot load is refused here.
             pythonPool = pythonPool(name, settings.workflowKwargs(), settings.gconfig(), tokenizer, WORKFLOW);
             return pythonPool.kind().equals("agent") ? AgentKind.PYTHON : AgentKind.NONE;
@@ -434,7 +433,7 @@ final class NodeAssembly {
     /** A built-in or class-named RolloutWorkflow (no agent proxy), every error keyed by {@code keys}. */
     private RolloutWorkflow build(
             String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
-        if (name.startsWith(PYTHON_PREFIX)) {
+        if (name.startsWith(PythonPools.PREFIX)) {
             return pythonWorkflow(name, kwargs, g, tokenizer, keys);
         }
         try {
@@ -462,8 +461,6 @@ final class NodeAssembly {
         }
     }
 
-    static final String PYTHON_PREFIX = "python:";
-
     /**
      * {@code python:package.module:ClassName}: an AReaL-style Python workflow, run in the pool of
      * {@link #pythonPool} ({@code rollout.workflow}'s pool when it is that workflow with those kwargs).
@@ -486,49 +483,13 @@ final class NodeAssembly {
         return new PythonWorkflow(workers, g);
     }
 
-    /**
-     * The worker pool of {@code python:package.module:ClassName}, its first worker started now, so
-     * that a module that does not import, a missing class, a class that is neither a workflow nor an
-     * agent, or kwargs its constructor refuses stop the node before it serves, naming the key. Closed
-     * with the node.
-     */
+    /** {@link PythonPools#start}, closed with the node. */
     private PythonWorkflowPool pythonPool(
             String name, Map<String, Object> kwargs, GenerationConfig g, Tokenizer tokenizer, WorkflowKeys keys) {
-        for (String fixed : List.of("gconfig", "tokenizer")) {
-            if (kwargs.containsKey(fixed)) {
-                throw new InvalidConfigException(
-                        keys.kwargs() + "." + fixed,
-                        kwargs.get(fixed),
-                        "absent: a Python workflow's " + fixed + " comes from the configuration ("
-                                + (fixed.equals("gconfig") ? "gconfig" : "tokenizer_path") + ")");
-            }
-        }
-        RolloutSettings.Python p = settings.python();
-        String python = PythonTrainerProcess.interpreter(
-                        LocalCommand.configured(settings, "rollout.python.executable") ? p.executable() : null)
-                .executable();
-        PythonWorkflowPool.Settings pool = new PythonWorkflowPool.Settings(
-                python,
-                p.path(),
-                PythonTrainerProcess.script().getParent().getParent(),
-                p.workflowWorkers() != null ? p.workflowWorkers() : PythonWorkflowPool.Settings.defaultWorkers(),
-                Duration.ofSeconds(120));
-        try {
-            PythonWorkflowPool workers =
-                    PythonWorkflowPool.start(name.substring(PYTHON_PREFIX.length()), kwargs, g, tokenizer, pool);
-            toClose.add(workers);
-            log.info("python {} {}: {} worker(s) at most, {}", workers.kind(), workers.spec(), pool.workers(), python);
-            return workers;
-        } catch (WorkflowRefusedException e) {
-            throw new InvalidConfigException(keys.name(), name, "a Python workflow that loads; " + e.getMessage());
-        } catch (IllegalArgumentException e) {
-            throw new InvalidConfigException(keys.kwargs(), kwargs, e.getMessage());
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("starting the workers of " + name, e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while starting the workers of " + name, e);
-        }
+        PythonWorkflowPool workers =
+                PythonPools.start(settings, name, kwargs, g, tokenizer, keys.name(), keys.kwargs());
+        toClose.add(workers);
+        return workers;
     }
 
     /**
