@@ -28,6 +28,9 @@ class Echo(RolloutWorkflow):
             return None
         if mode == "raise":
             raise ValueError(f"no answer for item {data.get('id')}")
+        if mode in ("sleep", "block") and data.get("started"):
+            with open(data["started"], "w") as f:  # the test's probe: the task is running
+                f.write("started")
         if mode == "sleep":
             await asyncio.sleep(3600)
         if mode == "block":
@@ -94,6 +97,9 @@ class ToyAgent:
         if mode == "raise":
             raise RuntimeError("the tool server is down")
         if mode == "sleep":
+            if data.get("started"):
+                with open(data["started"], "w") as f:  # the test's probe: the task is running
+                    f.write("started")
             await asyncio.sleep(3600)
         # The episode's session: the proxy's URL and key reach run() as AReaL passes them.
         return self.scale * len(extra_kwargs["base_url"]) + (1000.0 if extra_kwargs["api_key"] == "sk-test" else 0.0)

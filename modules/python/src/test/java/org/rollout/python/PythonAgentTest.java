@@ -50,6 +50,10 @@ class PythonAgentTest {
     }
 
     private Object run(String mode, Map<String, List<Double>> stats) throws Exception {
+        return run(Map.of("mode", mode), stats);
+    }
+
+    private Object run(Map<String, Object> data, Map<String, List<Double>> stats) throws Exception {
         WorkflowContext ctx = WorkflowContext.builder()
                 .taskId(3)
                 .sampleIdx(1)
@@ -78,7 +82,7 @@ class PythonAgentTest {
                 return ctx;
             }
         };
-        return WorkflowContext.callWith(ctx, () -> agent.run(Map.of("mode", mode), env));
+        return WorkflowContext.callWith(ctx, () -> agent.run(data, env));
     }
 
     @Test
@@ -97,14 +101,17 @@ class PythonAgentTest {
     @Test
     void aCancelledAgentEpisodeEnds() throws Exception {
         AtomicReference<Throwable> ended = new AtomicReference<>();
+        java.nio.file.Path started =
+                java.nio.file.Files.createTempDirectory("agent").resolve("started");
         Thread t = Thread.ofVirtual().start(() -> {
             try {
-                run("sleep", new ConcurrentHashMap<>());
+                run(Map.of("mode", "sleep", "started", started.toString()), new ConcurrentHashMap<>());
             } catch (Throwable e) {
                 ended.set(e);
             }
         });
-        Thread.sleep(300);
+        PythonWorkflowTest.until(
+                "the agent's task running", Duration.ofSeconds(60), () -> java.nio.file.Files.exists(started));
         t.interrupt();
         assertThat(t.join(Duration.ofSeconds(10))).isTrue();
         assertThat(ended.get()).isInstanceOf(InterruptedException.class);

@@ -224,14 +224,17 @@ class PythonWorkflowTest {
 
         // An episode awaiting something else (asyncio.sleep) is cancelled in its worker too, which lives on.
         List<Long> pids = echo.pool().workerPids();
+        Path started = Files.createTempDirectory("sleep").resolve("started");
+        Map<String, Object> sleeping = item("sleep");
+        sleeping.put("started", started.toString());
         Thread s = Thread.ofVirtual().start(() -> {
             try {
-                run(echo, engine, item("sleep"), 0, new ConcurrentHashMap<>());
+                run(echo, engine, sleeping, 0, new ConcurrentHashMap<>());
             } catch (Throwable e) {
                 ended.set(e);
             }
         });
-        Thread.sleep(300);
+        until("the episode's task running", WAIT, () -> Files.exists(started));
         s.interrupt();
         assertThat(s.join(Duration.ofSeconds(10))).isTrue();
         assertThat(ended.get()).isInstanceOf(InterruptedException.class);
@@ -245,14 +248,17 @@ class PythonWorkflowTest {
             // An episode that blocks the event loop (time.sleep) cannot be cancelled: its worker is killed.
             long hung = w.pool().workerPids().getFirst();
             AtomicReference<Throwable> ended = new AtomicReference<>();
+            Path started = dir.resolve("started");
+            Map<String, Object> blocking = item("block");
+            blocking.put("started", started.toString());
             Thread t = Thread.ofVirtual().start(() -> {
                 try {
-                    run(w, engine, item("block"), 0, new ConcurrentHashMap<>());
+                    run(w, engine, blocking, 0, new ConcurrentHashMap<>());
                 } catch (Throwable e) {
                     ended.set(e);
                 }
             });
-            Thread.sleep(500);
+            until("the blocking episode running", WAIT, () -> Files.exists(started));
             t.interrupt();
             assertThat(t.join(PythonEpisode.CANCEL_GRACE.plusSeconds(10))).isTrue();
             assertThat(ended.get()).isInstanceOf(InterruptedException.class);
