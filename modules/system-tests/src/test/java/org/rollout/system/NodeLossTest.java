@@ -3,6 +3,7 @@ package org.rollout.system;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -165,17 +166,51 @@ class NodeLossTest {
      */
     static void awaitDispatchTo(TestCluster c, CheckedTrainer t, String node) throws InterruptedException {
         long[] before = {-1};
-        Waits.untilTrue("a group dispatched to " + node, Duration.ofSeconds(120), () -> {
-            long now = TaskAccounting.read(c.nodeProcesses()).dispatchesTo(node);
-            if (before[0] < 0) {
-                before[0] = now;
+        int batchesBefore = t.batchesAcknowledged();
+        try {
+            Waits.untilTrue("a group dispatched to " + node, Duration.ofSeconds(120), () -> {
+                long now = TaskAccounting.read(c.nodeProcesses()).dispatchesTo(node);
+                if (before[0] < 0) {
+                    before[0] = now;
+                }
+                if (now > before[0]) {
+                    return true;
+                }
+                t.step(Duration.ofMillis(500), true);
+                return false;
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; " + dispatchDiagnosis(c, t, node, batchesBefore), e);
+        }
+    }
+
+    /** What a wait for a dispatch saw: the dispatches per node, the batches, the coordinator's word on {@code node}'s runner. */
+    private static String dispatchDiagnosis(TestCluster c, CheckedTrainer t, String node, int batchesBefore) {
+        StringBuilder why = new StringBuilder();
+        try {
+            why.append("dispatches per node ")
+                    .append(TaskAccounting.read(c.nodeProcesses()).dispatchesByNode)
+                    .append(", batches acknowledged while waiting ")
+                    .append(t.batchesAcknowledged() - batchesBefore);
+            List<String> runnerLines = new ArrayList<>();
+            for (ManagedProcess p : c.nodeProcesses()) {
+                p.lines().stream()
+                        .filter(l -> l.contains("runner on " + node) || l.contains("runner on pekko"))
+                        .forEach(runnerLines::add);
             }
-            if (now > before[0]) {
-                return true;
+            for (int i = 1; i <= c.nodeCount(); i++) {
+                why.append(", node-").append(i).append(c.isAlive(i) ? " up" : " down");
+                c.metrics(i)
+                        .ifPresent(text -> text.lines()
+                                .filter(l -> l.startsWith("rollout_groups_in_flight"))
+                                .forEach(l -> why.append(" [").append(l).append(']')));
             }
-            t.step(Duration.ofMillis(500), true);
-            return false;
-        });
+            why.append(", the coordinators' last lines on its runner: ")
+                    .append(runnerLines.subList(Math.max(0, runnerLines.size() - 6), runnerLines.size()));
+        } catch (Exception | AssertionError e) {
+            why.append(" (diagnosis failed: ").append(e).append(')');
+        }
+        return why.toString();
     }
 
     /** Trains until {@code acknowledged} batches were acknowledged, publishing after each. */
