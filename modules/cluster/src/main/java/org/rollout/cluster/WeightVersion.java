@@ -2,18 +2,18 @@ package org.rollout.cluster;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PreRestart;
-import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
@@ -40,12 +40,27 @@ import org.rollout.trainer.WeightPublishException;
  * version already current with the same path succeeds without loading anything again: a trainer
  * that retries a publish whose reply was lost with the old node gets its answer.
  *
+ * <p>Its lifecycle is explicit, one behaviour per state:
+ *
+ * <pre>
+ *   recovering ──Recovered──► idle ──Publish──► preparing ──all runners ready / prepare_timeout──► loading
+ *       (reads the durable version;             (runners close                      (servers load on a
+ *        publishes and reads wait)               their gates)                        blocking thread)
+ *                               ▲                                                         │ loaded
+ *                               └──────────── version told, admission resumed ◄── persisting (record written)
+ *                                             (or, when nothing loaded, the update abandoned)
+ * </pre>
+ *
+ * A publish that arrives while another is under way is stashed and taken, in arrival order, when
+ * the version is idle again; a version read waits only while recovering (it must never see a
+ * version older than the durable one) and is answered at once in every other state.
+ *
  * <p>Publishes are handled one at a time, in arrival order. When no server could load the weights
  * the version does not move: runners get {@code AbandonWeightUpdate}, admission resumes at the old
  * version, and the publisher gets the reason. A runner that does not confirm the prepare within
  * {@code prepare_timeout} is named in the log and the update goes on without it.
  */
-public final class WeightVersion extends AbstractBehavior<WeightVersion.Command> {
+public final class WeightVersion {
 
     public sealed interface Command {}
 
@@ -90,21 +105,27 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
 
     private record Written(long updateId, PublishResult report, Throwable error) implements Command, NodeLocal {}
 
+    /**
+     * Publishes and version reads held while recovering or while an update is under way. Publishes
+     * come from trainers one at a time each, reads from status polls: far below this.
+     */
+    static final int STASH_CAPACITY = 1_000;
+
+    private static final String PREPARE_TIMER = "prepare";
+
+    private final ActorContext<Command> ctx;
+    private final TimerScheduler<Command> timers;
+    private final StashBuffer<Command> stash;
     private final WeightPublisher publisher;
     private final ActorRef<RolloutCoordinator.Command> coordinator;
     private final ActorRef<Topic.Command<VersionChanged>> topic;
     private final ExecutorService blocking;
     private final Duration prepareTimeout;
-    private final TimerScheduler<Command> timers;
-    private final ArrayDeque<Publish> queue = new ArrayDeque<>();
-    private Set<ActorRef<GroupRunner.Command>> runners = Set.of();
     private final DurableState state;
+    private Set<ActorRef<GroupRunner.Command>> runners = Set.of();
     private int version;
     private String path = "";
-    private boolean ready;
     private long updateId;
-    private Publish current;
-    private Set<ActorRef<GroupRunner.Command>> awaiting = new HashSet<>();
 
     public static Behavior<Command> create(
             int initialVersion,
@@ -114,19 +135,30 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             ExecutorService blocking,
             Duration prepareTimeout,
             DurableState state) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
             ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
                     Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
             ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
             ctx.pipeToSelf(state.readVersion().toCompletableFuture(), Recovered::new);
             return new WeightVersion(
-                    ctx, timers, initialVersion, publisher, coordinator, topic, blocking, prepareTimeout, state);
-        }));
+                            ctx,
+                            timers,
+                            stash,
+                            initialVersion,
+                            publisher,
+                            coordinator,
+                            topic,
+                            blocking,
+                            prepareTimeout,
+                            state)
+                    .recovering();
+        })));
     }
 
     private WeightVersion(
             ActorContext<Command> ctx,
             TimerScheduler<Command> timers,
+            StashBuffer<Command> stash,
             int initialVersion,
             WeightPublisher publisher,
             ActorRef<RolloutCoordinator.Command> coordinator,
@@ -134,9 +166,10 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             ExecutorService blocking,
             Duration prepareTimeout,
             DurableState state) {
-        super(ctx);
-        this.state = state;
+        this.ctx = ctx;
         this.timers = timers;
+        this.stash = stash;
+        this.state = state;
         this.version = initialVersion;
         // Update ids of each incarnation start above the previous one's (a restart, a successor on
         // another node): a late reply meant for an abandoned update is never taken for a new one.
@@ -148,153 +181,60 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         this.prepareTimeout = prepareTimeout;
     }
 
-    @Override
-    public Receive<Command> createReceive() {
-        return newReceiveBuilder()
-                .onMessage(Publish.class, this::onPublish)
-                .onMessage(GetVersion.class, g -> {
-                    if (!ready) {
-                        // Answer once the replicated version is known, never with an older one.
-                        getContext()
-                                .scheduleOnce(
-                                        Duration.ofMillis(50), getContext().getSelf(), g);
-                        return this;
-                    }
-                    g.replyTo().tell(version);
-                    return this;
-                })
-                .onMessage(Runners.class, r -> {
-                    runners = r.runners();
-                    return this;
-                })
-                .onMessage(RunnerPrepared.class, this::onRunnerPrepared)
-                .onMessage(PrepareTimedOut.class, this::onPrepareTimedOut)
-                .onMessage(Updated.class, this::onUpdated)
-                .onMessage(Written.class, this::onWritten)
+    // ---- states ----
+
+    /** Reading the durable version: everything but the runners' listing waits. */
+    private Behavior<Command> recovering() {
+        return Behaviors.receive(Command.class)
                 .onMessage(Recovered.class, this::onRecovered)
-                .onSignal(PreRestart.class, r -> onPreRestart())
+                .onMessage(Runners.class, this::onRunners)
+                .onMessage(Publish.class, this::hold)
+                .onMessage(GetVersion.class, this::hold)
+                .onSignal(PreRestart.class, r -> abandonHeld())
                 .build();
     }
 
-    /**
-     * This incarnation failed and is about to be replaced (supervision: restart): the update in
-     * flight and those queued are abandoned, so that admission resumes, runners open their gates and
-     * publishers hear the failure (they publish again). The next incarnation reads the version from
-     * the durable state: an update whose record was written is not lost.
-     */
-    private Behavior<Command> onPreRestart() {
-        String error = "the weight version failed and restarted; publish again";
-        if (current != null) {
-            getContext()
-                    .getLog()
-                    .warn("weight update {} to version {} abandoned: {}", updateId, current.version(), error);
-            for (ActorRef<GroupRunner.Command> r : runners) {
-                r.tell(new GroupRunner.AbandonWeightUpdate(updateId));
-            }
-            coordinator.tell(new RolloutCoordinator.ResumeAdmission(updateId, version));
-            current.replyTo()
-                    .tell(new PublishReply(current.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
-            current = null;
-        }
-        for (Publish p : queue) {
-            p.replyTo().tell(new PublishReply(p.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
-        }
-        queue.clear();
-        return this;
+    /** No update under way: a publish starts one. */
+    private Behavior<Command> idle() {
+        return Behaviors.receive(Command.class)
+                .onMessage(Publish.class, this::begin)
+                .onMessage(GetVersion.class, g -> {
+                    g.replyTo().tell(version);
+                    return Behaviors.same();
+                })
+                .onMessage(Runners.class, this::onRunners)
+                .onMessage(Command.class, this::late)
+                .build();
     }
 
-    private Behavior<Command> onPublish(Publish p) {
-        queue.addLast(p);
-        if (current == null) {
-            startNext();
-        }
-        return this;
+    /** Runners closing their gates for {@code p}; {@code awaiting} have not confirmed yet. */
+    private Behavior<Command> preparing(Publish p, Set<ActorRef<GroupRunner.Command>> awaiting) {
+        return busy(p).onMessage(RunnerPrepared.class, r -> {
+                    if (r.updateId() == updateId && awaiting.remove(r.runner()) && awaiting.isEmpty()) {
+                        timers.cancel(PREPARE_TIMER);
+                        return loading(p);
+                    }
+                    return Behaviors.same();
+                })
+                .onMessage(PrepareTimedOut.class, t -> {
+                    if (t.updateId() != updateId) {
+                        return Behaviors.same();
+                    }
+                    ctx.getLog()
+                            .warn(
+                                    "weight update {}: {} runner(s) did not confirm the pause within {}: {}; updating anyway",
+                                    updateId,
+                                    awaiting.size(),
+                                    prepareTimeout,
+                                    awaiting);
+                    return loading(p);
+                })
+                .onMessage(Command.class, this::late)
+                .build();
     }
 
-    private Behavior<Command> onRecovered(Recovered r) {
-        if (r.error() != null) {
-            getContext()
-                    .getLog()
-                    .error("reading the replicated weight version failed; starting at version {}", version, r.error());
-        } else if (r.record().version() > version) {
-            getContext()
-                    .getLog()
-                    .warn(
-                            "taking over at weight version {} ({}), as written by the previous weight version",
-                            r.record().version(),
-                            r.record().path());
-            version = r.record().version();
-            path = r.record().path();
-            topic.tell(Topic.publish(new VersionChanged(version, path)));
-            coordinator.tell(new RolloutCoordinator.ResumeAdmission(-1, version));
-        }
-        ready = true;
-        startNext();
-        return this;
-    }
-
-    private void startNext() {
-        while (ready && current == null && !queue.isEmpty()) {
-            Publish p = queue.pollFirst();
-            if (p.version() == version && p.path().equals(path) && !path.isEmpty()) {
-                p.replyTo()
-                        .tell(new PublishReply(
-                                version, null, new PublishResult(version, Duration.ZERO, 0, java.util.Map.of()), null));
-                continue;
-            }
-            if (p.version() <= version) {
-                p.replyTo()
-                        .tell(new PublishReply(
-                                p.version(),
-                                "version " + p.version() + " is not newer than the current version " + version
-                                        + "; a publish must increase the version",
-                                null,
-                                WeightPublishException.Kind.REFUSED));
-                continue;
-            }
-            current = p;
-            updateId++;
-            coordinator.tell(new RolloutCoordinator.PauseAdmission(updateId));
-            awaiting = new HashSet<>(runners);
-            for (ActorRef<GroupRunner.Command> r : runners) {
-                r.tell(new GroupRunner.PrepareWeightUpdate(
-                        updateId, getContext().getSelf()));
-            }
-            if (awaiting.isEmpty()) {
-                startUpdate();
-            } else {
-                timers.startSingleTimer("prepare", new PrepareTimedOut(updateId), prepareTimeout);
-            }
-        }
-    }
-
-    private Behavior<Command> onRunnerPrepared(RunnerPrepared p) {
-        if (current != null && p.updateId() == updateId && awaiting.remove(p.runner()) && awaiting.isEmpty()) {
-            timers.cancel("prepare");
-            startUpdate();
-        }
-        return this;
-    }
-
-    private Behavior<Command> onPrepareTimedOut(PrepareTimedOut t) {
-        if (current != null && t.updateId() == updateId && !awaiting.isEmpty()) {
-            getContext()
-                    .getLog()
-                    .warn(
-                            "weight update {}: {} runner(s) did not confirm the pause within {}: {}; updating anyway",
-                            updateId,
-                            awaiting.size(),
-                            prepareTimeout,
-                            awaiting);
-            // Emptied, not replaced by an immutable set: a runner's confirmation may still come.
-            awaiting.clear();
-            startUpdate();
-        }
-        return this;
-    }
-
-    private void startUpdate() {
-        Publish p = current;
+    /** The servers loading {@code p} on a blocking thread. */
+    private Behavior<Command> loading(Publish p) {
         long id = updateId;
         CompletableFuture<PublishResult> f = CompletableFuture.supplyAsync(
                 () -> {
@@ -307,15 +247,110 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
                     }
                 },
                 blocking);
-        getContext().pipeToSelf(f, (report, error) -> new Updated(id, report, error));
+        ctx.pipeToSelf(f, (report, error) -> new Updated(id, report, error));
+        return busy(p).onMessage(Updated.class, u -> u.updateId() == updateId ? onUpdated(p, u) : Behaviors.same())
+                .onMessage(Command.class, this::late)
+                .build();
     }
 
-    private Behavior<Command> onUpdated(Updated u) {
-        if (current == null || u.updateId() != updateId) {
-            return this;
+    /** {@code p} loaded; its record being written before anyone hears of it. */
+    private Behavior<Command> persisting(Publish p) {
+        return busy(p).onMessage(Written.class, w -> w.updateId() == updateId ? onWritten(p, w) : Behaviors.same())
+                .onMessage(Command.class, this::late)
+                .build();
+    }
+
+    /** An update of {@code p} under way: further publishes wait their turn. */
+    private BehaviorBuilder<Command> busy(Publish p) {
+        return Behaviors.receive(Command.class)
+                .onMessage(Publish.class, this::hold)
+                .onSignal(PreRestart.class, r -> abandon(p))
+                .onMessage(GetVersion.class, g -> {
+                    g.replyTo().tell(version);
+                    return Behaviors.same();
+                })
+                .onMessage(Runners.class, this::onRunners);
+    }
+
+    // ---- transitions ----
+
+    /**
+     * A reply or timer of an update that is over (or of a previous incarnation: update ids differ),
+     * which the current state does not wait for.
+     */
+    private Behavior<Command> late(Command m) {
+        return Behaviors.same();
+    }
+
+    private Behavior<Command> onRunners(Runners r) {
+        runners = r.runners();
+        return Behaviors.same();
+    }
+
+    private Behavior<Command> hold(Command m) {
+        if (stash.isFull()) {
+            String error = "the weight version holds " + STASH_CAPACITY + " requests already; try again";
+            ctx.getLog().warn("{}: refusing {}", error, m);
+            if (m instanceof Publish p) {
+                p.replyTo().tell(new PublishReply(p.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
+            }
+            return Behaviors.same();
         }
-        Publish p = current;
-        current = null;
+        stash.stash(m);
+        return Behaviors.same();
+    }
+
+    private Behavior<Command> onRecovered(Recovered r) {
+        if (r.error() != null) {
+            ctx.getLog()
+                    .error("reading the replicated weight version failed; starting at version {}", version, r.error());
+        } else if (r.record().version() > version) {
+            ctx.getLog()
+                    .warn(
+                            "taking over at weight version {} ({}), as written by the previous weight version",
+                            r.record().version(),
+                            r.record().path());
+            version = r.record().version();
+            path = r.record().path();
+            topic.tell(Topic.publish(new VersionChanged(version, path)));
+            coordinator.tell(new RolloutCoordinator.ResumeAdmission(-1, version));
+        }
+        return stash.unstashAll(idle());
+    }
+
+    /** Takes {@code p} up: answers it at once (a repeat, a stale version) or starts its update. */
+    private Behavior<Command> begin(Publish p) {
+        if (p.version() == version && p.path().equals(path) && !path.isEmpty()) {
+            p.replyTo()
+                    .tell(new PublishReply(
+                            version, null, new PublishResult(version, Duration.ZERO, 0, Map.of()), null));
+            return Behaviors.same();
+        }
+        if (p.version() <= version) {
+            p.replyTo()
+                    .tell(new PublishReply(
+                            p.version(),
+                            "version " + p.version() + " is not newer than the current version " + version
+                                    + "; a publish must increase the version",
+                            null,
+                            WeightPublishException.Kind.REFUSED));
+            return Behaviors.same();
+        }
+        updateId++;
+        coordinator.tell(new RolloutCoordinator.PauseAdmission(updateId));
+        // Mutable: a runner's confirmation may still come after the prepare timed out.
+        Set<ActorRef<GroupRunner.Command>> awaiting = new HashSet<>(runners);
+        for (ActorRef<GroupRunner.Command> r : runners) {
+            r.tell(new GroupRunner.PrepareWeightUpdate(updateId, ctx.getSelf()));
+        }
+        if (awaiting.isEmpty()) {
+            return loading(p);
+        }
+        timers.startSingleTimer(PREPARE_TIMER, new PrepareTimedOut(updateId), prepareTimeout);
+        return preparing(p, awaiting);
+    }
+
+    private Behavior<Command> onUpdated(Publish p, Updated u) {
         String error = null;
         if (u.error() != null) {
             Throwable e = u.error().getCause() != null ? u.error().getCause() : u.error();
@@ -324,35 +359,26 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
             error = "no server loaded " + p.path() + " as version " + p.version() + ": "
                     + u.report().serverFailures();
         }
-        if (error != null) {
-            getContext().getLog().error(error);
-            for (ActorRef<GroupRunner.Command> r : runners) {
-                r.tell(new GroupRunner.AbandonWeightUpdate(u.updateId()));
-            }
-            coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
-            p.replyTo().tell(new PublishReply(p.version(), error, u.report(), WeightPublishException.Kind.NOT_LOADED));
-        } else {
+        if (error == null) {
             // Written before anyone hears of it: a successor never starts below it.
-            current = p;
             CompletableFuture<Void> w = state.writeVersion(new DurableState.VersionRecord(p.version(), p.path()))
                     .toCompletableFuture();
-            getContext().pipeToSelf(w, (ok, e) -> new Written(u.updateId(), u.report(), e));
-            return this;
+            ctx.pipeToSelf(w, (ok, e) -> new Written(u.updateId(), u.report(), e));
+            return persisting(p);
         }
-        startNext();
-        return this;
+        ctx.getLog().error(error);
+        for (ActorRef<GroupRunner.Command> r : runners) {
+            r.tell(new GroupRunner.AbandonWeightUpdate(u.updateId()));
+        }
+        coordinator.tell(new RolloutCoordinator.ResumeAdmission(u.updateId(), version));
+        p.replyTo().tell(new PublishReply(p.version(), error, u.report(), WeightPublishException.Kind.NOT_LOADED));
+        return next();
     }
 
-    private Behavior<Command> onWritten(Written w) {
-        if (current == null || w.updateId() != updateId) {
-            return this;
-        }
-        Publish p = current;
-        current = null;
+    private Behavior<Command> onWritten(Publish p, Written w) {
         PublishResult report = w.report();
         if (w.error() != null) {
-            getContext()
-                    .getLog()
+            ctx.getLog()
                     .warn(
                             "version {} is loaded but its record was not confirmed by a majority ({}); going on",
                             p.version(),
@@ -361,8 +387,7 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         version = p.version();
         path = p.path();
         if (!report.serverFailures().isEmpty()) {
-            getContext()
-                    .getLog()
+            ctx.getLog()
                     .warn(
                             "version {}: {} server(s) failed to load the weights and are out of rotation: {}",
                             version,
@@ -372,7 +397,42 @@ public final class WeightVersion extends AbstractBehavior<WeightVersion.Command>
         topic.tell(Topic.publish(new VersionChanged(version, path)));
         coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));
         p.replyTo().tell(new PublishReply(version, null, report, null));
-        startNext();
-        return this;
+        return next();
+    }
+
+    /** Idle again: the publishes held meanwhile are taken in arrival order. */
+    private Behavior<Command> next() {
+        return stash.unstashAll(idle());
+    }
+
+    /**
+     * This incarnation failed and is about to be replaced (supervision: restart): the update in
+     * flight and those held are abandoned, so that admission resumes, runners open their gates and
+     * publishers hear the failure (they publish again). The next incarnation reads the version from
+     * the durable state: an update whose record was written is not lost.
+     */
+    private Behavior<Command> abandon(Publish current) {
+        String error = RESTARTED;
+        ctx.getLog().warn("weight update {} to version {} abandoned: {}", updateId, current.version(), error);
+        for (ActorRef<GroupRunner.Command> r : runners) {
+            r.tell(new GroupRunner.AbandonWeightUpdate(updateId));
+        }
+        coordinator.tell(new RolloutCoordinator.ResumeAdmission(updateId, version));
+        current.replyTo()
+                .tell(new PublishReply(current.version(), error, null, WeightPublishException.Kind.UNSPECIFIED));
+        return abandonHeld();
+    }
+
+    private static final String RESTARTED = "the weight version failed and restarted; publish again";
+
+    private Behavior<Command> abandonHeld() {
+        stash.forEach(m -> {
+            if (m instanceof Publish p) {
+                p.replyTo()
+                        .tell(new PublishReply(p.version(), RESTARTED, null, WeightPublishException.Kind.UNSPECIFIED));
+            }
+        });
+        stash.clear();
+        return Behaviors.same();
     }
 }

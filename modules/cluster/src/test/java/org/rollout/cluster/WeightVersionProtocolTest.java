@@ -3,9 +3,14 @@ package org.rollout.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -13,6 +18,8 @@ import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.rollout.trainer.PublishResult;
+import org.rollout.trainer.WeightPublishException;
 
 /** The weight version's protocol with probes for a runner, the coordinator and the version topic. */
 class WeightVersionProtocolTest {
@@ -31,6 +38,10 @@ class WeightVersionProtocolTest {
     }
 
     private ActorRef<WeightVersion.Command> weightVersion(WeightPublisher publisher) {
+        return weightVersion(publisher, state);
+    }
+
+    private ActorRef<WeightVersion.Command> weightVersion(WeightPublisher publisher, DurableState state) {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
         topic.tell(Topic.subscribe(versions.getRef()));
@@ -179,5 +190,91 @@ class WeightVersionProtocolTest {
                         .expectMessageClass(RolloutCoordinator.ResumeAdmission.class, WAIT)
                         .version())
                 .isEqualTo(3);
+    }
+
+    @Test
+    void aVersionReadBeforeTheDurableVersionIsKnownWaitsForItInsteadOfAnsweringAnOlderOne() {
+        CompletableFuture<DurableState.VersionRecord> durable = new CompletableFuture<>();
+        DurableState slow = new DurableState() {
+            @Override
+            public CompletionStage<DurableState.VersionRecord> readVersion() {
+                return durable;
+            }
+
+            @Override
+            public CompletionStage<Void> writeVersion(DurableState.VersionRecord record) {
+                return state.writeVersion(record);
+            }
+
+            @Override
+            public CompletionStage<DurableState.Ledger> readLedger() {
+                return state.readLedger();
+            }
+
+            @Override
+            public CompletionStage<Void> writeLedger(
+                    Collection<DurableState.OpenTask> put, Collection<Long> remove, DurableState.Cursor cursor) {
+                return state.writeLedger(put, remove, cursor);
+            }
+        };
+        ActorRef<WeightVersion.Command> wv = weightVersion(loading(), slow);
+        TestProbe<Integer> reader = kit.createTestProbe();
+        wv.tell(new WeightVersion.GetVersion(reader.getRef()));
+        wv.tell(new WeightVersion.Publish(5, "w5", trainer.getRef()));
+        reader.expectNoMessage(Duration.ofMillis(200));
+        trainer.expectNoMessage(Duration.ZERO);
+        durable.complete(new DurableState.VersionRecord(5, "w5"));
+        assertThat(reader.expectMessageClass(Integer.class, WAIT)).isEqualTo(5);
+        WeightVersion.PublishReply repeat = trainer.expectMessageClass(WeightVersion.PublishReply.class, WAIT);
+        assertThat(repeat.ok())
+                .as("a publish of the durable version and path, held meanwhile")
+                .isTrue();
+        assertThat(loaded).as("the held repeat loads nothing again").isEmpty();
+    }
+
+    @Test
+    void publishesThatArriveDuringAnUpdateAreTakenAfterItInArrivalOrderWhileReadsAreAnsweredAtOnce() throws Exception {
+        CountDownLatch loading = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        ActorRef<WeightVersion.Command> wv = weightVersion((path, version) -> {
+            if (version == published) {
+                loading.countDown();
+                release.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            }
+            loaded.add(version);
+            return new PublishResult(version, Duration.ofMillis(1), 1, Map.of());
+        });
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        int v = published;
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        assertThat(loading.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+
+        TestProbe<Integer> reader = kit.createTestProbe();
+        wv.tell(new WeightVersion.GetVersion(reader.getRef()));
+        assertThat(reader.expectMessageClass(Integer.class, WAIT))
+                .as("a read while version %d loads", v)
+                .isEqualTo(v - 1);
+        wv.tell(new WeightVersion.Publish(v + 1, "w" + (v + 1), trainer.getRef()));
+        wv.tell(new WeightVersion.Publish(v + 1, "w" + (v + 1) + "-again", trainer.getRef()));
+        wv.tell(new WeightVersion.Publish(v + 2, "w" + (v + 2), trainer.getRef()));
+        release.countDown();
+
+        published = v;
+        assertThat(replyToPublished().ok()).isTrue();
+        GroupRunner.PrepareWeightUpdate second = runner.expectMessageClass(GroupRunner.PrepareWeightUpdate.class, WAIT);
+        second.replyTo().tell(new WeightVersion.RunnerPrepared(second.updateId(), runner.getRef()));
+        WeightVersion.PublishReply next = trainer.expectMessageClass(WeightVersion.PublishReply.class, WAIT);
+        assertThat(next.version()).isEqualTo(v + 1);
+        assertThat(next.ok()).isTrue();
+        WeightVersion.PublishReply fenced = trainer.expectMessageClass(WeightVersion.PublishReply.class, WAIT);
+        assertThat(fenced.failure())
+                .as("a second publish of version %d, held behind the first: %s", v + 1, fenced.error())
+                .isEqualTo(WeightPublishException.Kind.REFUSED);
+        GroupRunner.PrepareWeightUpdate third = runner.expectMessageClass(GroupRunner.PrepareWeightUpdate.class, WAIT);
+        third.replyTo().tell(new WeightVersion.RunnerPrepared(third.updateId(), runner.getRef()));
+        WeightVersion.PublishReply last = trainer.expectMessageClass(WeightVersion.PublishReply.class, WAIT);
+        assertThat(last.version()).isEqualTo(v + 2);
+        assertThat(last.ok()).isTrue();
+        assertThat(loaded).endsWith(v, v + 1, v + 2);
     }
 }
