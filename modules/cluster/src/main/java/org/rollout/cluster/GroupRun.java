@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A group actor: the owner of one prompt group in flight at a time, a child of its node's {@link
  * GroupRunner}, which keeps its idle group actors in a pool and hands each dispatched task to one
- * of them. A group's slots are slot actors leased from the runner's pool of slot actors ({@link
- * Slot}), one per sample; each runs its episode on a virtual thread of its own. The slots record
+ * of them. The group actor owns its slots, one per sample ({@link SlotLease}): each runs its
+ * episode on a virtual thread of its own, and only the group cancels it. The slots record
  * their results in the group's shared state ({@link Run}); the slot whose episode returns last
  * merges, filters and dumps the group on its own thread (the merge and the dump may be slow: they
  * never run on a dispatcher thread) and reports the outcome to the group actor in one message,
@@ -47,13 +47,13 @@ import org.slf4j.LoggerFactory;
  *                 │  ▲                   ▲
  *                 │  │                   └── Concluded (one per group) | SlotFailed ──┐
  *                 │  └──── Ended (one per group) ──┘                                  │ the last to return:
- *                 └─ leases G slot actors (pooled) ─► virtual thread per slot: runEpisode ┘ format check → GroupMerger
+ *                 └─ builds G slot leases ─► virtual thread per slot: runEpisode ────────┘ format check → GroupMerger
  *                 │                                                                  → should_accept → dump
  *                 ▼
  *               outbox → Collector (accepted or rejected with a reason)
  * </pre>
  *
- * <p>The runner prepares a group ({@link #prepare}: leases its slots, builds their episodes), tells
+ * <p>The runner prepares a group ({@link #prepare}: builds its slots' episodes), tells
  * the idle group actor {@link Start}, then starts the episodes' threads, so that the episodes do not
  * wait for the group actor's turn and nothing a slot reports can reach the actor before the run
  * does. Every message about a group carries its {@link Run}; a group actor ignores one about a run
@@ -62,9 +62,8 @@ import org.slf4j.LoggerFactory;
  * <p>Signals: the runner tells the group {@link Abandon} (the coordinator cancelled it) and, under
  * {@code staleness_policy = cancel}, {@link VersionChanged}; the group actor owns the run's {@code
  * episode_timeout} timer. A group ends exactly once: its actor reports one {@link
- * GroupRunner.Ended}, sends each slot whose episode still runs a {@link Slot.Cancel} (the slot
- * interrupts the episode's thread, and the engine then aborts the generation on the server), and
- * goes back to idle.
+ * GroupRunner.Ended}, cancels each slot whose episode still runs (it interrupts the episode's
+ * thread, and the engine then aborts the generation on the server), and goes back to idle.
  *
  * <p>Failure: when a slot throws, the group fails at once: its siblings are cancelled (their
  * generations aborted) and it is rejected as {@code failed} (or {@code contract} for a {@link
@@ -78,16 +77,16 @@ import org.slf4j.LoggerFactory;
  * still ends once and the node carries on.
  *
  * <p>Exactly once: a slot's result reaches the group only if its lease was not cancelled first
- * ({@link Slot.Lease}); results that come after the group ended are dropped, and only the slot that
+ * ({@link SlotLease}); results that come after the group ended are dropped, and only the slot that
  * records the last result concludes (the others see the count not yet at zero, or the group
  * failed or ended).
  *
  * <p>The group cache shared by the slots is released when the group ends, whatever the outcome, and
  * when its actor is stopped without one (the runner stopped: the coordinator re-dispatches the task).
  *
- * <p>Cost per group: G slot leases (a queue poll and offer each), G virtual threads and three
+ * <p>Cost per group: G slot leases (an object each), G virtual threads and three
  * messages (Start, Concluded, Ended) besides the timer; no actor is spawned or stopped, and nothing
- * per slot is piped, watched or sent through an executor. Group and slot actors run on their
+ * per slot is piped, watched or sent through an executor. Group actors run on their
  * runner's dispatcher ({@link GroupRunner#DISPATCHER}, one thread), so Start and Ended are queue
  * operations on a thread that is running anyway (benchmarks/RESULTS.md, section 1b).
  */
@@ -135,18 +134,11 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
     }
 
     /**
-     * Task {@code task}'s group, to be owned by the group actor {@code group}: its slots leased from
-     * {@code slots}, its episodes built but not started ({@link Run#startEpisodes}); on the
-     * runner's thread.
+     * Task {@code task}'s group, to be owned by the group actor {@code group}: its slots' episodes
+     * built but not started ({@link Run#startEpisodes}); on the runner's thread.
      */
-    static Run prepare(
-            String name,
-            GroupRunner.RunGroup task,
-            NodeServices svc,
-            ActorRef<Command> group,
-            Slot.Pool slots,
-            ActorContext<?> runner) {
-        return new Run(name, task, svc, group, slots, runner);
+    static Run prepare(String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<Command> group) {
+        return new Run(name, task, svc, group);
     }
 
     /**
@@ -172,13 +164,7 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         /** Set when the group ended; the slot threads read it to drop what comes too late. */
         private volatile boolean ended;
 
-        private Run(
-                String name,
-                GroupRunner.RunGroup task,
-                NodeServices svc,
-                ActorRef<Command> group,
-                Slot.Pool slots,
-                ActorContext<?> runner) {
+        private Run(String name, GroupRunner.RunGroup task, NodeServices svc, ActorRef<Command> group) {
             this.name = name;
             this.task = task;
             this.svc = svc;
@@ -203,9 +189,7 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
                         .stats(workflowStats)
                         .build();
                 episodes[slot] = new Episode(
-                        slots.lease(runner),
-                        slot,
-                        () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)));
+                        slot, () -> WorkflowContext.callWith(wctx, () -> workflow.runEpisode(engine, data)));
             }
         }
 
@@ -217,12 +201,12 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
         }
 
         /** Slot {@code slot}'s lease in this group: its episode, and what happens on its thread when it ends. */
-        private final class Episode extends Slot.Lease {
+        private final class Episode extends SlotLease {
             private final int slot;
             private final Callable<EpisodeResult> episode;
 
-            Episode(Slot.Cell cell, int slot, Callable<EpisodeResult> episode) {
-                super(cell, "slot-" + task.taskId() + "-" + slot);
+            Episode(int slot, Callable<EpisodeResult> episode) {
+                super("slot-" + task.taskId() + "-" + slot);
                 this.slot = slot;
                 this.episode = episode;
             }
@@ -266,24 +250,17 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
 
         /**
          * The group ends (on its actor): later results are dropped, the timer is cancelled, every
-         * slot whose episode still runs is told to cancel it ({@link Slot.Cancel}), and the group
-         * cache is released (on a virtual thread of its own when it holds values).
+         * slot whose episode still runs is cancelled ({@link SlotLease#interrupt}: the engine then
+         * aborts its generation on the server), and the group cache is released (on a virtual
+         * thread of its own when it holds values).
          */
         private void close() {
-            close(true);
-        }
-
-        private void close(boolean viaSlots) {
             ended = true;
             if (timeout != null) {
                 timeout.cancel();
             }
             for (Episode e : episodes) {
-                if (viaSlots && e.running()) {
-                    e.slot().tell(new Slot.Cancel(e));
-                } else if (!viaSlots) {
-                    e.interrupt();
-                }
+                e.interrupt();
             }
             if (groupCache.size() == 0) {
                 releaseCache();
@@ -303,13 +280,13 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
 
         /**
          * The group's actor stopped before the group ended (its runner stopped, or the actor threw):
-         * closes the group, interrupting its running episodes itself (a slot's mailbox may be gone
-         * with a stopping runner), and returns its outcome, {@code failed}. Built without the engine
+         * closes the group, interrupting its running episodes, and returns its outcome, {@code
+         * failed}. Built without the engine
          * (what threw may be the engine): the dispatch version stands in for the completion version
          * of a group that completed nothing.
          */
         Collector.GroupFinished stopped() {
-            close(false);
+            close();
             log.debug("task {}: group stopped before reporting", task.taskId());
             return new Collector.GroupFinished(
                     task.taskId(),
@@ -525,8 +502,8 @@ final class GroupRun extends AbstractBehavior<GroupRun.Command> {
 
     /**
      * Stopped while owning a group: the runner stopped (node shutdown: the group ends without an
-     * outcome, the coordinator re-dispatches its task; the slot actors stop too and interrupt their
-     * episodes), or this actor threw (supervision: stop) and the group is reported {@code failed};
+     * outcome, the coordinator re-dispatches its task; its slots' episodes
+     * are interrupted), or this actor threw (supervision: stop) and the group is reported {@code failed};
      * a runner that is stopping drops the report. Either way this actor is not reused. (An actor
      * that stops while idle owns nothing; its runner watches it and stops handing it groups.)
      */

@@ -23,9 +23,9 @@ import org.rollout.config.StalenessPolicy;
 
 /**
  * One per rollout node: owns the node's engine and workflows ({@link NodeServices}) and hands each
- * dispatched task to a group actor ({@link GroupRun}) from its pool of idle group actors, with one
- * slot actor per sample leased from its pool of slot actors ({@link Slot}); both kinds are its
- * children, spawned when their pool is empty and reused from then on.
+ * dispatched task to a group actor ({@link GroupRun}) from its pool of idle group actors (its
+ * children, spawned when the pool is empty and reused from then on); the group actor owns its
+ * slots, one per sample ({@link SlotLease}).
  * Registered with the Receptionist under {@link
  * #SERVICE_KEY}, where the coordinator and the weight version find it.
  *
@@ -53,8 +53,8 @@ import org.rollout.config.StalenessPolicy;
  * again elsewhere (the first attempt to finish wins, semantics §6); it replies when its groups have
  * ended, and its node then leaves the cluster.
  *
- * <p>When the runner stops (its node shuts down), its group and slot actors stop with it: the slots
- * interrupt their episodes and the groups release their caches; the coordinator re-dispatches their
+ * <p>When the runner stops (its node shuts down), its group actors stop with it: each interrupts
+ * its slots' episodes and releases its cache; the coordinator re-dispatches their
  * tasks elsewhere.
  *
  * <p>Failure: a runner that stays paused longer than {@code weight_update_timeout} without hearing
@@ -65,8 +65,7 @@ import org.rollout.config.StalenessPolicy;
 public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     /**
-     * The dispatcher to spawn a runner on: one thread for the runner and its group and slot
-     * actors (reference.conf, {@code pekko.actor.rollout-runner-dispatcher}).
+     * The dispatcher to spawn a runner on: one thread for the runner and its group actors (reference.conf, {@code pekko.actor.rollout-runner-dispatcher}).
      */
     public static final DispatcherSelector DISPATCHER =
             DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
@@ -178,16 +177,14 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final java.util.concurrent.atomic.LongAdder started;
 
     /**
-     * What the runner holds, kept across its restarts: its groups in flight and its pools of group
-     * and slot actors (none is stopped by a restart), the outbox, where outcomes go, and the weight
+     * What the runner holds, kept across its restarts: its groups in flight and its pool of group
+     * actors (none is stopped by a restart), the outbox, where outcomes go, and the weight
      * update it is paused for.
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
         final java.util.Set<String> cancelled = new java.util.HashSet<>();
         final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
-        /** The node's slot actors (children of the runner, kept across its restarts). */
-        final Slot.Pool slots = new Slot.Pool();
         /** The node's idle group actors (children of the runner), the last to go idle first. */
         final java.util.ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new java.util.ArrayDeque<>();
 
@@ -375,7 +372,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             // group it was handed but had not yet heard of must not lose it.
             getContext().watchWith(group, new GroupActorStopped(group));
         }
-        GroupRun.Run g = GroupRun.prepare(name, run, svc, group, kept.slots, getContext());
+        GroupRun.Run g = GroupRun.prepare(name, run, svc, group);
         group.tell(new GroupRun.Start(g));
         g.startEpisodes();
         groups.put(name, new Running(run, group, g));

@@ -33,7 +33,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  *       update in flight when it failed is abandoned by the failing incarnation ({@link
  *       org.apache.pekko.actor.typed.PreRestart}): admission resumes, runners open their gates, the
  *       publisher hears the failure.
- *   <li>runner: restart with its groups, outbox and pools of group and slot actors kept (they live
+ *   <li>runner: restart with its groups, outbox and pool of group actors kept (they live
  *       outside the restarted behaviour, its children are not stopped): see {@link GroupRunner#create}.
  *   <li>group: stop; a group actor reports the group it owns {@code failed} as it stops and is not
  *       reused; its runner watches it and ends a group it was handed but had not taken ({@link

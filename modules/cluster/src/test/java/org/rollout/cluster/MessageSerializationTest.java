@@ -261,7 +261,6 @@ class MessageSerializationTest {
                         GroupRun.Start.class,
                         GroupRun.SlotFailed.class,
                         GroupRun.Concluded.class,
-                        Slot.Cancel.class,
                         GroupRun.Abandon.class,
                         GroupRun.VersionChanged.class))
                 .allMatch(NodeLocal.class::isAssignableFrom);
