@@ -2,18 +2,18 @@ package org.rollout.modelserver;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
-import java.io.ByteArrayOutputStream;
+import java.io.FilterInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PushbackInputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -40,7 +40,11 @@ import org.slf4j.LoggerFactory;
  * </pre>
  *
  * <p>Supported: request bodies with {@code Content-Length} or chunked transfer coding, {@code Expect:
- * 100-continue}, keep-alive and {@code Connection: close}, HTTP/1.0 clients. Responses always carry
+ * 100-continue}, keep-alive and {@code Connection: close}, HTTP/1.0 clients; the request is read by
+ * {@link Http1RequestReader}, which answers what it cannot read with 400, 413 or 431. A request
+ * that takes longer than {@link Timeouts#request} to arrive is answered 408, and a connection idle
+ * for {@link Timeouts#idle} is closed: a client trickling bytes, or holding connections open with
+ * nothing to send, ties up a connection for a bounded time only. Responses always carry
  * {@code Content-Length}. A handler may return {@code null} to drop the connection without answering
  * (used by fault injection). {@link #reset()} closes every socket with SO_LINGER 0, so clients see a
  * connection reset: what a crashed server looks like.
@@ -49,9 +53,6 @@ import org.slf4j.LoggerFactory;
  */
 final class Http1Server {
     private static final Logger log = LoggerFactory.getLogger(Http1Server.class);
-    static final int MAX_LINE = 16 * 1024;
-    static final int MAX_HEADER_BYTES = 64 * 1024;
-    static final int MAX_BODY = 64 * 1024 * 1024;
 
     /** Serves one request. Returns the response, or null to drop the connection unanswered. */
     @FunctionalInterface
@@ -143,35 +144,44 @@ final class Http1Server {
         }
     }
 
-    /** A request that cannot be parsed; answered with {@code status} and the connection closed. */
-    private static final class BadHttpException extends Exception {
-        final int status;
-
-        BadHttpException(int status, String message) {
-            super(message);
-            this.status = status;
-        }
+    /**
+     * How long a client may take. {@code idle}: a connection with no request under way (before its
+     * first request, between keep-alive requests) is closed after it. {@code request}: from a
+     * request's first byte to its last, else it is answered 408 and the connection closed, so a
+     * client that sends a byte at a time (slowloris) holds a connection no longer than this.
+     */
+    record Timeouts(Duration idle, Duration request) {
+        /** Above the JDK client's 30 s and Python clients' 15 s idle keep-alive, so they close first. */
+        static final Timeouts DEFAULT = new Timeouts(Duration.ofSeconds(120), Duration.ofSeconds(60));
     }
 
     private final ServerSocket serverSocket;
     private final Handler handler;
     private final String name;
+    private final Timeouts timeouts;
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
-    private final Set<CompletableFuture<Void>> active = ConcurrentHashMap.newKeySet();
+    private final Set<CompletableFuture<Long>> active = ConcurrentHashMap.newKeySet();
     private volatile boolean closing;
 
-    private Http1Server(ServerSocket serverSocket, Handler handler, String name) {
+    private Http1Server(ServerSocket serverSocket, Handler handler, String name, Timeouts timeouts) {
         this.serverSocket = serverSocket;
         this.handler = handler;
         this.name = name;
+        this.timeouts = timeouts;
+    }
+
+    /** Binds {@code host:port} (0 = any free port) and starts accepting, with {@link Timeouts#DEFAULT}. */
+    static Http1Server start(String host, int port, Handler handler, String name) throws IOException {
+        return start(host, port, handler, name, Timeouts.DEFAULT);
     }
 
     /** Binds {@code host:port} (0 = any free port) and starts accepting. */
-    static Http1Server start(String host, int port, Handler handler, String name) throws IOException {
+    static Http1Server start(String host, int port, Handler handler, String name, Timeouts timeouts)
+            throws IOException {
         ServerSocket ss = new ServerSocket();
         ss.setReuseAddress(true);
         ss.bind(new InetSocketAddress(InetAddress.getByName(host), port), 1024);
-        Http1Server server = new Http1Server(ss, handler, name);
+        Http1Server server = new Http1Server(ss, handler, name, timeouts);
         Thread.ofPlatform().daemon(true).name(name + "-accept").start(server::acceptLoop);
         return server;
     }
@@ -181,8 +191,13 @@ final class Http1Server {
     }
 
     /** The address and port the socket is bound to. */
-    java.net.InetSocketAddress address() {
-        return (java.net.InetSocketAddress) serverSocket.getLocalSocketAddress();
+    InetSocketAddress address() {
+        return (InetSocketAddress) serverSocket.getLocalSocketAddress();
+    }
+
+    /** Connections open now (accepted and not yet closed). */
+    int openConnections() {
+        return connections.size();
     }
 
     private void acceptLoop() {
@@ -215,7 +230,7 @@ final class Http1Server {
     void close(long timeoutMillis) {
         stopAccepting();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        for (CompletableFuture<Void> f : List.copyOf(active)) {
+        for (CompletableFuture<Long> f : List.copyOf(active)) {
             long left = deadline - System.nanoTime();
             try {
                 f.get(Math.max(0, left), TimeUnit.NANOSECONDS);
@@ -242,15 +257,23 @@ final class Http1Server {
     private void serve(Socket socket) {
         try {
             socket.setTcpNoDelay(true);
-            PushbackInputStream in = new PushbackInputStream(new BufferedInputStream(socket.getInputStream()), 1);
+            DeadlineInput deadline = new DeadlineInput(socket);
+            PushbackInputStream in = new PushbackInputStream(new BufferedInputStream(deadline), 1);
             OutputStream out = new BufferedOutputStream(socket.getOutputStream());
+            if (!awaitFirstByte(in, deadline, null)) {
+                return;
+            }
             while (!closing) {
                 Request request;
+                deadline.within(timeouts.request());
                 try {
-                    request = readRequest(in, out, socket.getInetAddress());
-                } catch (BadHttpException e) {
-                    byte[] body = Json.errorBody(e.status, e.getMessage());
-                    writeResponse(out, Response.json(e.status, body), false);
+                    request = Http1RequestReader.read(in, out, socket.getInetAddress());
+                } catch (Http1RequestReader.BadRequest e) {
+                    writeResponse(out, Response.json(e.status, Json.errorBody(e.status, e.getMessage())), false);
+                    return;
+                } catch (SocketTimeoutException e) {
+                    String why = "the request was not received within " + timeouts.request();
+                    writeResponse(out, Response.json(408, Json.errorBody(408, why)), false);
                     return;
                 }
                 if (request == null) {
@@ -258,25 +281,19 @@ final class Http1Server {
                 }
                 boolean keepAlive = keepAlive(request);
                 Exchange exchange = new Exchange();
-                CompletableFuture<Void> handled = new CompletableFuture<>();
+                CompletableFuture<Long> handled = new CompletableFuture<>();
                 active.add(handled);
                 Thread.ofVirtual()
                         .name(name + "-handler")
                         .start(() -> handle(request, exchange, socket, out, keepAlive, handled));
-                int next;
-                try {
-                    next = in.read();
-                } catch (IOException e) {
-                    next = -1;
-                }
-                if (next < 0) {
+                // Meanwhile, the client's next byte: its next request, or the end of the
+                // connection, which aborts this one if it is still being served.
+                boolean more = awaitFirstByte(in, deadline, handled);
+                if (!more) {
                     exchange.markDisconnected();
-                    handled.join();
-                    return;
                 }
-                in.unread(next);
                 handled.join();
-                if (!keepAlive || socket.isClosed()) {
+                if (!more || !keepAlive || socket.isClosed()) {
                     return;
                 }
             }
@@ -288,13 +305,47 @@ final class Http1Server {
         }
     }
 
+    /**
+     * Waits for the first byte of the connection's next request and leaves it unread. False when
+     * the connection ended, failed, or stayed idle for {@link Timeouts#idle} with no request under
+     * way ({@code handled} done, or null before the first request): a request being served is
+     * never timed out here.
+     */
+    private boolean awaitFirstByte(PushbackInputStream in, DeadlineInput deadline, CompletableFuture<Long> handled) {
+        deadline.within(timeouts.idle());
+        while (true) {
+            try {
+                int next = in.read();
+                deadline.none();
+                if (next < 0) {
+                    return false;
+                }
+                in.unread(next);
+                return true;
+            } catch (SocketTimeoutException e) {
+                if (handled != null && !handled.isDone()) {
+                    deadline.within(timeouts.idle());
+                } else if (handled != null
+                        && System.nanoTime() - handled.join() < timeouts.idle().toNanos()) {
+                    // Idle since the response, not since the last look.
+                    deadline.within(Duration.ofNanos(timeouts.idle().toNanos() - (System.nanoTime() - handled.join())));
+                } else {
+                    log.debug("{}: closing a connection idle for {}", name, timeouts.idle());
+                    return false;
+                }
+            } catch (IOException e) {
+                return false;
+            }
+        }
+    }
+
     private void handle(
             Request request,
             Exchange exchange,
             Socket socket,
             OutputStream out,
             boolean keepAlive,
-            CompletableFuture<Void> handled) {
+            CompletableFuture<Long> handled) {
         try {
             Response response;
             try {
@@ -328,7 +379,7 @@ final class Http1Server {
             }
         } finally {
             active.remove(handled);
-            handled.complete(null);
+            handled.complete(System.nanoTime());
         }
     }
 
@@ -369,6 +420,7 @@ final class Http1Server {
             case 400 -> "Bad Request";
             case 403 -> "Forbidden";
             case 404 -> "Not Found";
+            case 408 -> "Request Timeout";
             case 405 -> "Method Not Allowed";
             case 409 -> "Conflict";
             case 411 -> "Length Required";
@@ -381,129 +433,53 @@ final class Http1Server {
         };
     }
 
-    /** Reads one request; null on a clean end of stream before its first byte. */
-    private static Request readRequest(PushbackInputStream in, OutputStream out, InetAddress remote)
-            throws IOException, BadHttpException {
-        String line;
-        do {
-            line = readLine(in, true);
-            if (line == null) {
-                return null;
-            }
-        } while (line.isEmpty());
-        String[] parts = line.split(" ");
-        if (parts.length != 3 || !parts[2].startsWith("HTTP/1.")) {
-            throw new BadHttpException(400, "malformed request line: " + abbreviate(line));
-        }
-        Map<String, String> headers = new LinkedHashMap<>();
-        int headerBytes = 0;
-        while (true) {
-            String h = readLine(in, false);
-            if (h.isEmpty()) {
-                break;
-            }
-            headerBytes += h.length();
-            if (headerBytes > MAX_HEADER_BYTES) {
-                throw new BadHttpException(431, "request headers exceed " + MAX_HEADER_BYTES + " bytes");
-            }
-            int colon = h.indexOf(':');
-            if (colon <= 0) {
-                throw new BadHttpException(400, "malformed header line: " + abbreviate(h));
-            }
-            String key = h.substring(0, colon).trim().toLowerCase(Locale.ROOT);
-            String value = h.substring(colon + 1).trim();
-            headers.merge(key, value, (a, b) -> a + ", " + b);
-        }
-        String expect = headers.get("expect");
-        if (expect != null && expect.equalsIgnoreCase("100-continue")) {
-            out.write("HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-        }
-        byte[] body;
-        String te = headers.get("transfer-encoding");
-        if (te != null && te.toLowerCase(Locale.ROOT).contains("chunked")) {
-            body = readChunked(in);
-        } else if (headers.containsKey("content-length")) {
-            long n;
-            try {
-                n = Long.parseLong(headers.get("content-length"));
-            } catch (NumberFormatException e) {
-                throw new BadHttpException(400, "Content-Length is not a number: " + headers.get("content-length"));
-            }
-            if (n < 0 || n > MAX_BODY) {
-                throw new BadHttpException(413, "request body of " + n + " bytes exceeds " + MAX_BODY);
-            }
-            body = in.readNBytes((int) n);
-            if (body.length != n) {
-                throw new IOException("connection closed after " + body.length + " of " + n + " body bytes");
-            }
-        } else {
-            body = new byte[0];
-        }
-        String target = parts[1];
-        int q = target.indexOf('?');
-        String path = q < 0 ? target : target.substring(0, q);
-        String query = q < 0 ? "" : target.substring(q + 1);
-        return new Request(parts[0].toUpperCase(Locale.ROOT), path, query, parts[2], headers, body, remote);
-    }
+    /**
+     * The socket's input, each read bounded by a deadline when one is set: the socket's read
+     * timeout is set to the time left before each read, so a client that trickles bytes cannot
+     * stretch a request past it.
+     */
+    private static final class DeadlineInput extends FilterInputStream {
+        private final Socket socket;
+        private long deadline;
+        private boolean set;
 
-    private static byte[] readChunked(InputStream in) throws IOException, BadHttpException {
-        ByteArrayOutputStream body = new ByteArrayOutputStream();
-        while (true) {
-            String sizeLine = readLine(in, false);
-            int semi = sizeLine.indexOf(';');
-            String hex = (semi < 0 ? sizeLine : sizeLine.substring(0, semi)).trim();
-            int size;
-            try {
-                size = Integer.parseInt(hex, 16);
-            } catch (NumberFormatException e) {
-                throw new BadHttpException(400, "malformed chunk size: " + abbreviate(sizeLine));
-            }
-            if (size < 0 || body.size() + (long) size > MAX_BODY) {
-                throw new BadHttpException(413, "chunked request body exceeds " + MAX_BODY + " bytes");
-            }
-            if (size == 0) {
-                while (!readLine(in, false).isEmpty()) {
-                    // trailer fields are ignored
-                }
-                return body.toByteArray();
-            }
-            byte[] chunk = in.readNBytes(size);
-            if (chunk.length != size) {
-                throw new IOException("connection closed inside a chunk");
-            }
-            body.write(chunk);
-            readLine(in, false);
+        DeadlineInput(Socket socket) throws IOException {
+            super(socket.getInputStream());
+            this.socket = socket;
         }
-    }
 
-    /** A CRLF- or LF-terminated line; null at end of stream only when {@code eofAllowed} and nothing was read. */
-    private static String readLine(InputStream in, boolean eofAllowed) throws IOException, BadHttpException {
-        StringBuilder sb = new StringBuilder();
-        while (true) {
-            int b = in.read();
-            if (b < 0) {
-                if (eofAllowed && sb.isEmpty()) {
-                    return null;
-                }
-                throw new IOException("connection closed in the middle of a request");
-            }
-            if (b == '\n') {
-                int len = sb.length();
-                if (len > 0 && sb.charAt(len - 1) == '\r') {
-                    sb.setLength(len - 1);
-                }
-                return sb.toString();
-            }
-            if (sb.length() >= MAX_LINE) {
-                throw new BadHttpException(431, "a request line or header exceeds " + MAX_LINE + " bytes");
-            }
-            sb.append((char) b);
+        void within(Duration d) {
+            deadline = System.nanoTime() + d.toNanos();
+            set = true;
         }
-    }
 
-    private static String abbreviate(String s) {
-        return s.length() <= 80 ? s : s.substring(0, 80) + "…";
+        void none() {
+            set = false;
+        }
+
+        private void arm() throws IOException {
+            if (!set) {
+                socket.setSoTimeout(0);
+                return;
+            }
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (left <= 0) {
+                throw new SocketTimeoutException("deadline passed");
+            }
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+        }
+
+        @Override
+        public int read() throws IOException {
+            arm();
+            return super.read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            arm();
+            return super.read(b, off, len);
+        }
     }
 
     private static void closeQuietly(ServerSocket s) {
