@@ -107,7 +107,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * predecessor was done with the others, so a late outcome of one is a duplicate). Of those,
      * the tasks in {@code possiblyDelivered} may be in a trainer's hands, in a batch a predecessor
      * handed out: an outcome of theirs, accepted or rejected, is held for up to {@code
-     * batch_ack_timeout} (see {@link #onGroupFinished}).
+     * batch_ack_timeout} (see {@link CollectorIntake}).
      */
     record Attach(
             ActorRef<RolloutCoordinator.Command> coordinator,
