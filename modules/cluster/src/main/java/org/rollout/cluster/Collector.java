@@ -1,19 +1,15 @@
 package org.rollout.cluster;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletionException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.PreRestart;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -24,7 +20,9 @@ import org.apache.pekko.stream.SourceRef;
 import org.apache.pekko.util.ByteString;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
+import org.rollout.api.WorkflowContext;
 import org.rollout.trainer.HeldBatch;
+import org.slf4j.Logger;
 
 /**
  * Where finished groups end: deduplicates by task id, tells the coordinator what was accepted or
@@ -39,16 +37,13 @@ import org.rollout.trainer.HeldBatch;
  *                                   └─ unacknowledged after batch_ack_timeout ──► delivered again
  * </pre>
  *
- * <p>Exactly once: the first outcome for a task id wins; a later one (another attempt of a
- * re-dispatched task) is dropped and counted as a duplicate. Every task the coordinator admitted
- * therefore ends in one batch or one rejection (the first invariant in docs/reliability.md).
- *
- * <p>Back-pressure: nothing here ever drops an accepted group. The buffer is bounded by the
- * staleness budget at admission — with a trainer that stops pulling and publishing, the
- * coordinator stops admitting once {@code (η + v + 1) · B} groups are accepted or running.
- *
- * <p>Pulls that cannot be served wait until enough groups arrive or their deadline passes (then
- * they get an empty reply). Evaluation groups are not batched: they only feed statistics.
+ * <p>It is a shell over two plain classes whose decisions it carries out (the journal, the log,
+ * the coordinator, replies): {@link CollectorIntake} says which outcome is a task's end (the first
+ * wins: every task the coordinator admitted ends in one batch or one rejection, the first
+ * invariant in docs/reliability.md), and {@link BatchBook} keeps accepted groups until their
+ * batch is acknowledged (nothing here ever drops an accepted group; pulls that cannot be served
+ * wait until enough groups arrive or their deadline passes). Evaluation groups are not batched:
+ * they only feed statistics.
  *
  * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
  * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
@@ -63,7 +58,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /**
      * A group's outcome, from its node's GroupRunner. Kryo on the wire (it may carry a {@link
      * TrainingGroup}); one bigger than {@code rollout.large_payload_threshold} for a collector on
-     * another node travels as a {@link StreamedGroupFinished} instead ({@link #deliver}).
+     * another node travels as a {@link StreamedGroupFinished} instead ({@link CollectorTransfers#deliver}).
      */
     record GroupFinished(
             long taskId,
@@ -112,7 +107,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * predecessor was done with the others, so a late outcome of one is a duplicate). Of those,
      * the tasks in {@code possiblyDelivered} may be in a trainer's hands, in a batch a predecessor
      * handed out: an outcome of theirs, accepted or rejected, is held for up to {@code
-     * batch_ack_timeout} (see {@link #onGroupFinished}).
+     * batch_ack_timeout} (see {@link CollectorIntake}).
      */
     record Attach(
             ActorRef<RolloutCoordinator.Command> coordinator,
@@ -269,61 +264,17 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private record Reassembled(StreamedGroupFinished header, GroupFinished finished, Throwable error)
             implements Command, NodeLocal {}
 
-    private record WaitingPull(PullBatch pull, long deadlineNanos) {}
-
-    /** A new batch for {@code pull}, sent once its hand-out is in the coordinator's ledger. */
-    private record Marking(TrainingBatch batch, WaitingPull pull) {}
-
     private final LargePayloads payloads;
-    private final int consumerBatchSize;
     private final Duration ackTimeout;
     private final long stalenessLimit;
     private final StatsBook stats;
     private ActorRef<RolloutCoordinator.Command> coordinator;
-    private final List<GroupFinished> early = new ArrayList<>();
-    private boolean attached;
-    private Set<Long> wantedOld = new HashSet<>();
+    private final CollectorIntake intake;
+    private final BatchBook<PullBatch> book;
     /** Acknowledgements of a predecessor's batches that came before a coordinator attached. */
     private final List<Ack> earlyAcks = new ArrayList<>();
 
-    private long firstNewTaskId;
-    /** Tasks a trainer may hold in a predecessor's batch (see {@link Attach}). */
-    private Set<Long> possiblyDelivered = new HashSet<>();
-    /** Until when an outcome of a possibly delivered task is held. */
-    private long holdUntilNanos;
-    /** Outcomes held while the acknowledgement of a predecessor's batch may still come. */
-    private final LinkedHashMap<Long, GroupFinished> heldOutcomes = new LinkedHashMap<>();
-    /**
-     * Accepted groups whose acceptance the coordinator has not yet written to its ledger: not
-     * handed out until it has ({@link AcceptRecorded}), in the order they were taken.
-     */
-    private final LinkedHashMap<Long, TrainingGroup> unrecorded = new LinkedHashMap<>();
-
-    /** Tasks whose outcome this collector took: a late one of theirs is a duplicate. */
-    private final TakenIds finished = new TakenIds();
-    /**
-     * Tasks whose taken outcome was a rejection or an evaluation result, with when (see {@link
-     * #reannounce}), for {@link #UNBUFFERED_KEPT}: a restarted coordinator re-attaches within
-     * seconds, and one that still counts such a task open learnt it from a ledger write made right
-     * after the outcome was taken. Kept for the whole run they grew with every rejection.
-     */
-    private final LinkedHashMap<Long, Long> unbufferedTaken = new LinkedHashMap<>();
-
-    static final Duration UNBUFFERED_KEPT = Duration.ofMinutes(10);
-
-    private final ArrayDeque<TrainingGroup> buffer = new ArrayDeque<>();
-    private final HandedOutBatches outstanding;
-    /** New batches whose hand-out the coordinator is writing to its ledger ({@link HandOutRecorded}). */
-    private final LinkedHashMap<Long, Marking> marking = new LinkedHashMap<>();
-
-    private final ArrayDeque<TrainingBatch> redeliveries = new ArrayDeque<>();
-    private final ArrayDeque<WaitingPull> waiting = new ArrayDeque<>();
-    private final Map<String, Long> rejectedByReason = new LinkedHashMap<>();
-    private final Map<String, String> lastRejections = new LinkedHashMap<>();
-    private long nextBatchId;
-    private long duplicates;
-    private long tokens;
-    private int version;
+    private final OutcomeTally tally = new OutcomeTally();
 
     /**
      * @param stalenessLimit with {@code staleness_policy = cancel}, η: a buffered group whose
@@ -372,369 +323,209 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             StatsBook stats,
             boolean awaitAttach) {
         super(ctx);
-        this.attached = !awaitAttach;
         this.payloads = LargePayloads.get(ctx.getSystem());
-        this.consumerBatchSize = consumerBatchSize;
         this.ackTimeout = ackTimeout;
-        this.outstanding = new HandedOutBatches(ackTimeout);
         this.stalenessLimit = stalenessLimit;
         this.stats = stats;
+        this.intake = new CollectorIntake(ackTimeout, awaitAttach);
+        this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit);
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }
 
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(Introduce.class, i -> {
-                    i.coordinator()
-                            .tell(new RolloutCoordinator.CollectorIs(
-                                    getContext().getSelf()));
-                    return this;
-                })
+                .onMessage(
+                        Introduce.class,
+                        i -> same(() -> i.coordinator()
+                                .tell(new RolloutCoordinator.CollectorIs(
+                                        getContext().getSelf()))))
                 .onMessage(Attach.class, this::onAttach)
                 .onMessage(GroupFinished.class, this::onGroupFinished)
                 .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
                 .onMessage(Reassembled.class, this::onReassembled)
-                .onMessage(AcceptRecorded.class, this::onAcceptRecorded)
-                .onMessage(HandOutRecorded.class, this::onHandOutRecorded)
+                .onMessage(AcceptRecorded.class, r -> carryOut(book.acceptRecorded(r.taskId(), System.nanoTime())))
+                .onMessage(HandOutRecorded.class, r -> carryOut(book.handOutRecorded(r.batchId(), System.nanoTime())))
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(Release.class, this::onRelease)
                 .onMessage(RenewLease.class, this::onRenewLease)
                 .onMessage(VersionChanged.class, this::onVersionChanged)
-                .onMessage(EvalPassFinished.class, e -> {
-                    stats.flushEval(e.version());
-                    return this;
-                })
+                .onMessage(EvalPassFinished.class, e -> same(() -> stats.flushEval(e.version())))
                 .onMessage(Tick.class, t -> onTick())
                 .onMessage(GetStatus.class, this::onGetStatus)
-                .onMessage(EvalPassStarted.class, e -> {
-                    stats.evalStarted(e.version());
-                    return this;
-                })
-                .onMessage(GetStats.class, g -> {
-                    StatsBook.Since since = stats.since(g.sinceVersion());
-                    g.replyTo().tell(new StatsReply(since.lines(), since.completeBelow()));
-                    return this;
-                })
-                .onMessage(Flush.class, f -> {
-                    stats.flushAll();
-                    f.replyTo().tell(true);
-                    return this;
-                })
-                .onSignal(PostStop.class, s -> {
-                    stats.flushAll();
-                    return this;
-                })
-                .onSignal(org.apache.pekko.actor.typed.PreRestart.class, s -> {
-                    waiting.forEach(w -> w.pull().replyTo().tell(new BatchReply(null))); // they pull again
-                    return this;
-                })
+                .onMessage(EvalPassStarted.class, e -> same(() -> stats.evalStarted(e.version())))
+                .onMessage(
+                        GetStats.class,
+                        g -> same(() -> {
+                            StatsBook.Since since = stats.since(g.sinceVersion());
+                            g.replyTo().tell(new StatsReply(since.lines(), since.completeBelow()));
+                        }))
+                .onMessage(
+                        Flush.class,
+                        f -> same(() -> {
+                            stats.flushAll();
+                            f.replyTo().tell(true);
+                        }))
+                .onSignal(PostStop.class, s -> same(stats::flushAll))
+                .onSignal(
+                        PreRestart.class,
+                        s -> same(() -> book.waitingPullers() // they pull again
+                                .forEach(p -> p.replyTo().tell(new BatchReply(null)))))
                 .build();
     }
 
     private Behavior<Command> onAttach(Attach a) {
-        boolean first = !attached || coordinator == null;
-        attached = true;
+        boolean first = !intake.attached() || coordinator == null;
         coordinator = a.coordinator();
-        firstNewTaskId = a.firstNewTaskId();
-        wantedOld = new HashSet<>();
-        wantedOld.addAll(a.open());
-        possiblyDelivered = new HashSet<>(a.possiblyDelivered());
-        holdUntilNanos = System.nanoTime() + ackTimeout.toNanos();
-        if (first) {
-            nextBatchId = a.incarnation() << 32;
-            // Below the first new id, only the predecessor's open tasks are still wanted: outcomes
-            // of the others are dropped before the duplicate check, so they count as taken.
-            long lowestOpen = a.open().stream().mapToLong(Long::longValue).min().orElse(a.firstNewTaskId());
-            finished.takenBelow(Math.min(lowestOpen, a.firstNewTaskId()));
-        } else {
-            reannounce(a.open());
+        List<GroupFinished> early =
+                intake.attach(a.firstNewTaskId(), a.open(), a.possiblyDelivered(), first, System.nanoTime());
+        book.attach(a.incarnation(), first);
+        if (!first) {
+            // A new coordinator incarnation attached while this collector lived on (the
+            // coordinator was restarted): an outcome whose TaskFinished may have been lost with
+            // the failed incarnation is announced again, or forgotten to be taken again.
+            intake.reannounce(a.open(), book.groupsHeld())
+                    .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
+                            g.taskId(), g.attempt(), false, true, null, book.backlog())));
             // A restarted coordinator counts these tasks as running: it learns again that their
             // outcome is held (it does not run them, it still counts in the staleness bound).
-            heldOutcomes.keySet().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
+            intake.heldTasks().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
             // A hand-out the failed incarnation was writing is asked of the new one.
-            marking.values().forEach(m -> markHandOut(m.batch()));
+            book.marking().forEach(this::markHandOut);
         }
-        List<GroupFinished> held = List.copyOf(early);
-        early.clear();
-        held.forEach(this::onGroupFinished);
+        early.forEach(this::onGroupFinished);
         List<Ack> acks = List.copyOf(earlyAcks);
         earlyAcks.clear();
         acks.forEach(this::onAck);
         return this;
     }
 
-    /**
-     * A new coordinator incarnation attached while this collector lived on (the coordinator was
-     * restarted): of the tasks it still counts open, those whose outcome this collector already
-     * took may have had their {@code TaskFinished} lost with the failed incarnation. An accepted
-     * one this collector still holds is announced again; a rejected or evaluation one is forgotten
-     * here, so that its runner's delivering it again ({@code Resend}) is taken instead of dropped as
-     * a duplicate.
-     */
-    private void reannounce(List<Long> open) {
-        Map<Long, TrainingGroup> held = new HashMap<>(unrecorded);
-        buffer.forEach(g -> held.put(g.taskId(), g));
-        outstanding.batches().forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
-        marking.values().forEach(m -> m.batch().groups().forEach(g -> held.put(g.taskId(), g)));
-        redeliveries.forEach(b -> b.groups().forEach(g -> held.put(g.taskId(), g)));
-        for (Long id : open) {
-            if (!finished.contains(id)) {
-                continue;
-            }
-            TrainingGroup g = held.get(id);
-            if (g != null) {
-                coordinator.tell(new RolloutCoordinator.TaskFinished(id, g.attempt(), false, true, null, backlog()));
-            } else if (unbufferedTaken.remove(id) != null) {
-                finished.remove(id);
-            }
-            // Otherwise it was accepted and handed out: the trainer's acknowledgement retires it.
-        }
-    }
-
     private Behavior<Command> onGroupFinished(GroupFinished g) {
-        if (!attached) {
-            early.add(g); // before the coordinator is ready: it decides which tasks are still wanted
-            return this;
-        }
-        if (g.taskId() < firstNewTaskId && !wantedOld.contains(g.taskId())) {
-            duplicates++;
-            TaskJournal.duplicate(g.taskId(), g.attempt());
-            getContext()
-                    .getLog()
-                    .info(
-                            "task {} attempt {}: a predecessor was already done with it; dropped",
-                            g.taskId(),
-                            g.attempt());
-            return this;
-        }
-        if (!finished.add(g.taskId())) {
-            duplicates++;
-            TaskJournal.duplicate(g.taskId(), g.attempt());
-            getContext().getLog().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
-            return this;
-        }
-        if (!g.isEval() && possiblyDelivered.contains(g.taskId()) && System.nanoTime() - holdUntilNanos < 0) {
-            // A task that a trainer may still acknowledge from a predecessor's batch: its outcome
-            // re-sent by the runner that held it, or its re-run's. Taken now, an acceptance would
-            // be handed out again in a new batch (delivered twice), and a rejection would count a
-            // task the trainer trained on as rejected; so it waits: that acknowledgement drops it
-            // (the task is delivered), and when none came within batch_ack_timeout it is taken as
-            // any other.
-            heldOutcomes.put(g.taskId(), g);
-            if (coordinator != null) {
-                coordinator.tell(new RolloutCoordinator.OutcomeHeld(g.taskId()));
+        CollectorIntake.Decision d = intake.decide(g, System.nanoTime());
+        switch (d.verdict()) {
+            case EARLY -> {} // before the coordinator is ready: it decides which tasks are still wanted
+            case DONE_BY_PREDECESSOR -> {
+                TaskJournal.duplicate(g.taskId(), g.attempt());
+                log().info(
+                                "task {} attempt {}: a predecessor was already done with it; dropped",
+                                g.taskId(),
+                                g.attempt());
             }
-            getContext()
-                    .getLog()
-                    .info(
-                            "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
-                            g.taskId(),
-                            g.attempt(),
-                            g.outcome() instanceof Rejected r
-                                    ? "rejected as " + r.reason().wireName()
-                                    : "accepted",
-                            ackTimeout);
-            return this;
+            case DUPLICATE -> {
+                TaskJournal.duplicate(g.taskId(), g.attempt());
+                log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
+            }
+            case HELD -> {
+                // A task that a trainer may still acknowledge from a predecessor's batch: its
+                // outcome re-sent by the runner that held it, or its re-run's. That
+                // acknowledgement drops it (the task is delivered), and when none came within
+                // batch_ack_timeout it is taken as any other.
+                if (coordinator != null) {
+                    coordinator.tell(new RolloutCoordinator.OutcomeHeld(g.taskId()));
+                }
+                log().info(
+                                "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
+                                g.taskId(),
+                                g.attempt(),
+                                d.accepted() ? "accepted" : "rejected as " + d.rejectReason(),
+                                ackTimeout);
+            }
+            case TAKEN -> take(d);
         }
-        return take(g);
+        return this;
     }
 
-    /** Takes {@code g} as its task's outcome: statistics, the journal, the buffer, the coordinator. */
-    private Behavior<Command> take(GroupFinished g) {
-        tokens += g.generatedTokens();
-        String scope = g.isEval() ? org.rollout.api.WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
+    /** Takes {@code d}'s outcome as its task's: statistics, the journal, the buffer, the coordinator. */
+    private void take(CollectorIntake.Decision d) {
+        GroupFinished g = d.finished();
+        tally.taken(g);
+        String scope = g.isEval() ? WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
         int statsVersion = g.isEval() ? g.dispatchVersion() : g.completionVersion();
         stats.record(statsVersion, scope, g);
-        boolean accepted = g.outcome() instanceof Accepted;
-        String reason = null;
+        String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
-            reason = r.reason().wireName();
-            rejectedByReason.merge(reason, 1L, Long::sum);
-            lastRejections.put(reason, "task " + g.taskId() + " attempt " + g.attempt() + ": " + shortened(r.detail()));
             logRejection(g, r);
         }
-        TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), accepted, reason);
-        if (!accepted || g.isEval()) {
-            long now = System.nanoTime();
-            unbufferedTaken.put(g.taskId(), now);
-            var oldest = unbufferedTaken.entrySet().iterator();
-            while (oldest.hasNext() && now - oldest.next().getValue() > UNBUFFERED_KEPT.toNanos()) {
-                oldest.remove();
-            }
-        }
-        if (accepted && !g.isEval()) {
-            TrainingGroup group = ((Accepted) g.outcome()).group();
-            if (coordinator == null) {
-                buffer.addLast(group); // on its own: no ledger to wait for
-                serveWaiting();
-            } else {
-                unrecorded.put(g.taskId(), group);
-            }
+        TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason);
+        if (d.buffered()) {
+            carryOut(book.accept(g.taskId(), ((Accepted) g.outcome()).group(), System.nanoTime()));
         }
         if (coordinator != null) {
             coordinator.tell(new RolloutCoordinator.TaskFinished(
-                    g.taskId(), g.attempt(), g.isEval(), accepted, reason, backlog()));
+                    g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
         }
-        return this;
     }
 
-    /** Accepted groups not yet handed out: buffered, or waiting for their acceptance to be written. */
-    private int backlog() {
-        return buffer.size() + unrecorded.size();
-    }
-
-    /**
-     * The acceptance of a task is in the ledger: its group joins the buffer. A group handed out
-     * before that could be handed out again by a successor that never learnt it was accepted.
-     */
-    private Behavior<Command> onAcceptRecorded(AcceptRecorded r) {
-        TrainingGroup group = unrecorded.remove(r.taskId());
-        if (group != null) {
-            buffer.addLast(group);
-            serveWaiting();
-        }
-        return this;
-    }
-
-    /** A rejection's detail cut to 500 characters, so that one huge exception message cannot flood a log or status. */
-    private static String shortened(String detail) {
-        String d = detail == null ? "" : detail;
-        return d.length() > 500 ? d.substring(0, 500) + "… (" + d.length() + " characters)" : d;
-    }
-
-    /**
-     * Says why a group was rejected, naming its task: a timeout, a stale or cancelled group, or a
-     * filter that threw is a warning; a filter's "no" and a group with too few usable slots are
-     * routine (info). Failures and contract breaks were logged where they happened. Details are cut
-     * at 500 characters so that one huge exception message cannot flood the log.
-     */
+    /** Says why a group was rejected, naming its task ({@link OutcomeTally#loudness}). */
     private void logRejection(GroupFinished g, Rejected r) {
-        String detail = shortened(r.detail());
-        switch (r.reason()) {
-            case TIMEOUT, STALE, CANCELLED, ACCEPT_ERROR ->
-                getContext()
-                        .getLog()
-                        .warn(
-                                "task {} attempt {}: rejected as {}: {}",
-                                g.taskId(),
-                                g.attempt(),
-                                r.reason().wireName(),
-                                detail);
-            case REJECTED, RETURNED_NONE ->
-                getContext()
-                        .getLog()
-                        .info(
-                                "task {} attempt {}: rejected as {}: {}",
-                                g.taskId(),
-                                g.attempt(),
-                                r.reason().wireName(),
-                                detail);
-            default ->
-                getContext()
-                        .getLog()
-                        .debug(
-                                "task {} attempt {}: rejected as {}: {}",
-                                g.taskId(),
-                                g.attempt(),
-                                r.reason().wireName(),
-                                detail);
+        String format = "task {} attempt {}: rejected as {}: {}";
+        Object[] args = {g.taskId(), g.attempt(), r.reason().wireName(), OutcomeTally.shortened(r.detail())};
+        switch (OutcomeTally.loudness(r.reason())) {
+            case WARN -> log().warn(format, args);
+            case INFO -> log().info(format, args);
+            default -> log().debug(format, args);
         }
-    }
-
-    /**
-     * Sends {@code finished} to {@code collector}: as it is when the collector is in this actor
-     * system or the message is small, else streamed in chunks ({@link LargePayloads}).
-     */
-    static void deliver(ActorRef<Command> collector, GroupFinished finished, LargePayloads payloads) {
-        if (LargePayloads.isLocal(collector)) {
-            collector.tell(finished); // nothing is serialized: no need to estimate the size
-            return;
-        }
-        long bytes = LargePayloads.estimatedBytes(finished);
-        if (!payloads.streams(collector, bytes)) {
-            collector.tell(finished);
-            return;
-        }
-        String what = "task " + finished.taskId() + " attempt " + finished.attempt();
-        DirectRef direct = payloads.offerDirect(finished, what);
-        collector.tell(new StreamedGroupFinished(
-                finished.taskId(),
-                finished.attempt(),
-                finished.isEval(),
-                finished.dispatchVersion(),
-                finished.completionVersion(),
-                finished.generatedTokens(),
-                bytes,
-                direct == null ? payloads.offer(finished, what) : null,
-                direct));
     }
 
     private Behavior<Command> onStreamedGroupFinished(StreamedGroupFinished s) {
-        String what = "task " + s.taskId() + " attempt " + s.attempt();
         getContext()
                 .pipeToSelf(
-                        payloads.receive(s.bytes(), s.direct(), GroupFinished.class, what),
+                        CollectorTransfers.receive(s, payloads),
                         (finished, error) -> new Reassembled(s, finished, error));
         return this;
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
         StreamedGroupFinished h = r.header();
-        Throwable error = r.error();
-        if (error == null
-                && (r.finished().taskId() != h.taskId() || r.finished().attempt() != h.attempt())) {
-            error = new IllegalStateException("the stream carried task "
-                    + r.finished().taskId() + " attempt " + r.finished().attempt());
-        }
-        if (error == null) {
+        String failure = CollectorTransfers.failure(h, r.finished(), r.error());
+        if (failure == null) {
             return onGroupFinished(r.finished());
         }
-        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        String detail = "the group's result (about " + h.estimatedBytes() + " bytes) could not be received: "
-                + cause.getMessage();
-        getContext().getLog().error("task {} attempt {}: {}; rejecting it as failed", h.taskId(), h.attempt(), detail);
-        return onGroupFinished(new GroupFinished(
-                h.taskId(),
-                h.attempt(),
-                h.isEval(),
-                h.dispatchVersion(),
-                h.completionVersion(),
-                new Rejected(RejectReason.FAILED, detail),
-                Map.of(),
-                ScalarStats.Totals.EMPTY,
-                h.generatedTokens()));
+        log().error("task {} attempt {}: {}; rejecting it as failed", h.taskId(), h.attempt(), failure);
+        return onGroupFinished(CollectorTransfers.failed(h, failure));
     }
 
     private Behavior<Command> onPull(PullBatch pull) {
-        if (pull.knownVersion() > version) {
+        if (pull.knownVersion() > book.version()) {
             onVersionChanged(new VersionChanged(pull.knownVersion()));
         }
-        waiting.addLast(new WaitingPull(pull, System.nanoTime() + pull.maxWait().toNanos()));
-        serveWaiting();
+        long now = System.nanoTime();
+        return carryOut(book.pull(
+                pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));
+    }
+
+    /** Carries out what the book decided: drops, backlog updates, hand-out marks, replies. */
+    private Behavior<Command> carryOut(List<BatchBook.Step<PullBatch>> steps) {
+        for (BatchBook.Step<PullBatch> step : steps) {
+            switch (step) {
+                case BatchBook.DroppedStale<PullBatch> s -> droppedStale(s);
+                case BatchBook.Formed<PullBatch> f -> {
+                    if (coordinator != null) {
+                        coordinator.tell(new RolloutCoordinator.Backlog(f.backlog()));
+                    }
+                }
+                case BatchBook.MarkHandOut<PullBatch> m -> markHandOut(m.batch());
+                case BatchBook.HandOut<PullBatch> h ->
+                    CollectorTransfers.reply(h.puller().replyTo(), h.batch(), payloads);
+            }
+        }
         return this;
     }
 
-    /**
-     * Serves waiting pulls in arrival order: redeliveries first, then new batches. A new batch
-     * leaves once the coordinator has written that its tasks are handed out ({@link
-     * HandOutRecorded}): a successor must know which accepted tasks a trainer may hold.
-     */
-    private void serveWaiting() {
-        while (!waiting.isEmpty()) {
-            boolean fresh = redeliveries.isEmpty();
-            TrainingBatch batch = nextBatch();
-            if (batch == null) {
-                return;
-            }
-            WaitingPull w = waiting.pollFirst();
-            if (fresh && coordinator != null) {
-                marking.put(batch.batchId(), new Marking(batch, w));
-                markHandOut(batch);
-            } else {
-                handOut(batch, w);
-            }
+    private void droppedStale(BatchBook.DroppedStale<PullBatch> s) {
+        TrainingGroup g = s.group();
+        tally.discarded(RejectReason.STALE);
+        stats.recordDiscarded(s.version(), RejectReason.STALE);
+        TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
+        log().info(
+                        "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
+                        g.taskId(),
+                        g.dispatchVersion(),
+                        s.version(),
+                        stalenessLimit);
+        if (coordinator != null) {
+            coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
         }
     }
 
@@ -745,106 +536,13 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 getContext().getSelf()));
     }
 
-    private Behavior<Command> onHandOutRecorded(HandOutRecorded r) {
-        Marking m = marking.remove(r.batchId());
-        if (m != null) {
-            handOut(m.batch(), m.pull());
-        }
-        return this;
-    }
-
-    private void handOut(TrainingBatch batch, WaitingPull w) {
-        PullBatch p = w.pull();
-        outstanding.handOut(batch, p.holder(), Duration.ofMillis(Math.max(0, p.leaseMillis())), System.nanoTime());
-        reply(w.pull().replyTo(), batch);
-    }
-
-    /**
-     * Hands {@code batch} to a puller: as it is when the puller is in this actor system or the
-     * batch is small, else streamed. A streamed batch that never arrives stays unacknowledged and
-     * is delivered again after {@code batch_ack_timeout}.
-     */
-    private void reply(ActorRef<PullReply> to, TrainingBatch batch) {
-        long bytes = LargePayloads.isLocal(to) ? 0 : LargePayloads.estimatedBytes(batch);
-        if (payloads.streams(to, bytes)) {
-            BatchReply reply = new BatchReply(batch);
-            String what = "batch " + batch.batchId();
-            DirectRef direct = payloads.offerDirect(reply, what);
-            to.tell(new StreamedBatchReply(
-                    batch.batchId(),
-                    batch.size(),
-                    batch.groups().stream().map(TrainingGroup::taskId).toList(),
-                    bytes,
-                    direct == null ? payloads.offer(reply, what) : null,
-                    direct));
-        } else {
-            to.tell(new BatchReply(batch));
-        }
-    }
-
-    private TrainingBatch nextBatch() {
-        if (!redeliveries.isEmpty()) {
-            return redeliveries.pollFirst();
-        }
-        dropStale();
-        if (buffer.size() < consumerBatchSize) {
-            return null;
-        }
-        List<TrainingGroup> groups = new ArrayList<>(consumerBatchSize);
-        for (int i = 0; i < consumerBatchSize; i++) {
-            groups.add(buffer.pollFirst());
-        }
-        if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.Backlog(backlog()));
-        }
-        return new TrainingBatch(nextBatchId++, groups, version);
-    }
-
-    /** Strict staleness: drops buffered groups dispatched more than η versions before now. */
-    private void dropStale() {
-        if (stalenessLimit == Long.MAX_VALUE) {
-            return;
-        }
-        for (Iterator<TrainingGroup> it = buffer.iterator(); it.hasNext(); ) {
-            TrainingGroup g = it.next();
-            long behind = (long) version - g.dispatchVersion();
-            if (behind > stalenessLimit) {
-                it.remove();
-                rejectedByReason.merge(RejectReason.STALE.wireName(), 1L, Long::sum);
-                stats.recordDiscarded(version, RejectReason.STALE);
-                TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
-                getContext()
-                        .getLog()
-                        .info(
-                                "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
-                                g.taskId(),
-                                g.dispatchVersion(),
-                                version,
-                                stalenessLimit);
-                if (coordinator != null) {
-                    coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), backlog()));
-                }
-            }
-        }
-    }
-
     /**
      * The trainer consumed a batch: the coordinator removes its tasks from the durable ledger and
      * only then answers, so an acknowledged batch is never delivered again, even by a successor.
      */
     private Behavior<Command> onAck(Ack ack) {
-        TrainingBatch batch = outstanding.remove(ack.batchId());
-        if (batch == null) {
-            for (Iterator<TrainingBatch> it = redeliveries.iterator(); it.hasNext(); ) {
-                TrainingBatch b = it.next();
-                if (b.batchId() == ack.batchId()) {
-                    it.remove();
-                    batch = b;
-                    break;
-                }
-            }
-        }
-        if (batch == null && !ack.taskIds().isEmpty() && coordinator == null && !attached) {
+        TrainingBatch batch = book.acknowledge(ack.batchId());
+        if (batch == null && !ack.taskIds().isEmpty() && coordinator == null && !intake.attached()) {
             // A successor whose coordinator is still recovering: only the coordinator can retire
             // the tasks, so the acknowledgement waits for it (answering "unknown" now would have
             // the batch's tasks delivered again).
@@ -856,36 +554,23 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             // runners); they are taken out so they are not handed out twice, and an outcome of
             // theirs that arrives later is a duplicate.
             Set<Long> ids = new HashSet<>(ack.taskIds());
-            boolean unbuffered = buffer.removeIf(g -> ids.contains(g.taskId()));
-            if (unrecorded.keySet().removeAll(ids) || unbuffered) {
-                coordinator.tell(new RolloutCoordinator.Backlog(backlog()));
+            if (book.retire(ids)) {
+                coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
             }
-            finished.addAll(ids);
-            wantedOld.removeAll(ids);
-            possiblyDelivered.removeAll(ids);
-            for (Long id : ids) {
-                GroupFinished held = heldOutcomes.remove(id);
-                if (held != null) {
-                    // Delivered after all: the held outcome is not the task's end.
-                    TaskJournal.superseded(held.taskId(), held.attempt());
-                    getContext()
-                            .getLog()
-                            .info(
-                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
-                                    held.taskId(),
-                                    held.attempt(),
-                                    ack.batchId());
-                }
+            for (GroupFinished held : intake.deliveredByPredecessor(ids)) {
+                // Delivered after all: the held outcome is not the task's end.
+                TaskJournal.superseded(held.taskId(), held.attempt());
+                log().info(
+                                "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
+                                held.taskId(),
+                                held.attempt(),
+                                ack.batchId());
             }
-            for (TrainingBatch held : outstanding.batches()) {
-                if (held.groups().stream().anyMatch(g -> ids.contains(g.taskId()))) {
-                    getContext()
-                            .getLog()
-                            .warn(
-                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
-                                    ack.batchId(),
-                                    held.batchId());
-                }
+            for (long heldBy : book.handedOutWithAnyOf(ids)) {
+                log().warn(
+                                "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
+                                ack.batchId(),
+                                heldBy);
             }
             coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ack.taskIds(), ack.replyTo()));
             return this;
@@ -900,81 +585,67 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private Behavior<Command> onRelease(Release release) {
-        TrainingBatch released = outstanding.remove(release.batchId());
-        if (released != null) {
-            getContext()
-                    .getLog()
-                    .info("batch {} did not reach its trainer; it goes to the next pull", release.batchId());
-            outstanding.returned(release.batchId(), "it did not reach its trainer");
-            redeliveries.addFirst(released);
-            serveWaiting();
+        if (!book.release(release.batchId())) {
+            return this;
         }
-        return this;
+        log().info("batch {} did not reach its trainer; it goes to the next pull", release.batchId());
+        return carryOut(book.serve(System.nanoTime()));
     }
 
     private Behavior<Command> onVersionChanged(VersionChanged v) {
-        if (v.version() > version) {
-            version = v.version();
-            stats.flushBefore(version);
+        if (book.advanceVersion(v.version())) {
+            stats.flushBefore(v.version());
         }
         return this;
     }
 
     private Behavior<Command> onTick() {
         long now = System.nanoTime();
-        if (!heldOutcomes.isEmpty() && now - holdUntilNanos >= 0) {
-            List<GroupFinished> release = List.copyOf(heldOutcomes.values());
-            heldOutcomes.clear();
-            getContext()
-                    .getLog()
-                    .info(
+        List<CollectorIntake.Decision> released = intake.releaseDue(now);
+        if (!released.isEmpty()) {
+            log().info(
                             "no acknowledgement came for {} held outcome(s) within {} of the take-over; they are taken",
-                            release.size(),
+                            released.size(),
                             ackTimeout);
-            release.forEach(this::take);
+            released.forEach(this::take);
         }
-        for (Iterator<WaitingPull> it = waiting.iterator(); it.hasNext(); ) {
-            WaitingPull w = it.next();
-            if (now - w.deadlineNanos() >= 0) {
-                it.remove();
-                w.pull().replyTo().tell(new BatchReply(null));
-            }
+        book.expirePulls(now).forEach(p -> p.replyTo().tell(new BatchReply(null)));
+        for (HandedOutBatches.Due due : book.returnDue(now)) {
+            log().warn("batch {}: {}", due.batch().batchId(), due.why());
         }
-        for (HandedOutBatches.Due due : outstanding.takeDue(now)) {
-            getContext().getLog().warn("batch {}: {}", due.batch().batchId(), due.why());
-            redeliveries.addLast(due.batch());
-        }
-        serveWaiting();
-        return this;
+        return carryOut(book.serve(now));
     }
 
     private Behavior<Command> onGetStatus(GetStatus get) {
         get.replyTo()
                 .tell(new Status(
-                        backlog(),
-                        outstanding.size() + redeliveries.size() + marking.size(),
-                        heldOutcomes.size(),
-                        duplicates,
-                        tokens,
-                        Map.copyOf(rejectedByReason),
+                        book.backlog(),
+                        book.unacknowledged(),
+                        intake.heldCount(),
+                        intake.duplicates(),
+                        tally.tokens(),
+                        tally.rejectedByReason(),
                         stats.latestMeans(),
-                        Map.copyOf(lastRejections),
-                        heldBatches()));
+                        tally.lastRejections(),
+                        book.heldBatches(System.nanoTime())));
         return this;
-    }
-
-    /** The batches handed out and not acknowledged: those held by trainers, then those back for the next pull. */
-    private List<HeldBatch> heldBatches() {
-        List<HeldBatch> all = new ArrayList<>(outstanding.status(System.nanoTime()));
-        redeliveries.forEach(b -> all.add(outstanding.waiting(b)));
-        return all;
     }
 
     private Behavior<Command> onRenewLease(RenewLease r) {
         List<Long> renewed = r.leaseMillis() > 0
-                ? outstanding.renew(r.holder(), Duration.ofMillis(r.leaseMillis()), System.nanoTime())
+                ? book.renew(r.holder(), Duration.ofMillis(r.leaseMillis()), System.nanoTime())
                 : List.of();
         r.replyTo().tell(new LeaseRenewed(renewed));
         return this;
+    }
+
+    private Behavior<Command> same(Runnable action) {
+        action.run();
+        return this;
+    }
+
+    /** The actor's logger (asked each time: asking sets the actor's logging context). */
+    private Logger log() {
+        return getContext().getLog();
     }
 }

@@ -397,7 +397,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             outbox.put(g.taskId(), g);
         }
         if (kept.collector != null) {
-            Collector.deliver(kept.collector, g, payloads);
+            CollectorTransfers.deliver(kept.collector, g, payloads);
         }
         replyIfDrained();
         return this;
@@ -465,7 +465,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         for (Long id : resend.taskIds()) {
             Collector.GroupFinished g = outbox.get(id);
             if (g != null) {
-                Collector.deliver(kept.collector, g, payloads);
+                CollectorTransfers.deliver(kept.collector, g, payloads);
             }
         }
         return this;

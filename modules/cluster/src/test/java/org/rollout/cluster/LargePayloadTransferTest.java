@@ -68,7 +68,7 @@ class LargePayloadTransferTest {
             long bytesBefore = senderSide.bytesSent();
             long start = System.nanoTime();
 
-            Collector.deliver(fromA, finished, senderSide);
+            CollectorTransfers.deliver(fromA, finished, senderSide);
 
             onB.tell(new Collector.PullBatch(DEADLINE, 0, trainer.getRef()));
             Collector.PullReply reply = trainer.receiveMessage(DEADLINE);
