@@ -4,6 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,7 +36,36 @@ import org.rollout.api.StopReason;
  * Errors are Anthropic's {@code {"type": "error", "error": {"type", "message"}}}.
  */
 final class MessagesApi {
-    private MessagesApi() {}
+    private final TurnGenerator turns;
+    private final JsonBodies bodies;
+    private final String model;
+
+    MessagesApi(TurnGenerator turns, JsonBodies bodies, String model) {
+        this.turns = turns;
+        this.bodies = bodies;
+        this.model = model;
+    }
+
+    /** {@code POST /v1/messages}: a {@code message}, or its events ({@link MessagesStream}). */
+    void messages(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+        ProxyRequests.Chat req = turns.translatedChat(
+                translate(bodies.readJson(ex)),
+                Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences"));
+        Turn t = turns.turn(session, req, "msg_" + RandomIds.hex(12));
+        int input = t.resp().inputLength();
+        if (!req.stream()) {
+            JsonBodies.sendJson(ex, 200, message(t.id(), model, t, input));
+            return;
+        }
+        MessagesStream.send(ex, model, t, input);
+    }
+
+    /** {@code POST /v1/messages/count_tokens}: {@code {"input_tokens"}} of the prompt the body renders to. */
+    void countTokens(HttpExchange ex) throws IOException, OpenAIError {
+        ProxyRequests.Chat req =
+                turns.translatedChat(translate(bodies.readJson(ex), false), Map.of("stop", "stop_sequences"));
+        JsonBodies.sendJson(ex, 200, Map.of("input_tokens", turns.promptTokens(req).length));
+    }
 
     /** Translates a Messages body into a chat completion body. */
     static ObjectNode translate(JsonNode body) throws OpenAIError {
@@ -265,7 +296,7 @@ final class MessagesApi {
     // ---------------------------------------------------------------- answers
 
     /** The content blocks: thinking, text (when there is any), then one tool_use per call. */
-    static List<Map<String, Object>> content(OpenAIProxy.Turn t) {
+    static List<Map<String, Object>> content(Turn t) {
         List<Map<String, Object>> blocks = new ArrayList<>();
         if (t.reasoning() != null) {
             blocks.add(thinkingBlock(t.reasoning()));
@@ -317,7 +348,7 @@ final class MessagesApi {
         return Map.of();
     }
 
-    static String stopReason(OpenAIProxy.Turn t) {
+    static String stopReason(Turn t) {
         if (t.stop() == StopReason.TOOL_CALLS) {
             return "tool_use";
         }
@@ -341,7 +372,7 @@ final class MessagesApi {
      *
      * @param t the generated turn, or null for the empty message of a stream's message_start
      */
-    static Map<String, Object> message(String id, String model, OpenAIProxy.Turn t, int inputTokens) {
+    static Map<String, Object> message(String id, String model, Turn t, int inputTokens) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("id", id);
         m.put("type", "message");

@@ -1,40 +1,19 @@
 package org.rollout.agent;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.SecureRandom;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.rollout.api.GenerationConfig;
-import org.rollout.api.GenerationException;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.Interaction;
-import org.rollout.api.ModelRequest;
-import org.rollout.api.ModelResponse;
-import org.rollout.api.StopReason;
 import org.rollout.api.Tokenizer;
-import org.rollout.api.WorkflowContractException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -67,6 +46,11 @@ import org.slf4j.LoggerFactory;
  * Errors are OpenAI-shaped ({@link OpenAIError}); the request fields are described in {@code
  * ProxyRequests} and {@code docs/agents.md}.
  *
+ * <p>This class starts and stops the server and routes each request; the endpoints are {@link
+ * ChatCompletionsApi}, {@link CompletionsApi}, {@link ResponsesApi}, {@link MessagesApi} and {@link
+ * OnlineApi}, each generating through the shared {@link TurnGenerator}; streamed answers go out through
+ * {@link ServerSentEvents}, keys are checked by {@link ProxyAuth}, sessions kept by {@link ProxySessions}.
+ *
  * <p>Streaming: the engine returns a completion whole (as AReaL's does), so a streamed response is
  * sent when generation ends: a role chunk, content chunks, a tool-call chunk, the finish chunk, a
  * usage chunk when {@code stream_options.include_usage}, then {@code data: [DONE]}.
@@ -82,22 +66,18 @@ import org.slf4j.LoggerFactory;
  */
 public final class OpenAIProxy implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(OpenAIProxy.class);
-    private static final ObjectMapper JSON = ProxyRequests.JSON;
-    private static final SecureRandom RANDOM = new SecureRandom();
-    private static final int STREAM_PIECE_CHARS = 16;
-    private static final Duration DEFAULT_CLAIM_WAIT = Duration.ofSeconds(30);
-    private static final Duration MAX_CLAIM_WAIT = Duration.ofSeconds(300);
 
     private final ProxyConfig config;
-    private final InferenceEngine engine;
-    private final Tokenizer tokenizer;
-    private final GenerationConfig defaults;
     private final ToolCallFormat toolCallFormat;
     private final HttpServer server;
     private final ExecutorService executor;
-    private final Map<String, ProxySession> sessions = new ConcurrentHashMap<>();
-    private final LinkedBlockingQueue<ProxySession> waitingOnline = new LinkedBlockingQueue<>();
-    private volatile boolean closing;
+    private final ProxySessions sessions;
+    private final JsonBodies bodies;
+    private final ChatCompletionsApi chatCompletions;
+    private final CompletionsApi completions;
+    private final ResponsesApi responses;
+    private final MessagesApi messages;
+    private final OnlineApi online;
 
     private OpenAIProxy(
             ProxyConfig config,
@@ -107,12 +87,18 @@ public final class OpenAIProxy implements AutoCloseable {
             HttpServer server,
             ExecutorService executor) {
         this.config = config;
-        this.engine = engine;
-        this.tokenizer = tokenizer;
-        this.defaults = defaults;
         this.toolCallFormat = config.resolveToolCallFormat(tokenizer);
         this.server = server;
         this.executor = executor;
+        this.sessions = new ProxySessions(baseUrl());
+        this.bodies = new JsonBodies(config.maxRequestBytes());
+        TurnGenerator turns = new TurnGenerator(engine, tokenizer, defaults, toolCallFormat, sessions::isClosing);
+        String model = config.modelName();
+        this.chatCompletions = new ChatCompletionsApi(turns, bodies, model);
+        this.completions = new CompletionsApi(turns, bodies, model);
+        this.responses = new ResponsesApi(turns, bodies, model);
+        this.messages = new MessagesApi(turns, bodies, model);
+        this.online = new OnlineApi(sessions, bodies);
     }
 
     /**
@@ -159,7 +145,7 @@ public final class OpenAIProxy implements AutoCloseable {
     }
 
     /** The address and port it listens on: 127.0.0.1 unless the config names another host. */
-    public java.net.InetSocketAddress address() {
+    public InetSocketAddress address() {
         return server.getAddress();
     }
 
@@ -193,7 +179,7 @@ public final class OpenAIProxy implements AutoCloseable {
      * @throws IllegalStateException when the proxy is closing
      */
     public ProxySession openSession(String episodeKey, Interaction.ChatTemplateType chatTemplateType) {
-        return open(episodeKey, chatTemplateType, null);
+        return sessions.open(episodeKey, chatTemplateType, null);
     }
 
     /**
@@ -202,41 +188,16 @@ public final class OpenAIProxy implements AutoCloseable {
      */
     public ProxySession openOnlineSession(
             String episodeKey, Interaction.ChatTemplateType chatTemplateType, Map<String, Object> data) {
-        ProxySession s = open(episodeKey, chatTemplateType, Objects.requireNonNull(data, "data"));
-        waitingOnline.add(s);
-        return s;
-    }
-
-    private ProxySession open(String episodeKey, Interaction.ChatTemplateType type, Map<String, Object> data) {
-        if (closing) {
-            throw new IllegalStateException("the OpenAI proxy at " + baseUrl() + " is closing; no new sessions");
-        }
-        String base = episodeKey == null || episodeKey.isBlank() ? "episode-" + hex(8) : episodeKey;
-        for (int n = 1; ; n++) {
-            String id = n == 1 ? base : base + "~" + n;
-            URI url = URI.create(baseUrl() + "/s/" + id + "/v1");
-            ProxySession s = new ProxySession(id, "sk-rollout-" + hex(16), url, type, data, this::forget);
-            if (sessions.putIfAbsent(id, s) == null) {
-                return s;
-            }
-        }
-    }
-
-    private void forget(ProxySession s) {
-        sessions.remove(s.id(), s);
-        waitingOnline.remove(s);
+        return sessions.openOnline(episodeKey, chatTemplateType, data);
     }
 
     /** New requests get 503; every session is closed (generations aborted); the server stops. Idempotent. */
     @Override
     public void close() {
-        if (closing) {
+        if (sessions.isClosing()) {
             return;
         }
-        closing = true;
-        for (ProxySession s : new ArrayList<>(sessions.values())) {
-            s.close();
-        }
+        sessions.closeAll();
         server.stop(1);
         executor.shutdownNow();
         log.info("OpenAI proxy at {} stopped", baseUrl());
@@ -249,7 +210,7 @@ public final class OpenAIProxy implements AutoCloseable {
             try {
                 route(ex);
             } catch (OpenAIError e) {
-                sendJson(ex, e.status(), anthropic(ex) ? MessagesApi.errorBody(e) : e.body());
+                JsonBodies.sendJson(ex, e.status(), anthropic(ex) ? MessagesApi.errorBody(e) : e.body());
             } catch (RuntimeException e) {
                 log.error(
                         "OpenAI proxy: {} {} failed",
@@ -257,7 +218,7 @@ public final class OpenAIProxy implements AutoCloseable {
                         ex.getRequestURI().getPath(),
                         e);
                 OpenAIError err = new OpenAIError(500, "server_error", null, null, "The proxy failed: " + e);
-                sendJson(ex, 500, anthropic(ex) ? MessagesApi.errorBody(err) : err.body());
+                JsonBodies.sendJson(ex, 500, anthropic(ex) ? MessagesApi.errorBody(err) : err.body());
             }
         }
     }
@@ -295,1085 +256,72 @@ public final class OpenAIProxy implements AutoCloseable {
     private void route(HttpExchange ex) throws IOException, OpenAIError {
         String method = ex.getRequestMethod();
         String path = ex.getRequestURI().getPath();
-        if (closing) {
-            throw new OpenAIError(503, "server_error", null, "shutting_down", "The proxy is shutting down.");
+        if (sessions.isClosing()) {
+            throw ProxyErrors.shuttingDown();
         }
         if (path.equals("/health")) {
-            requireMethod(method, "GET", path);
-            sendJson(ex, 200, Map.of("status", "ok", "sessions", sessions.size()));
+            ProxyErrors.requireMethod(method, "GET", path);
+            JsonBodies.sendJson(ex, 200, Map.of("status", "ok", "sessions", sessions.size()));
             return;
         }
         if (path.equals("/online/claim")) {
-            requireMethod(method, "POST", path);
-            requireKey(ex, config.adminApiKey(), "the admin API key (rollout.agent.admin_api_key)");
-            claim(ex);
+            ProxyErrors.requireMethod(method, "POST", path);
+            ProxyAuth.requireKey(ex, config.adminApiKey(), "the admin API key (rollout.agent.admin_api_key)");
+            online.claim(ex);
             return;
         }
         String[] idAndRoute = sessionRoute(path);
         if (idAndRoute == null) {
-            throw unknownUrl(method, path);
+            throw ProxyErrors.unknownUrl(method, path);
         }
         String id = idAndRoute[0];
         String rest = idAndRoute[1];
         ProxySession session = sessions.get(id);
         if (session == null || session.isClosed()) {
-            throw new OpenAIError(
-                    404,
-                    "invalid_request_error",
-                    null,
-                    "session_not_found",
-                    "No open session '" + id + "' on this proxy: it was never opened or its episode has ended.");
+            throw ProxyErrors.sessionNotFound(id);
         }
-        requireKey(ex, session.apiKey(), "the API key of session '" + id + "'");
+        ProxyAuth.requireKey(ex, session.apiKey(), "the API key of session '" + id + "'");
         switch (rest) {
             case "chat/completions" -> {
-                requireMethod(method, "POST", path);
-                chatCompletion(ex, session);
+                ProxyErrors.requireMethod(method, "POST", path);
+                chatCompletions.chatCompletion(ex, session);
             }
             case "completions" -> {
-                requireMethod(method, "POST", path);
-                completion(ex, session);
+                ProxyErrors.requireMethod(method, "POST", path);
+                completions.completion(ex, session);
             }
             case "responses" -> {
-                requireMethod(method, "POST", path);
-                responses(ex, session);
+                ProxyErrors.requireMethod(method, "POST", path);
+                responses.responses(ex, session);
             }
             case "messages" -> {
-                requireMethod(method, "POST", path);
-                messages(ex, session);
+                ProxyErrors.requireMethod(method, "POST", path);
+                messages.messages(ex, session);
             }
             case "messages/count_tokens" -> {
-                requireMethod(method, "POST", path);
-                ProxyRequests.Chat req =
-                        translatedChat(MessagesApi.translate(readJson(ex), false), Map.of("stop", "stop_sequences"));
-                int[] prompt =
-                        tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
-                sendJson(ex, 200, Map.of("input_tokens", prompt.length));
+                ProxyErrors.requireMethod(method, "POST", path);
+                messages.countTokens(ex);
             }
             case "models" -> {
-                requireMethod(method, "GET", path);
+                ProxyErrors.requireMethod(method, "GET", path);
                 Map<String, Object> model = new LinkedHashMap<>();
                 model.put("id", config.modelName());
                 model.put("object", "model");
                 model.put("created", 0);
                 model.put("owned_by", "rollout");
-                sendJson(ex, 200, Map.of("object", "list", "data", List.of(model)));
+                JsonBodies.sendJson(ex, 200, Map.of("object", "list", "data", List.of(model)));
             }
             case "reward" -> {
-                requireMethod(method, "POST", path);
-                reward(ex, session);
+                ProxyErrors.requireMethod(method, "POST", path);
+                online.reward(ex, session);
             }
-            default -> throw unknownUrl(method, path);
+            default -> throw ProxyErrors.unknownUrl(method, path);
         }
-    }
-
-    private static OpenAIError unknownUrl(String method, String path) {
-        return new OpenAIError(
-                404,
-                "invalid_request_error",
-                null,
-                "unknown_url",
-                "Unknown request URL: " + method + " " + path + ". Completions are served under /s/{session}/v1/.");
-    }
-
-    private static void requireMethod(String method, String allowed, String path) throws OpenAIError {
-        if (!method.equals(allowed)) {
-            throw new OpenAIError(
-                    405,
-                    "invalid_request_error",
-                    null,
-                    "method_not_allowed",
-                    "Method " + method + " is not allowed on " + path + "; use " + allowed + ".");
-        }
-    }
-
-    private static void requireKey(HttpExchange ex, String expected, String what) throws OpenAIError {
-        String header = ex.getRequestHeaders().getFirst("Authorization");
-        String apiKeyHeader = ex.getRequestHeaders().getFirst("x-api-key");
-        if ((header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) && apiKeyHeader != null) {
-            // Anthropic's clients send the key as x-api-key.
-            header = "Bearer " + apiKeyHeader;
-        }
-        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            throw new OpenAIError(
-                    401,
-                    "invalid_request_error",
-                    null,
-                    "invalid_api_key",
-                    "You didn't provide an API key: send " + what + " as 'Authorization: Bearer <key>'"
-                            + " (or as 'x-api-key: <key>').");
-        }
-        String given = header.substring(7).trim();
-        if (!MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8))) {
-            throw new OpenAIError(
-                    401,
-                    "invalid_request_error",
-                    null,
-                    "invalid_api_key",
-                    "Incorrect API key provided: expected " + what + ".");
-        }
-    }
-
-    // ---------------------------------------------------------------- chat completions
-
-    private void chatCompletion(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        ProxyRequests.Chat req = ProxyRequests.chat(readJson(ex), defaults, tokenizer);
-        Turn t = turn(session, req, "chatcmpl-" + hex(15));
-        long created = System.currentTimeMillis() / 1000;
-        Map<String, Object> usage = usage(t.resp());
-        if (req.stream()) {
-            streamChat(ex, t, created, req.includeUsage() ? usage : null, req.logprobs());
-            return;
-        }
-        Map<String, Object> responseMessage = new LinkedHashMap<>(t.message());
-        responseMessage.put("refusal", null);
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("index", 0);
-        choice.put("message", responseMessage);
-        choice.put("logprobs", req.logprobs() ? Map.of("content", chatLogprobs(t)) : null);
-        choice.put("finish_reason", t.stop().wireName());
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("id", t.id());
-        body.put("object", "chat.completion");
-        body.put("created", created);
-        body.put("model", config.modelName());
-        body.put("choices", List.of(choice));
-        body.put("usage", usage);
-        body.put("system_fingerprint", null);
-        sendJson(ex, 200, body);
-    }
-
-    /**
-     * One generated assistant turn, already recorded.
-     *
-     * @param id the completion's id (chatcmpl-…, resp_…, msg_…), also the interaction's
-     * @param resp the engine's answer, its stop reason TOOL_CALLS when tool calls were parsed
-     * @param answerTokens the output tokens without trailing stop ids (what the answer's text decodes)
-     * @param reasoning the thinking block's text, or null when the model wrote none
-     * @param parsed the answer after the thinking block: content and tool calls
-     * @param message the recorded OpenAI assistant message
-     * @param stopSequence the request's stop string that ended the answer, or null
-     */
-    record Turn(
-            String id,
-            ModelResponse resp,
-            int[] answerTokens,
-            String reasoning,
-            ToolCallParser.Parsed parsed,
-            StopReason stop,
-            Map<String, Object> message,
-            String stopSequence) {}
-
-    /**
-     * Renders {@code req} (on its parent's tokens in concat sessions), generates, splits off the
-     * thinking block and the tool calls, and records the interaction. Every API's endpoint is this
-     * plus its own request and response shapes.
-     */
-    Turn turn(ProxySession session, ProxyRequests.Chat req, String id) throws OpenAIError {
-        Interaction parent = session.findParent(req.messages());
-        int[] prompt = null;
-        if (session.chatTemplateType() == Interaction.ChatTemplateType.CONCAT && parent != null) {
-            prompt = concatPrompt(req, parent, session);
-            if (prompt == null) {
-                parent = null;
-            }
-        }
-        if (prompt == null) {
-            prompt = tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
-        }
-        boolean thinkingOpened = ReasoningParser.opensBlock(
-                tokenizer.decode(Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 8), prompt.length), false));
-        // A forced call is started in the prompt (so its tokens are prompt tokens, not trained on): the
-        // tool-call format's opening, after closing a thinking block the template opened.
-        String forced = null;
-        if (req.forcedToolCall() != null) {
-            forced = toolCallFormat.opening(req.forcedToolCall().function());
-            int[] opening = tokenizer.encode((thinkingOpened ? "\n" + ReasoningParser.CLOSE + "\n\n" : "") + forced);
-            int[] withOpening = Arrays.copyOf(prompt, prompt.length + opening.length);
-            System.arraycopy(opening, 0, withOpening, prompt.length, opening.length);
-            prompt = withOpening;
-        }
-        checkContext(prompt.length, req.gconfig(), "messages");
-        ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
-        int[] answer = answerTokens(resp, req.gconfig());
-        String text = outputText(resp, answer, req.gconfig());
-        ReasoningParser.Split split = forced != null
-                ? new ReasoningParser.Split(null, forced + text)
-                : ReasoningParser.split(text, thinkingOpened);
-        ToolCallParser.Parsed parsed = new ToolCallParser.Parsed(split.content(), List.of());
-        if (req.toolsEnabled()) {
-            parsed = toolCallFormat.parse(split.content());
-            if (!parsed.hasToolCalls() && toolCallFormat.needsSpecialTokens()) {
-                // Mistral's and DeepSeek's markers may be special tokens, which the text skips.
-                String withSpecialTokens = tokenizer.decode(answer, false);
-                ToolCallParser.Parsed withSpecial = toolCallFormat.parse(
-                        forced != null
-                                ? forced + withSpecialTokens
-                                : ReasoningParser.split(withSpecialTokens, thinkingOpened)
-                                        .content());
-                if (withSpecial.hasToolCalls()) {
-                    parsed = withSpecial;
-                }
-            }
-        }
-        StopReason stop = parsed.hasToolCalls() ? StopReason.TOOL_CALLS : resp.stopReason();
-        if (stop != resp.stopReason()) {
-            resp = ModelResponse.of(
-                    resp.inputTokens(),
-                    resp.outputTokens(),
-                    resp.outputLogprobs(),
-                    resp.outputVersions(),
-                    stop,
-                    resp.latency());
-        }
-        Map<String, Object> message = new LinkedHashMap<>();
-        message.put("role", "assistant");
-        message.put("content", parsed.content());
-        if (split.reasoning() != null) {
-            message.put("reasoning_content", split.reasoning());
-        }
-        if (parsed.hasToolCalls()) {
-            List<Map<String, Object>> calls = new ArrayList<>();
-            for (ToolCallParser.ToolCall c : parsed.toolCalls()) {
-                calls.add(toolCallJson(c));
-            }
-            message.put("tool_calls", calls);
-        }
-        Interaction it = Interaction.builder(id)
-                .modelResponse(resp)
-                .messages(req.messages())
-                .outputMessages(List.of(message))
-                .parent(parent)
-                .chatTemplateType(session.chatTemplateType())
-                .build();
-        if (!session.record(it)) {
-            throw sessionClosedDuring(session);
-        }
-        return new Turn(
-                id, resp, answer, split.reasoning(), parsed, stop, message, matchedStop(resp, answer, req.gconfig()));
-    }
-
-    /** The stop string the answer ended on (the one {@link #outputText} cuts at), or null. */
-    private String matchedStop(ModelResponse resp, int[] answer, GenerationConfig g) {
-        if (resp.stopReason() != StopReason.STOP
-                || answer.length != resp.outputLength()
-                || g.stop().isEmpty()) {
-            return null;
-        }
-        String text = tokenizer.decode(answer, true);
-        String found = null;
-        int cut = -1;
-        for (String s : g.stop()) {
-            int at = text.indexOf(s);
-            if (at >= 0 && (cut < 0 || at < cut)) {
-                cut = at;
-                found = s;
-            }
-        }
-        return found;
-    }
-
-    /** One entry per answer token: its text, its sampled logprob and its UTF-8 bytes. */
-    List<Map<String, Object>> tokenLogprobs(Turn t) {
-        List<Map<String, Object>> out = new ArrayList<>();
-        for (int i = 0; i < t.answerTokens().length; i++) {
-            String token = tokenizer.decode(new int[] {t.answerTokens()[i]}, false);
-            byte[] bytes = token.getBytes(StandardCharsets.UTF_8);
-            List<Integer> b = new ArrayList<>(bytes.length);
-            for (byte x : bytes) {
-                b.add(x & 0xff);
-            }
-            Map<String, Object> e = new LinkedHashMap<>();
-            e.put("token", token);
-            e.put("logprob", (double) t.resp().outputLogprob(i));
-            e.put("bytes", b);
-            // The engine reports only the sampled token's logprob, so there are no alternatives to list.
-            e.put("top_logprobs", List.of());
-            out.add(e);
-        }
-        return out;
-    }
-
-    private List<Map<String, Object>> chatLogprobs(Turn t) {
-        return tokenLogprobs(t);
-    }
-
-    /**
-     * AReaL's concat prompt: the parent's whole sequence (output without trailing stop ids, then
-     * EOS) followed by the tokens the template renders after as many EOS tokens as the parent
-     * sequence holds. Null when the rendering cannot be aligned (the parent link is then dropped).
-     */
-    private int[] concatPrompt(ProxyRequests.Chat req, Interaction parent, ProxySession session) throws OpenAIError {
-        ModelResponse p = parent.modelResponse();
-        int eos = tokenizer.eosTokenId();
-        int[] out = p.outputTokens();
-        int end = out.length;
-        while (end > 0 && isStopId(out[end - 1], req.gconfig())) {
-            end--;
-        }
-        int[] in = p.inputTokens();
-        int[] parentTokens = new int[in.length + end + 1];
-        System.arraycopy(in, 0, parentTokens, 0, in.length);
-        System.arraycopy(out, 0, parentTokens, in.length, end);
-        parentTokens[parentTokens.length - 1] = eos;
-        int eosCount = 0;
-        for (int t : parentTokens) {
-            if (t == eos) {
-                eosCount++;
-            }
-        }
-        int[] all = tokenizer.encode(render(req.renderMessages(), req.toolsEnabled() ? req.tools() : List.of()));
-        int cut = -1;
-        for (int i = 0, seen = 0; i < all.length; i++) {
-            if (all[i] == eos && ++seen == eosCount) {
-                cut = i;
-                break;
-            }
-        }
-        if (cut < 0 || cut + 1 >= all.length) {
-            log.warn(
-                    "session {}: cannot align the rendered conversation with parent completion {} ({} EOS in the"
-                            + " parent, rendering has {} tokens); the prompt is rendered whole and the parent link"
-                            + " dropped",
-                    session.id(),
-                    parent.id(),
-                    eosCount,
-                    all.length);
-            return null;
-        }
-        int[] prompt = new int[parentTokens.length + all.length - cut - 1];
-        System.arraycopy(parentTokens, 0, prompt, 0, parentTokens.length);
-        System.arraycopy(all, cut + 1, prompt, parentTokens.length, all.length - cut - 1);
-        return prompt;
-    }
-
-    /**
-     * The answer as chat-completion chunks. With {@code logprobs}, the chunk that ends the answer
-     * carries every generated token's logprob (the text went out in pieces that need not follow
-     * token boundaries; a client that gathers {@code logprobs.content} over the chunks gets them all).
-     */
-    private void streamChat(HttpExchange ex, Turn t, long created, Map<String, Object> usage, boolean logprobs)
-            throws IOException {
-        startEvents(ex);
-        OutputStream out = ex.getResponseBody();
-        String id = t.id();
-        boolean withUsage = usage != null;
-        Map<String, Object> role = new LinkedHashMap<>();
-        role.put("role", "assistant");
-        role.put("content", "");
-        event(out, chunk(id, created, role, null, withUsage));
-        if (t.reasoning() != null) {
-            for (String piece : pieces(t.reasoning())) {
-                event(out, chunk(id, created, Map.of("reasoning_content", piece), null, withUsage));
-            }
-        }
-        String content = t.parsed().content() == null ? "" : t.parsed().content();
-        for (String piece : pieces(content)) {
-            event(out, chunk(id, created, Map.of("content", piece), null, withUsage));
-        }
-        if (t.parsed().hasToolCalls()) {
-            List<Map<String, Object>> calls = new ArrayList<>();
-            for (int i = 0; i < t.parsed().toolCalls().size(); i++) {
-                Map<String, Object> c = new LinkedHashMap<>();
-                c.put("index", i);
-                c.putAll(toolCallJson(t.parsed().toolCalls().get(i)));
-                calls.add(c);
-            }
-            event(out, chunk(id, created, Map.of("tool_calls", calls), null, withUsage));
-        }
-        Map<String, Object> finish = chunkBody(id, created, Map.of(), t.stop().wireName(), withUsage);
-        if (logprobs) {
-            @SuppressWarnings("unchecked")
-            Map<String, Object> choice = (Map<String, Object>) ((List<Object>) finish.get("choices")).getFirst();
-            choice.put("logprobs", Map.of("content", chatLogprobs(t)));
-        }
-        event(out, JSON.writeValueAsString(finish));
-        if (withUsage) {
-            Map<String, Object> last = chunkEnvelope(id, created, List.of());
-            last.put("usage", usage);
-            event(out, JSON.writeValueAsString(last));
-        }
-        out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
-        out.flush();
-    }
-
-    /** 200 with server-sent-event headers; the body is then written event by event. */
-    static void startEvents(HttpExchange ex) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
-        ex.getResponseHeaders().set("Cache-Control", "no-cache");
-        ex.sendResponseHeaders(200, 0);
-    }
-
-    /** A named server-sent event, as the Responses and Messages APIs send them. */
-    static void namedEvent(OutputStream out, String name, Object data) throws IOException {
-        out.write(("event: " + name + "\ndata: " + JSON.writeValueAsString(data) + "\n\n")
-                .getBytes(StandardCharsets.UTF_8));
-        out.flush();
-    }
-
-    private String chunk(String id, long created, Map<String, Object> delta, String finish, boolean withUsage)
-            throws JsonProcessingException {
-        return JSON.writeValueAsString(chunkBody(id, created, delta, finish, withUsage));
-    }
-
-    private Map<String, Object> chunkBody(
-            String id, long created, Map<String, Object> delta, String finish, boolean withUsage) {
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("index", 0);
-        choice.put("delta", delta);
-        choice.put("logprobs", null);
-        choice.put("finish_reason", finish);
-        Map<String, Object> body = chunkEnvelope(id, created, new ArrayList<>(List.of(choice)));
-        if (withUsage) {
-            body.put("usage", null);
-        }
-        return body;
-    }
-
-    private Map<String, Object> chunkEnvelope(String id, long created, List<Object> choices) {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("id", id);
-        body.put("object", "chat.completion.chunk");
-        body.put("created", created);
-        body.put("model", config.modelName());
-        body.put("system_fingerprint", null);
-        body.put("choices", choices);
-        return body;
-    }
-
-    private static void event(OutputStream out, String json) throws IOException {
-        out.write(("data: " + json + "\n\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
-    }
-
-    /** The content in pieces of up to {@value #STREAM_PIECE_CHARS} code points (none when empty). */
-    static List<String> pieces(String content) {
-        List<String> out = new ArrayList<>();
-        int i = 0;
-        while (i < content.length()) {
-            int end = content.offsetByCodePoints(
-                    i, Math.min(STREAM_PIECE_CHARS, content.codePointCount(i, content.length())));
-            out.add(content.substring(i, end));
-            i = end;
-        }
-        return out;
-    }
-
-    private static Map<String, Object> toolCallJson(ToolCallParser.ToolCall c) {
-        Map<String, Object> function = new LinkedHashMap<>();
-        function.put("name", c.name());
-        function.put("arguments", c.arguments());
-        Map<String, Object> call = new LinkedHashMap<>();
-        call.put("id", c.id());
-        call.put("type", "function");
-        call.put("function", function);
-        return call;
-    }
-
-    // ---------------------------------------------------------------- responses
-
-    private void responses(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        JsonNode body = readJson(ex);
-        List<Map<String, Object>> previous = null;
-        JsonNode prev = body == null ? null : body.get("previous_response_id");
-        if (ProxyRequests.present(prev)) {
-            previous = prev.isTextual() ? session.conversation(prev.asText()) : null;
-            if (previous == null) {
-                throw new OpenAIError(
-                        400,
-                        "invalid_request_error",
-                        "previous_response_id",
-                        "previous_response_not_found",
-                        "Previous response with id " + ProxyRequests.shortJson(prev) + " not found in session '"
-                                + session.id() + "'.");
-            }
-        }
-        ResponsesApi.Translated tr = ResponsesApi.translate(body, previous, session::outputItem);
-        ProxyRequests.Chat req = translatedChat(
-                tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
-        String id = "resp_" + hex(24);
-        long created = System.currentTimeMillis() / 1000;
-        if (req.stream()) {
-            // The events start once the engine has answered, so that errors are still plain JSON.
-            Turn t = turn(session, req, id);
-            remember(session, tr, t);
-            streamResponse(ex, body, tr, t, req, created);
-            return;
-        }
-        Turn t = turn(session, req, id);
-        remember(session, tr, t);
-        List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
-        sendJson(
-                ex,
-                200,
-                ResponsesApi.response(
-                        id, created, config.modelName(), body, tr.instructions(), t, ResponsesApi.output(t, logprobs)));
-    }
-
-    /** Keeps what later requests of the session may name: the conversation and the output items. */
-    private static void remember(ProxySession session, ResponsesApi.Translated tr, Turn t) {
-        session.rememberConversation(t.id(), ResponsesApi.remembered(tr.conversation(), t));
-        session.rememberOutputItems(ResponsesApi.output(t, null));
-    }
-
-    /**
-     * A translated body validated as a chat body; an error about a chat field names the field the
-     * client sent instead (e.g. max_output_tokens for max_completion_tokens).
-     */
-    private ProxyRequests.Chat translatedChat(JsonNode chatBody, Map<String, String> clientNames) throws OpenAIError {
-        try {
-            return ProxyRequests.chat(chatBody, defaults, tokenizer);
-        } catch (OpenAIError e) {
-            String param = e.param();
-            if (param == null) {
-                throw e;
-            }
-            String root = param.split("[\\[.]", 2)[0];
-            String named = clientNames.get(root);
-            if (named == null) {
-                throw e;
-            }
-            throw new OpenAIError(
-                    e.status(),
-                    e.type(),
-                    named + param.substring(root.length()),
-                    e.code(),
-                    e.getMessage().replace(root, named));
-        }
-    }
-
-    private void streamResponse(
-            HttpExchange ex, JsonNode body, ResponsesApi.Translated tr, Turn t, ProxyRequests.Chat req, long created)
-            throws IOException {
-        startEvents(ex);
-        OutputStream out = ex.getResponseBody();
-        int[] seq = {0};
-        String model = config.modelName();
-        Map<String, Object> pending =
-                ResponsesApi.response(t.id(), created, model, body, tr.instructions(), null, List.of());
-        responseEvent(out, seq, "response.created", Map.of("response", pending));
-        responseEvent(out, seq, "response.in_progress", Map.of("response", pending));
-        List<Map<String, Object>> logprobs = req.logprobs() ? tokenLogprobs(t) : null;
-        List<Map<String, Object>> items = ResponsesApi.output(t, logprobs);
-        for (int index = 0; index < items.size(); index++) {
-            Map<String, Object> item = items.get(index);
-            String itemId = (String) item.get("id");
-            switch ((String) item.get("type")) {
-                case "reasoning" -> {
-                    responseEvent(
-                            out,
-                            seq,
-                            "response.output_item.added",
-                            itemEvent(index, ResponsesApi.reasoningItem(itemId, null)));
-                    // As for a message's text: the part is announced empty, then filled by deltas.
-                    Map<String, Object> added = partEvent(itemId, index);
-                    added.put("part", ResponsesApi.reasoningText(""));
-                    responseEvent(out, seq, "response.content_part.added", added);
-                    for (String piece : pieces(t.reasoning())) {
-                        Map<String, Object> d = partEvent(itemId, index);
-                        d.put("delta", piece);
-                        responseEvent(out, seq, "response.reasoning_text.delta", d);
-                    }
-                    Map<String, Object> done = partEvent(itemId, index);
-                    done.put("text", t.reasoning());
-                    responseEvent(out, seq, "response.reasoning_text.done", done);
-                    Map<String, Object> partDone = partEvent(itemId, index);
-                    partDone.put("part", ResponsesApi.reasoningText(t.reasoning()));
-                    responseEvent(out, seq, "response.content_part.done", partDone);
-                }
-                case "message" -> {
-                    String text = t.parsed().content();
-                    responseEvent(
-                            out,
-                            seq,
-                            "response.output_item.added",
-                            itemEvent(index, ResponsesApi.messageItem(itemId, null, null, "in_progress")));
-                    Map<String, Object> added = partEvent(itemId, index);
-                    added.put("part", ResponsesApi.outputText("", null));
-                    responseEvent(out, seq, "response.content_part.added", added);
-                    List<String> textPieces = pieces(text);
-                    for (int p = 0; p < textPieces.size(); p++) {
-                        Map<String, Object> d = partEvent(itemId, index);
-                        d.put("delta", textPieces.get(p));
-                        // The pieces need not follow token boundaries: the last delta carries
-                        // every token's logprob (as the done event does).
-                        boolean last = p == textPieces.size() - 1;
-                        d.put("logprobs", last && logprobs != null ? logprobs : List.of());
-                        responseEvent(out, seq, "response.output_text.delta", d);
-                    }
-                    Map<String, Object> done = partEvent(itemId, index);
-                    done.put("text", text);
-                    done.put("logprobs", logprobs == null ? List.of() : logprobs);
-                    responseEvent(out, seq, "response.output_text.done", done);
-                    Map<String, Object> partDone = partEvent(itemId, index);
-                    partDone.put("part", ResponsesApi.outputText(text, logprobs));
-                    responseEvent(out, seq, "response.content_part.done", partDone);
-                }
-                default -> {
-                    ToolCallParser.ToolCall c = t.parsed()
-                            .toolCalls()
-                            .get(index - (items.size() - t.parsed().toolCalls().size()));
-                    responseEvent(
-                            out,
-                            seq,
-                            "response.output_item.added",
-                            itemEvent(index, ResponsesApi.functionCallItem(itemId, c, "in_progress")));
-                    Map<String, Object> d = new LinkedHashMap<>();
-                    d.put("item_id", itemId);
-                    d.put("output_index", index);
-                    d.put("delta", c.arguments());
-                    responseEvent(out, seq, "response.function_call_arguments.delta", d);
-                    Map<String, Object> done = new LinkedHashMap<>();
-                    done.put("item_id", itemId);
-                    done.put("output_index", index);
-                    done.put("name", c.name());
-                    done.put("arguments", c.arguments());
-                    responseEvent(out, seq, "response.function_call_arguments.done", done);
-                }
-            }
-            responseEvent(out, seq, "response.output_item.done", itemEvent(index, item));
-        }
-        Map<String, Object> finished = ResponsesApi.response(t.id(), created, model, body, tr.instructions(), t, items);
-        responseEvent(
-                out,
-                seq,
-                "incomplete".equals(finished.get("status")) ? "response.incomplete" : "response.completed",
-                Map.of("response", finished));
-    }
-
-    private static Map<String, Object> itemEvent(int index, Map<String, Object> item) {
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("output_index", index);
-        e.put("item", item);
-        return e;
-    }
-
-    private static Map<String, Object> partEvent(String itemId, int index) {
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("item_id", itemId);
-        e.put("output_index", index);
-        e.put("content_index", 0);
-        return e;
-    }
-
-    private static void responseEvent(OutputStream out, int[] seq, String type, Map<String, Object> fields)
-            throws IOException {
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("type", type);
-        e.put("sequence_number", seq[0]++);
-        e.putAll(fields);
-        namedEvent(out, type, e);
-    }
-
-    // ---------------------------------------------------------------- messages
-
-    private void messages(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        ProxyRequests.Chat req = translatedChat(
-                MessagesApi.translate(readJson(ex)),
-                Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences"));
-        Turn t = turn(session, req, "msg_" + hex(12));
-        String model = config.modelName();
-        int input = t.resp().inputLength();
-        if (!req.stream()) {
-            sendJson(ex, 200, MessagesApi.message(t.id(), model, t, input));
-            return;
-        }
-        startEvents(ex);
-        OutputStream out = ex.getResponseBody();
-        messageEvent(out, "message_start", Map.of("message", MessagesApi.message(t.id(), model, null, input)));
-        List<Map<String, Object>> blocks = MessagesApi.content(t);
-        for (int i = 0; i < blocks.size(); i++) {
-            Map<String, Object> block = blocks.get(i);
-            String type = (String) block.get("type");
-            Map<String, Object> start = new LinkedHashMap<>(block);
-            switch (type) {
-                case "thinking" -> start.put("thinking", "");
-                case "text" -> start.put("text", "");
-                default -> start.put("input", Map.of());
-            }
-            messageEvent(out, "content_block_start", Map.of("index", i, "content_block", start));
-            switch (type) {
-                case "thinking" -> {
-                    for (String piece : pieces((String) block.get("thinking"))) {
-                        blockDelta(out, i, Map.of("type", "thinking_delta", "thinking", piece));
-                    }
-                    blockDelta(out, i, Map.of("type", "signature_delta", "signature", ""));
-                }
-                case "text" -> {
-                    for (String piece : pieces((String) block.get("text"))) {
-                        blockDelta(out, i, Map.of("type", "text_delta", "text", piece));
-                    }
-                }
-                default ->
-                    blockDelta(
-                            out,
-                            i,
-                            Map.of(
-                                    "type",
-                                    "input_json_delta",
-                                    "partial_json",
-                                    JSON.writeValueAsString(block.get("input"))));
-            }
-            messageEvent(out, "content_block_stop", Map.of("index", i));
-        }
-        Map<String, Object> delta = new LinkedHashMap<>();
-        delta.put("stop_reason", MessagesApi.stopReason(t));
-        delta.put("stop_sequence", t.stopSequence());
-        messageEvent(
-                out,
-                "message_delta",
-                Map.of(
-                        "delta",
-                        delta,
-                        "usage",
-                        MessagesApi.usage(input, t.resp().outputLength())));
-        messageEvent(out, "message_stop", Map.of());
-    }
-
-    private static void blockDelta(OutputStream out, int index, Map<String, Object> delta) throws IOException {
-        messageEvent(out, "content_block_delta", Map.of("index", index, "delta", delta));
-    }
-
-    private static void messageEvent(OutputStream out, String type, Map<String, Object> fields) throws IOException {
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("type", type);
-        e.putAll(fields);
-        namedEvent(out, type, e);
-    }
-
-    // ---------------------------------------------------------------- text completions
-
-    private void completion(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        ProxyRequests.Completion req = ProxyRequests.completion(readJson(ex), defaults, tokenizer);
-        int[] prompt = req.promptIds() != null ? req.promptIds() : tokenizer.encode(req.prompt());
-        checkContext(prompt.length, req.gconfig(), "prompt");
-        String id = "cmpl-" + hex(15);
-        ModelResponse resp = generate(session, ModelRequest.of(prompt, req.gconfig()));
-        String text = outputText(resp, req.gconfig());
-        String promptText = req.prompt() != null ? req.prompt() : tokenizer.decode(prompt, false);
-        Interaction it = Interaction.builder(id)
-                .modelResponse(resp)
-                .messages(List.of(Map.of("prompt", promptText)))
-                .outputMessages(List.of(Map.of("text", text)))
-                .chatTemplateType(Interaction.ChatTemplateType.HF)
-                .build();
-        if (!session.record(it)) {
-            throw sessionClosedDuring(session);
-        }
-        long created = System.currentTimeMillis() / 1000;
-        Map<String, Object> usage = usage(resp);
-        String finish = resp.stopReason().wireName();
-        if (req.stream()) {
-            ex.getResponseHeaders().set("Content-Type", "text/event-stream");
-            ex.getResponseHeaders().set("Cache-Control", "no-cache");
-            ex.sendResponseHeaders(200, 0);
-            OutputStream out = ex.getResponseBody();
-            List<String> pieces = pieces(text);
-            for (int i = 0; i <= pieces.size(); i++) {
-                boolean last = i == pieces.size();
-                event(
-                        out,
-                        JSON.writeValueAsString(completionBody(
-                                id,
-                                created,
-                                last ? "" : pieces.get(i),
-                                last ? finish : null,
-                                null,
-                                "text_completion")));
-            }
-            if (req.includeUsage()) {
-                Map<String, Object> u = completionBody(id, created, null, null, usage, "text_completion");
-                u.put("choices", List.of());
-                event(out, JSON.writeValueAsString(u));
-            }
-            out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
-            out.flush();
-            return;
-        }
-        sendJson(ex, 200, completionBody(id, created, text, finish, usage, "text_completion"));
-    }
-
-    private Map<String, Object> completionBody(
-            String id, long created, String text, String finish, Map<String, Object> usage, String object) {
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("index", 0);
-        choice.put("text", text);
-        choice.put("logprobs", null);
-        choice.put("finish_reason", finish);
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("id", id);
-        body.put("object", object);
-        body.put("created", created);
-        body.put("model", config.modelName());
-        body.put("choices", List.of(choice));
-        if (usage != null) {
-            body.put("usage", usage);
-        }
-        return body;
-    }
-
-    // ---------------------------------------------------------------- online mode
-
-    private void reward(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
-        if (!session.isOnline()) {
-            throw OpenAIError.invalid(
-                    null,
-                    "not_online_session",
-                    "Session '" + session.id() + "' belongs to an agent workflow: its reward is what the agent"
-                            + " returns. Only online sessions take a posted reward.");
-        }
-        JsonNode body = readJson(ex);
-        JsonNode r = body == null ? null : body.get("reward");
-        if (r == null || !(r.isNumber() || r.isObject())) {
-            throw OpenAIError.invalid(
-                    "reward",
-                    "The body must be {\"reward\": <number>} or {\"reward\": {\"<completion id>\": <number>}}.");
-        }
-        Object value = r.isNumber() ? (Object) r.asDouble() : JSON.convertValue(r, LinkedHashMap.class);
-        try {
-            AgentRewards.apply(value, session.interactions(), session.id());
-        } catch (WorkflowContractException e) {
-            throw OpenAIError.invalid("reward", e.getMessage());
-        }
-        if (!session.postReward(value)) {
-            throw new OpenAIError(
-                    409,
-                    "invalid_request_error",
-                    "reward",
-                    "reward_already_set",
-                    "Session '" + session.id() + "' already has its reward.");
-        }
-        sendJson(ex, 200, Map.of("status", "ok", "session", session.id()));
-    }
-
-    private void claim(HttpExchange ex) throws IOException, OpenAIError {
-        byte[] raw = readBody(ex);
-        Duration wait = DEFAULT_CLAIM_WAIT;
-        if (raw.length > 0) {
-            JsonNode body = parse(raw);
-            JsonNode t = body == null ? null : body.get("timeout");
-            if (ProxyRequests.present(t)) {
-                if (!t.isNumber() || !(t.asDouble() >= 0) || t.asDouble() > MAX_CLAIM_WAIT.toSeconds()) {
-                    throw OpenAIError.invalid(
-                            "timeout",
-                            "'timeout' must be a number of seconds in [0, " + MAX_CLAIM_WAIT.toSeconds() + "].");
-                }
-                wait = Duration.ofMillis((long) (t.asDouble() * 1000));
-            }
-        }
-        long deadline = System.nanoTime() + wait.toNanos();
-        while (true) {
-            ProxySession s;
-            try {
-                s = waitingOnline.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                throw new OpenAIError(503, "server_error", null, "shutting_down", "The proxy is shutting down.");
-            }
-            if (s == null) {
-                ex.sendResponseHeaders(204, -1);
-                return;
-            }
-            if (s.isClosed()) {
-                continue;
-            }
-            Map<String, Object> body = new LinkedHashMap<>();
-            body.put("session", s.id());
-            body.put("base_url", s.baseUrl().toString());
-            body.put("api_key", s.apiKey());
-            body.put("data", s.onlineData());
-            sendJson(ex, 200, body);
-            return;
-        }
-    }
-
-    // ---------------------------------------------------------------- generation
-
-    private ModelResponse generate(ProxySession session, ModelRequest request) throws OpenAIError {
-        if (!session.beginGenerating()) {
-            throw sessionClosedDuring(session);
-        }
-        try {
-            return engine.generate(request);
-        } catch (InterruptedException e) {
-            if (closing) {
-                throw new OpenAIError(503, "server_error", null, "shutting_down", "The proxy is shutting down.");
-            }
-            throw sessionClosedDuring(session);
-        } catch (IllegalArgumentException e) {
-            throw OpenAIError.invalid(null, "The inference engine refused the request: " + e.getMessage());
-        } catch (GenerationException e) {
-            log.warn("session {}: generation failed: {}", session.id(), e.getMessage());
-            throw new OpenAIError(500, "server_error", null, "engine_error", "The inference engine failed: " + e);
-        } catch (RuntimeException e) {
-            log.warn("session {}: generation failed", session.id(), e);
-            throw new OpenAIError(500, "server_error", null, "engine_error", "The inference engine failed: " + e);
-        } finally {
-            session.endGenerating();
-            // A close() racing with the end of generation may have interrupted us; writing the
-            // response must not see it.
-            Thread.interrupted();
-        }
-    }
-
-    private static OpenAIError sessionClosedDuring(ProxySession session) {
-        return new OpenAIError(
-                404,
-                "invalid_request_error",
-                null,
-                "session_not_found",
-                "Session '" + session.id() + "' was closed (its episode ended) while this request was running.");
-    }
-
-    private void checkContext(int promptLength, GenerationConfig g, String param) throws OpenAIError {
-        if (promptLength >= g.maxTokens()) {
-            throw new OpenAIError(
-                    400,
-                    "invalid_request_error",
-                    param,
-                    "context_length_exceeded",
-                    "This model's maximum context length is " + g.maxTokens() + " tokens. However, your "
-                            + (param.equals("messages") ? "messages" : "prompt") + " resulted in " + promptLength
-                            + " tokens, which leaves no room to generate. Please reduce the length of the "
-                            + (param.equals("messages") ? "messages." : "prompt."));
-        }
-    }
-
-    private String render(List<Map<String, Object>> messages, List<Map<String, Object>> tools) throws OpenAIError {
-        try {
-            return tokenizer.applyChatTemplate(messages, true, tools.isEmpty() ? Map.of() : Map.of("tools", tools));
-        } catch (IllegalArgumentException e) {
-            if (!tools.isEmpty() && rendersWithoutTools(messages)) {
-                throw OpenAIError.invalid(
-                        "tools",
-                        "The chat template of this model's tokenizer cannot render these tools: " + e.getMessage());
-            }
-            throw OpenAIError.invalid("messages", "The chat template cannot render these messages: " + e.getMessage());
-        }
-    }
-
-    /** Whether {@code messages} render when no tools are given: then the tools were what failed. */
-    private boolean rendersWithoutTools(List<Map<String, Object>> messages) {
-        try {
-            tokenizer.applyChatTemplate(messages, true, Map.of());
-            return true;
-        } catch (IllegalArgumentException e) {
-            return false;
-        }
-    }
-
-    private boolean isStopId(int id, GenerationConfig g) {
-        return id == tokenizer.eosTokenId()
-                || id == tokenizer.padTokenId()
-                || g.stopTokenIds().contains(id);
-    }
-
-    /** The answer's text: trailing stop ids dropped, special tokens skipped, cut before a matched stop string. */
-    private String outputText(ModelResponse resp, GenerationConfig g) {
-        return outputText(resp, answerTokens(resp, g), g);
-    }
-
-    private int[] answerTokens(ModelResponse resp, GenerationConfig g) {
-        int[] out = resp.outputTokens();
-        int end = out.length;
-        while (end > 0 && isStopId(out[end - 1], g)) {
-            end--;
-        }
-        return end == out.length ? out : Arrays.copyOf(out, end);
-    }
-
-    private String outputText(ModelResponse resp, int[] kept, GenerationConfig g) {
-        String text = tokenizer.decode(kept, true);
-        if (resp.stopReason() == StopReason.STOP
-                && kept.length == resp.outputLength()
-                && !g.stop().isEmpty()) {
-            int cut = -1;
-            for (String s : g.stop()) {
-                int at = text.indexOf(s);
-                if (at >= 0 && (cut < 0 || at < cut)) {
-                    cut = at;
-                }
-            }
-            if (cut >= 0) {
-                text = text.substring(0, cut);
-            }
-        }
-        return text;
-    }
-
-    private static Map<String, Object> usage(ModelResponse resp) {
-        Map<String, Object> usage = new LinkedHashMap<>();
-        usage.put("prompt_tokens", resp.inputLength());
-        usage.put("completion_tokens", resp.outputLength());
-        usage.put("total_tokens", resp.inputLength() + resp.outputLength());
-        return usage;
-    }
-
-    // ---------------------------------------------------------------- HTTP plumbing
-
-    private JsonNode readJson(HttpExchange ex) throws IOException, OpenAIError {
-        byte[] raw = readBody(ex);
-        if (raw.length == 0) {
-            throw OpenAIError.invalid(null, "The request body is empty; send a JSON object.");
-        }
-        return parse(raw);
-    }
-
-    private static JsonNode parse(byte[] raw) throws OpenAIError {
-        try {
-            return JSON.readTree(raw);
-        } catch (IOException e) {
-            String why = e instanceof JsonProcessingException j ? j.getOriginalMessage() : e.toString();
-            throw OpenAIError.invalid(null, "The request body is not valid JSON: " + why);
-        }
-    }
-
-    private byte[] readBody(HttpExchange ex) throws IOException, OpenAIError {
-        int max = config.maxRequestBytes();
-        String declared = ex.getRequestHeaders().getFirst("Content-Length");
-        if (declared != null) {
-            try {
-                if (Long.parseLong(declared.trim()) > max) {
-                    throw tooLarge(max);
-                }
-            } catch (NumberFormatException e) {
-                throw OpenAIError.invalid(null, "Content-Length is not a number.");
-            }
-        }
-        try (InputStream in = ex.getRequestBody()) {
-            byte[] body = in.readNBytes(max + 1);
-            if (body.length > max) {
-                throw tooLarge(max);
-            }
-            return body;
-        }
-    }
-
-    private static OpenAIError tooLarge(int max) {
-        return new OpenAIError(
-                413,
-                "invalid_request_error",
-                null,
-                "request_too_large",
-                "The request body is larger than " + max + " bytes (max_request_bytes).");
-    }
-
-    private static void sendJson(HttpExchange ex, int status, Object body) throws IOException {
-        byte[] bytes = JSON.writeValueAsBytes(body);
-        ex.getResponseHeaders().set("Content-Type", "application/json");
-        ex.sendResponseHeaders(status, bytes.length);
-        try (OutputStream out = ex.getResponseBody()) {
-            out.write(bytes);
-        }
-    }
-
-    private static String hex(int bytes) {
-        byte[] b = new byte[bytes];
-        RANDOM.nextBytes(b);
-        return HexFormat.of().formatHex(b);
     }
 
     @Override
     public String toString() {
-        return "OpenAIProxy{" + baseUrl() + ", " + sessions.size() + " sessions" + (closing ? ", closing" : "") + "}";
+        return "OpenAIProxy{" + baseUrl() + ", " + sessions.size() + " sessions"
+                + (sessions.isClosing() ? ", closing" : "") + "}";
     }
 }

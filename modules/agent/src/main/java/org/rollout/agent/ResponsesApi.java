@@ -3,6 +3,8 @@ package org.rollout.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,7 +40,54 @@ import org.rollout.api.StopReason;
 final class ResponsesApi {
     private static final Set<String> ROLES = Set.of("user", "system", "developer", "assistant");
 
-    private ResponsesApi() {}
+    private final TurnGenerator turns;
+    private final JsonBodies bodies;
+    private final String model;
+
+    ResponsesApi(TurnGenerator turns, JsonBodies bodies, String model) {
+        this.turns = turns;
+        this.bodies = bodies;
+        this.model = model;
+    }
+
+    /** {@code POST /v1/responses}: a {@code response} object, or its events ({@link ResponsesStream}). */
+    void responses(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+        JsonNode body = bodies.readJson(ex);
+        List<Map<String, Object>> previous = null;
+        JsonNode prev = body == null ? null : body.get("previous_response_id");
+        if (ProxyRequests.present(prev)) {
+            previous = prev.isTextual() ? session.conversation(prev.asText()) : null;
+            if (previous == null) {
+                throw new OpenAIError(
+                        400,
+                        "invalid_request_error",
+                        "previous_response_id",
+                        "previous_response_not_found",
+                        "Previous response with id " + ProxyRequests.shortJson(prev) + " not found in session '"
+                                + session.id() + "'.");
+            }
+        }
+        Translated tr = translate(body, previous, session::outputItem);
+        ProxyRequests.Chat req = turns.translatedChat(
+                tr.chatBody(), Map.of("max_completion_tokens", "max_output_tokens", "messages", "input"));
+        String id = "resp_" + RandomIds.hex(24);
+        long created = System.currentTimeMillis() / 1000;
+        // A stream's events start once the engine has answered, so that errors are still plain JSON.
+        Turn t = turns.turn(session, req, id);
+        remember(session, tr, t);
+        List<Map<String, Object>> logprobs = req.logprobs() ? turns.tokenLogprobs(t) : null;
+        if (req.stream()) {
+            ResponsesStream.send(ex, model, body, tr, t, logprobs, created);
+            return;
+        }
+        JsonBodies.sendJson(ex, 200, response(id, created, model, body, tr.instructions(), t, output(t, logprobs)));
+    }
+
+    /** Keeps what later requests of the session may name: the conversation and the output items. */
+    private static void remember(ProxySession session, Translated tr, Turn t) {
+        session.rememberConversation(t.id(), remembered(tr.conversation(), t));
+        session.rememberOutputItems(output(t, null));
+    }
 
     /** A translated request: the chat body, and the conversation to remember without instructions. */
     record Translated(ObjectNode chatBody, List<Map<String, Object>> conversation, String instructions) {}
@@ -288,7 +337,7 @@ final class ResponsesApi {
      * The output items: reasoning, then the message (when it has text), then one item per tool call.
      * The message of an answer cut by its token budget is {@code incomplete}, as the response is.
      */
-    static List<Map<String, Object>> output(OpenAIProxy.Turn t, List<Map<String, Object>> logprobs) {
+    static List<Map<String, Object>> output(Turn t, List<Map<String, Object>> logprobs) {
         List<Map<String, Object>> items = new ArrayList<>();
         String suffix = t.id().substring("resp_".length());
         if (t.reasoning() != null) {
@@ -364,7 +413,7 @@ final class ResponsesApi {
             String model,
             JsonNode request,
             String instructions,
-            OpenAIProxy.Turn t,
+            Turn t,
             List<Map<String, Object>> output) {
         Map<String, Object> r = new LinkedHashMap<>();
         r.put("id", id);
@@ -419,7 +468,7 @@ final class ResponsesApi {
         return n != null && n.isNumber() ? n.numberValue() : null;
     }
 
-    static Map<String, Object> usage(OpenAIProxy.Turn t) {
+    static Map<String, Object> usage(Turn t) {
         int in = t.resp().inputLength();
         int out = t.resp().outputLength();
         int reasoningTokens = 0;
@@ -433,7 +482,7 @@ final class ResponsesApi {
     }
 
     /** The conversation a later previous_response_id continues: this request's and the answer's. */
-    static List<Map<String, Object>> remembered(List<Map<String, Object>> conversation, OpenAIProxy.Turn t) {
+    static List<Map<String, Object>> remembered(List<Map<String, Object>> conversation, Turn t) {
         List<Map<String, Object>> all = new ArrayList<>(conversation);
         Map<String, Object> answer = new LinkedHashMap<>(t.message());
         answer.remove("reasoning_content");

@@ -1,30 +1,22 @@
 package org.rollout.inference;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import java.util.random.RandomGenerator;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.GenerationException;
@@ -37,7 +29,6 @@ import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.InterruptMode;
 import org.rollout.config.ServerAddress;
-import org.rollout.config.WeightTransfer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -79,11 +70,13 @@ import org.slf4j.LoggerFactory;
  * sent, so a label is never newer than the weights that produced the tokens. {@link #close()} fails
  * generations in progress with {@link IllegalStateException}. See docs/inference.md for every
  * difference from AReaL.
+ *
+ * <p>This class checks requests, loops over segments and holds the version and the gate; a segment
+ * is sent with failover by {@link SegmentSender}, weights are kept in sync on the servers by {@link
+ * WeightSync}, a drain runs in {@link ServerDrain}.
  */
 public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RemoteInferenceEngine.class);
-    private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(2);
-    private static final Duration ABORT_GRACE = Duration.ofSeconds(1);
     private static final Duration MAX_CONNECT_TIMEOUT = Duration.ofSeconds(30);
     private static final int INITIAL_OUTPUT_CAPACITY = 256;
 
@@ -92,17 +85,13 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private final HttpExchanges http;
     private final boolean ownsClient;
     private final ServerPool pool;
-    private final WeightUpdater updater;
     private final Backoff backoff;
     private final HealthChecker healthChecker;
     private final PauseGate gate = new PauseGate();
-    private final Map<ServerAddress, URI> generateUris;
     private final AtomicInteger version = new AtomicInteger();
-    private final ReentrantLock updateLock = new ReentrantLock();
-    private final Map<ServerAddress, ResyncBackoff> resyncBackoff = new ConcurrentHashMap<>();
-    private volatile LoadedWeights lastLoaded;
-    /** The newest weights another engine loaded on the servers (another node's, in a cluster). */
-    private final AtomicReference<LoadedWeights> loadedElsewhere = new AtomicReference<>();
+    private final SegmentSender segments;
+    private final WeightSync weights;
+    private final ServerDrain drains;
 
     private volatile boolean closed;
     private final boolean discardOnAbort;
@@ -143,11 +132,15 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         this.http = new HttpExchanges(Objects.requireNonNull(client, "client"));
         this.ownsClient = ownsClient;
         this.pool = ServerPool.of(config, random);
-        this.updater = new WeightUpdater(config, client, random);
+        WeightUpdater updater = new WeightUpdater(config, client, random);
         this.backoff = new Backoff(config.retryBackoffInitial(), config.retryBackoffMax(), random);
-        this.generateUris = new ConcurrentHashMap<>();
+        this.segments = new SegmentSender(
+                config, protocol, http, pool, backoff, gate, version, () -> metrics, () -> closed, this::ensureOpen);
+        this.weights = new WeightSync(
+                config, protocol, http, pool, updater, backoff, gate, version, this::setVersion, () -> metrics);
+        this.drains = new ServerDrain(config, protocol, http, pool, () -> closed);
         this.healthChecker = new HealthChecker(
-                pool, protocol, http, config.healthCheckInterval(), config.healthCheckTimeout(), this::onHealthy);
+                pool, protocol, http, config.healthCheckInterval(), config.healthCheckTimeout(), weights::onHealthy);
         healthChecker.start();
     }
 
@@ -157,7 +150,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * latency of each segment; segments aborted and resumed; weight updates and each server's part
      * of them. Call once, before generating.
      */
-    public void bindMetrics(io.micrometer.core.instrument.MeterRegistry registry) {
+    public void bindMetrics(MeterRegistry registry) {
         metrics = new InferenceMetrics(Objects.requireNonNull(registry, "registry"), pool, this);
     }
 
@@ -191,7 +184,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * without every server ready, then every {@link #WAITING_EVERY}, naming the servers not ready,
      * why, and how long is left of {@code setup_timeout}.
      */
-    public void initialize(java.util.function.Consumer<String> waiting) throws InterruptedException {
+    public void initialize(Consumer<String> waiting) throws InterruptedException {
         ensureOpen();
         long start = System.nanoTime();
         long nextSay = start + Duration.ofSeconds(1).toNanos();
@@ -239,7 +232,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         }
     }
 
-    /** How often {@link #initialize(java.util.function.Consumer)} says what it still waits for. */
+    /** How often {@link #initialize(Consumer)} says what it still waits for. */
     static final Duration WAITING_EVERY = Duration.ofSeconds(10);
 
     @Override
@@ -262,7 +255,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     + " <= 0");
         }
         int[] prompt = request.inputIds();
-        Output out = new Output(Math.min(budget, INITIAL_OUTPUT_CAPACITY));
+        GeneratedTokens out = new GeneratedTokens(Math.min(budget, INITIAL_OUTPUT_CAPACITY));
         StopReason reason = null;
         int emptyAborts = 0;
         // Aborts sent to servers where an attempt of this rid timed out: the rid is not sent there
@@ -286,7 +279,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         : g.toBuilder().seed(seed).build();
             }
             segmentIndex++;
-            Segment segment = runSegment(rid, prompt, out, sg, maxNewTokens, pendingAborts);
+            SegmentSender.Segment segment = segments.runSegment(rid, prompt, out, sg, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             if (reason == StopReason.ABORT) {
@@ -351,7 +344,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                     gate.awaitOpen();
                 }
                 int pinned = version.get();
-                HttpResponse<byte[]> response = exchange(server, rid, body);
+                HttpResponse<byte[]> response = segments.exchange(server, rid, body);
                 if (HttpExchanges.isSuccess(response.statusCode())) {
                     PromptScoring.Scores s = PromptScoring.parse(config.backend(), response.body(), server, rid, sent);
                     return new ScoredTokens(
@@ -381,186 +374,6 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         + (failures.size() == 1 ? "" : "s") + " of POST " + protocol.generatePath()
                         + " (request_retries=" + config.requestRetries() + "): " + String.join("; ", failures),
                 cause);
-    }
-
-    /** One segment, with failover: returns the first successful response and its pinned version. */
-    private Segment runSegment(
-            String rid,
-            int[] prompt,
-            Output out,
-            GenerationConfig g,
-            int maxNewTokens,
-            Map<ServerAddress, CompletableFuture<?>> pendingAborts)
-            throws InterruptedException {
-        List<String> failures = null;
-        Map<ServerAddress, Integer> failuresByServer = Map.of();
-        for (int attempt = 1; ; attempt++) {
-            gate.awaitOpen();
-            ServerPool.Lease lease;
-            try {
-                lease = pool.acquire(rid, failuresByServer.keySet(), config.requestTimeout());
-            } catch (GenerationException e) {
-                throw failures == null
-                        ? e
-                        : new GenerationException(
-                                e.getMessage() + "; earlier attempts: " + String.join("; ", failures), e);
-            }
-            ServerAddress server = lease.address();
-            String failure;
-            boolean eject;
-            Exception cause;
-            try {
-                int earlierFailures = failuresByServer.getOrDefault(server, 0);
-                if (earlierFailures > 0) {
-                    backoff.sleep(earlierFailures);
-                    gate.awaitOpen();
-                }
-                CompletableFuture<?> abort = pendingAborts.remove(server);
-                if (abort != null) {
-                    awaitAbort(abort, server, rid);
-                }
-                int pinned = version.get();
-                byte[] body = protocol.generateBody(
-                        rid, prompt, out.tokens, out.size, g, maxNewTokens, config.loraAdapter(pinned));
-                try {
-                    long sent = System.nanoTime();
-                    HttpResponse<byte[]> response = exchange(server, rid, body);
-                    metrics.segment(server, System.nanoTime() - sent);
-                    int status = response.statusCode();
-                    GeneratedSegment generated = HttpExchanges.isSuccess(status)
-                            ? protocol.parseGenerate(response.body(), server, rid, maxNewTokens)
-                            : null;
-                    if (generated != null && !servesOlderWeights(pinned, generated)) {
-                        return new Segment(generated, labelVersion(pinned, generated, server, rid));
-                    }
-                    if (generated != null) {
-                        // The server generated with weights older than the engine's: it restarted
-                        // since the last update (and came back with its initial weights) or missed
-                        // one unnoticed. Its tokens would carry a version older than the group's
-                        // dispatch version (invariant 2 of docs/reliability.md): drop them, owe it a re-sync (the
-                        // health checker re-sends the last update before re-admitting it), and
-                        // continue elsewhere.
-                        int behind = generated.serverVersion().getAsInt();
-                        pool.markResyncPending(
-                                server,
-                                "it generated with weight version " + behind + ", behind the engine's " + pinned);
-                        failure = "generated with weight version " + behind + " but the engine is at " + pinned
-                                + " (restarted?); its " + generated.tokens().length + " tokens are dropped";
-                        eject = true;
-                    } else {
-                        failure = "HTTP " + status + ": " + MalformedResponseException.excerpt(response.body());
-                        // 4xx is the server judging the request, not the server being broken: retry
-                        // (elsewhere if possible) as AReaL does, but keep the server in rotation.
-                        eject = status < 400 || status >= 500;
-                    }
-                    cause = null;
-                } catch (MalformedResponseException e) {
-                    failure = e.getMessage();
-                    eject = true;
-                    cause = e;
-                } catch (IOException e) {
-                    ensureOpen();
-                    if (e instanceof HttpTimeoutException) {
-                        // The server may still be generating this rid: abort it there, and remember
-                        // the abort so that a later attempt on that server waits for it.
-                        pendingAborts.put(server, abortOnServer(server, rid, "the request timed out"));
-                    }
-                    failure = HttpExchanges.describe(e, config.requestTimeout());
-                    eject = true;
-                    cause = e;
-                }
-            } finally {
-                lease.close();
-            }
-            pool.recordFailure(server, failure, eject);
-            if (failures == null) {
-                failures = new ArrayList<>(config.requestRetries());
-                failuresByServer = new HashMap<>();
-            }
-            failures.add("attempt " + attempt + " on " + server + ": " + failure);
-            failuresByServer.merge(server, 1, Integer::sum);
-            if (attempt >= config.requestRetries()) {
-                throw new GenerationException(
-                        "generation of rid " + rid + " failed: " + attempt + " attempt" + (attempt == 1 ? "" : "s")
-                                + " of POST " + protocol.generatePath() + " (request_retries=" + config.requestRetries()
-                                + "): " + String.join("; ", failures),
-                        cause);
-            }
-            log.info(
-                    "rid {}: attempt {} on {} failed ({}); retrying with {} tokens kept",
-                    rid,
-                    attempt,
-                    server,
-                    failure,
-                    out.size);
-        }
-    }
-
-    /**
-     * Sends one segment and waits for its response; on interruption, aborts it on the server (a
-     * timeout's abort is sent by the caller, which keeps it to wait for).
-     */
-    private HttpResponse<byte[]> exchange(ServerAddress server, String rid, byte[] body)
-            throws IOException, InterruptedException {
-        Duration timeout = config.requestTimeout();
-        try {
-            return HttpExchanges.await(
-                    http.post(generateUris.computeIfAbsent(server, a -> a.uri(protocol.generatePath())), body, timeout),
-                    timeout);
-        } catch (InterruptedException e) {
-            abortOnServer(server, rid, "the caller was interrupted");
-            throw e;
-        }
-    }
-
-    /**
-     * Best effort, never blocking: asks {@code server} to drop {@code rid} (SGLang); logs a failure.
-     *
-     * @return completes (never exceptionally) when the abort was answered or failed; at once when
-     *     the protocol cancels by closing the connection (vLLM)
-     */
-    private CompletableFuture<?> abortOnServer(ServerAddress server, String rid, String why) {
-        Optional<ControlCall> call = protocol.abortCall(rid);
-        if (call.isEmpty()) {
-            return CompletableFuture.completedFuture(null);
-        }
-        try {
-            return http.start(server, call.get(), ABORT_TIMEOUT).handle((r, err) -> {
-                if (err != null && closed) {
-                    // Shutting down: the engine's own client is closing under the abort; the servers
-                    // drop the request when its connection goes.
-                    log.debug("abort of rid {} on {} dropped at shutdown: {}", rid, server, err.toString());
-                } else if (err != null) {
-                    log.warn("could not abort rid {} on {} ({}): {}", rid, server, why, err.toString());
-                } else if (!HttpExchanges.isSuccess(r.statusCode())) {
-                    log.warn("abort of rid {} on {} ({}) answered HTTP {}", rid, server, why, r.statusCode());
-                }
-                return null;
-            });
-        } catch (RuntimeException e) {
-            log.warn("could not send the abort of rid {} to {} ({}): {}", rid, server, why, e.toString());
-            return CompletableFuture.completedFuture(null);
-        }
-    }
-
-    /**
-     * Waits for an abort of {@code rid} sent earlier to {@code server} to be answered, so that the
-     * rid is not sent there while still in flight (the server would refuse it with HTTP 400). The
-     * abort's own timeout bounds the wait; the grace covers a response that stalls after its headers.
-     */
-    private static void awaitAbort(CompletableFuture<?> abort, ServerAddress server, String rid)
-            throws InterruptedException {
-        try {
-            abort.get(ABORT_TIMEOUT.plus(ABORT_GRACE).toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            log.warn(
-                    "the abort of rid {} on {} was not answered within {} s; sending the rid there again anyway",
-                    rid,
-                    server,
-                    HttpExchanges.seconds(ABORT_TIMEOUT.plus(ABORT_GRACE)));
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("an abort's future completes normally by construction", e);
-        }
     }
 
     @Override
@@ -626,86 +439,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     public WeightUpdateReport updateWeights(Path modelPath, int newVersion) throws InterruptedException {
         Objects.requireNonNull(modelPath, "modelPath");
         ensureOpen();
-        updateLock.lockInterruptibly();
-        try {
-            int current = version.get();
-            if (newVersion <= current) {
-                throw new IllegalArgumentException("weight update to version " + newVersion
-                        + " refused: the engine is at version " + current + " and versions must increase");
-            }
-            gate.hold();
-            try {
-                WeightUpdateReport report;
-                try {
-                    report = updater.update(pool.servers(), modelPath, newVersion);
-                } catch (InterruptedException e) {
-                    lastLoaded = new LoadedWeights(modelPath, newVersion);
-                    setVersion(newVersion);
-                    for (ServerAddress s : pool.servers()) {
-                        pool.markResyncPending(s, "weight update to version " + newVersion + " was interrupted");
-                    }
-                    throw e;
-                }
-                metrics.weightUpdate(report);
-                if (!report.anyLoaded()) {
-                    for (WeightUpdateReport.ServerOutcome o : report.servers()) {
-                        if (!o.continued()) {
-                            pool.markResyncPending(o.server(), String.join(", ", o.errors()));
-                        }
-                    }
-                    throw new WeightUpdateException(report, current);
-                }
-                lastLoaded = new LoadedWeights(modelPath, newVersion);
-                unloadStaleAdapter(current);
-                for (WeightUpdateReport.ServerOutcome o : report.servers()) {
-                    if (o.ok()) {
-                        resyncBackoff.remove(o.server());
-                        pool.setServerVersion(o.server(), newVersion);
-                        pool.clearResyncPending(o.server());
-                    } else {
-                        pool.markResyncPending(o.server(), String.join(", ", o.errors()));
-                    }
-                }
-                setVersion(newVersion);
-                return report;
-            } finally {
-                gate.release();
-            }
-        } finally {
-            updateLock.unlock();
-        }
-    }
-
-    /** With use_lora: the version before {@code previous} whose adapter is still loaded, or 0. */
-    private int adapterBeforePrevious;
-
-    /**
-     * With {@code use_lora}, after an update from {@code previous}: unloads, best effort and without
-     * waiting, the adapter of the version before {@code previous} on every server. The previous
-     * version's adapter stays: a segment pinned to it just before the update may still reach a
-     * server after it.
-     */
-    private void unloadStaleAdapter(int previous) {
-        if (!config.useLora()) {
-            return;
-        }
-        String stale = config.loraAdapter(adapterBeforePrevious);
-        adapterBeforePrevious = previous;
-        if (stale == null) {
-            return;
-        }
-        ControlCall unload = protocol.unloadLoraCall(stale);
-        for (ServerAddress s : pool.servers()) {
-            http.start(s, unload, config.controlTimeout()).whenComplete((r, e) -> {
-                if (e != null || !HttpExchanges.isSuccess(r.statusCode())) {
-                    log.info(
-                            "unloading LoRA adapter {} on {} failed ({}); it stays loaded",
-                            stale,
-                            s,
-                            e != null ? e.toString() : "HTTP " + r.statusCode());
-                }
-            });
-        }
+        return weights.updateWeights(modelPath, newVersion);
     }
 
     /**
@@ -716,73 +450,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
      * its launch weights after a bare continue, and eject it again at its first token.
      */
     public void weightsLoadedElsewhere(Path path, int newVersion) {
-        Objects.requireNonNull(path, "path");
-        LoadedWeights told = new LoadedWeights(path, newVersion);
-        loadedElsewhere.accumulateAndGet(
-                told, (known, t) -> known == null || t.version() > known.version() ? t : known);
-    }
-
-    /** The newest weights loaded on the servers, by this engine or, as far as it knows, by another. */
-    private LoadedWeights newestWeights() {
-        LoadedWeights own = lastLoaded;
-        LoadedWeights other = loadedElsewhere.get();
-        if (own == null) {
-            return other;
-        }
-        return other != null && other.version() > own.version() ? other : own;
-    }
-
-    /** The health checker's verdict on a server out of rotation: re-sync its weights if owed, then re-admit. */
-    private void onHealthy(ServerAddress server) throws InterruptedException {
-        if (!pool.isResyncPending(server)) {
-            pool.readmit(server);
-            return;
-        }
-        ResyncBackoff rb = resyncBackoff.computeIfAbsent(server, s -> new ResyncBackoff());
-        if (System.nanoTime() < rb.notBefore) {
-            return;
-        }
-        if (!updateLock.tryLock()) {
-            // A fan-out is running; it includes this server. Probing the others matters more than waiting.
-            return;
-        }
-        try {
-            if (!pool.isResyncPending(server)) {
-                pool.readmit(server);
-                return;
-            }
-            LoadedWeights own = lastLoaded;
-            if (config.weightTransfer() == WeightTransfer.NCCL && own != null) {
-                // Only the trainer holds the tensors: the server joins the group now and is loaded
-                // by the next update's broadcast; until then it stays out of rotation. An engine
-                // that never loaded an update (another node's, or before the first one) sends no
-                // group call: the next update's chain joins the server before its load.
-                String error = updater.join(server, pool.servers().size());
-                if (error != null) {
-                    rb.failures++;
-                    rb.notBefore =
-                            System.nanoTime() + backoff.delay(rb.failures).toNanos();
-                    pool.markResyncPending(server, "joining the weight-update group failed: " + error);
-                }
-                return;
-            }
-            // Over NCCL no file is sent; from disk, the newest weights any engine loaded.
-            LoadedWeights w = config.weightTransfer() == WeightTransfer.NCCL ? own : newestWeights();
-            int resyncVersion = w == null ? version.get() : w.version();
-            WeightUpdateReport.ServerOutcome o = updater.resync(server, w == null ? null : w.path(), resyncVersion);
-            if (o.ok()) {
-                resyncBackoff.remove(server);
-                pool.setServerVersion(server, resyncVersion);
-                pool.clearResyncPending(server);
-                pool.readmit(server);
-            } else {
-                rb.failures++;
-                rb.notBefore = System.nanoTime() + backoff.delay(rb.failures).toNanos();
-                pool.markResyncPending(server, "weight re-sync failed: " + String.join(", ", o.errors()));
-            }
-        } finally {
-            updateLock.unlock();
-        }
+        weights.weightsLoadedElsewhere(path, newVersion);
     }
 
     /**
@@ -829,48 +497,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         if (!pool.drain(server)) {
             return false;
         }
-        Thread.ofVirtual().name("inference-drain-" + server).start(() -> {
-            try {
-                if (pool.awaitRemoved(server, handOverAfter) || closed || !pool.contains(server)) {
-                    return;
-                }
-                if (!pool.stats(server).draining()) {
-                    return; // added again while draining
-                }
-                log.info(
-                        "inference server {} still runs segments {} s into its drain: asking it to hand them over",
-                        server,
-                        handOverAfter.toMillis() / 1000.0);
-                handOver(server);
-                if (!pool.awaitRemoved(server, config.requestTimeout())) {
-                    log.warn("inference server {} has not finished its segments after the hand-over", server);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (RuntimeException e) {
-                log.warn("drain of inference server {} failed", server, e);
-            }
-        });
+        drains.start(server, handOverAfter);
         return true;
-    }
-
-    /**
-     * Aborts every request on {@code server} with the protocol's first pause call (abort mode: each
-     * returns its partial output with {@code abort}), then sends continue, so the server is left
-     * serving. Best effort: failures are logged.
-     */
-    private void handOver(ServerAddress server) throws InterruptedException {
-        for (ControlCall call : List.of(protocol.pauseCalls().get(0), protocol.continueCall())) {
-            try {
-                HttpResponse<byte[]> r =
-                        HttpExchanges.await(http.start(server, call, config.controlTimeout()), config.controlTimeout());
-                if (!HttpExchanges.isSuccess(r.statusCode())) {
-                    log.warn("hand-over on draining server {}: {} answered HTTP {}", server, call, r.statusCode());
-                }
-            } catch (IOException e) {
-                log.warn("hand-over on draining server {}: {} failed: {}", server, call, e.toString());
-            }
-        }
     }
 
     public InferenceConfig config() {
@@ -907,94 +535,6 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
     private void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("the inference engine is closed");
-        }
-    }
-
-    /** A segment's parsed response and the version pinned before it was sent. */
-    private record Segment(GeneratedSegment generated, int version) {}
-
-    /**
-     * The version a segment's tokens are labelled with: the one pinned before sending (semantics §2.3),
-     * unless the server says which weights produced them. The two differ only in a narrow race —
-     * a segment that passed the gate just before an update closed it reaches the server after its
-     * pause, waits there, and runs after the load under the new weights. The server's word is the
-     * truth, so the versions tensor stays truthful (invariant 2 of docs/reliability.md); AReaL labels such a segment
-     * with the pinned version. (A server behind the pinned version, restarted or missing an update,
-     * never gets here: its segment is dropped and the server re-synced, see {@code runSegment}.)
-     */
-    private int labelVersion(int pinned, GeneratedSegment generated, ServerAddress server, String rid) {
-        if (config.useLora()) {
-            return pinned; // the adapter named is the pinned version's; the server's label is its base model's
-        }
-        if (generated.serverVersion().isEmpty() || generated.serverVersion().getAsInt() == pinned) {
-            return pinned;
-        }
-        int reported = generated.serverVersion().getAsInt();
-        log.debug(
-                "rid {}: {} generated this segment with weight version {}, not the pinned {}; labelling it {}",
-                rid,
-                server,
-                reported,
-                pinned,
-                reported);
-        return reported;
-    }
-
-    /** Whether the server says it generated {@code generated} with weights older than the pinned version. */
-    private boolean servesOlderWeights(int pinned, GeneratedSegment generated) {
-        // With use_lora the server's weight_version is its base model's, which adapters do not change.
-        return !config.useLora()
-                && generated.serverVersion().isPresent()
-                && generated.serverVersion().getAsInt() < pinned;
-    }
-
-    /** The weights of the last update that loaded on at least one server. */
-    private record LoadedWeights(Path path, int version) {}
-
-    /** When the next weight re-sync of a server may be tried. */
-    private static final class ResyncBackoff {
-        volatile int failures;
-        volatile long notBefore = Long.MIN_VALUE;
-    }
-
-    /** The tokens, logprobs and versions accumulated across segments; owned by one generate call. */
-    private static final class Output {
-        int[] tokens;
-        float[] logprobs;
-        int[] versions;
-        int size;
-
-        Output(int capacity) {
-            tokens = new int[capacity];
-            logprobs = new float[capacity];
-            versions = new int[capacity];
-        }
-
-        void append(GeneratedSegment s, int version) {
-            int n = s.length();
-            int needed = size + n;
-            if (needed > tokens.length) {
-                int capacity = Math.max(needed, tokens.length * 2);
-                tokens = Arrays.copyOf(tokens, capacity);
-                logprobs = Arrays.copyOf(logprobs, capacity);
-                versions = Arrays.copyOf(versions, capacity);
-            }
-            s.copyTokensTo(tokens, size);
-            s.copyLogprobsTo(logprobs, size);
-            Arrays.fill(versions, size, needed, version);
-            size = needed;
-        }
-
-        int[] tokens() {
-            return Arrays.copyOf(tokens, size);
-        }
-
-        float[] logprobs() {
-            return Arrays.copyOf(logprobs, size);
-        }
-
-        int[] versions() {
-            return Arrays.copyOf(versions, size);
         }
     }
 }

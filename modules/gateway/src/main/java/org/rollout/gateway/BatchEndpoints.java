@@ -1,0 +1,231 @@
+package org.rollout.gateway;
+
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
+import org.rollout.api.TrainingBatch;
+import org.rollout.trainer.BatchLease;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.wire.BatchWireFormat;
+import org.rollout.trainer.wire.EncodedBatch;
+import org.rollout.trainer.wire.EncodedBatchSource;
+import org.rollout.trainer.wire.GatewayJson;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The batch endpoints: {@code POST /v1/batches/next} (a pull: waits for the engine's next batch and
+ * streams it as RBATCH, at most {@code gateway.max_waiting_pulls} at once), {@code POST
+ * /v1/batches/{id}/ack} and {@code POST /v1/leases/renew}.
+ */
+final class BatchEndpoints {
+    // Logs under the handler's name, as the gateway's lines always have.
+    private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
+    private static final Duration REFUSAL_LOG_EVERY = Duration.ofSeconds(10);
+
+    private final RolloutClient engine;
+    private final Duration maxPollWait;
+    private final int maxWaitingPulls;
+    /** Pulls served at once (waiting for a batch or streaming one), at most {@code gateway.max_waiting_pulls}. */
+    private final Semaphore pullSlots;
+
+    private final GatewayMeters meters;
+    private final BatchStreamWatch watch;
+    private final HandedOutBatches handedOut = new HandedOutBatches();
+    /** The threads waiting in a pull now: {@link #interruptPulls} ends their waits when the gateway closes. */
+    private final Set<Thread> waitingPulls = ConcurrentHashMap.newKeySet();
+
+    private final AtomicLong refusalsLogged = new AtomicLong();
+    private volatile long lastRefusalLogNanos = System.nanoTime() - REFUSAL_LOG_EVERY.toNanos();
+
+    BatchEndpoints(
+            RolloutClient engine,
+            Duration maxPollWait,
+            Semaphore pullSlots,
+            int maxWaitingPulls,
+            GatewayMeters meters,
+            BatchStreamWatch watch) {
+        this.engine = engine;
+        this.maxPollWait = maxPollWait;
+        this.pullSlots = pullSlots;
+        this.maxWaitingPulls = maxWaitingPulls;
+        this.meters = meters;
+        this.watch = watch;
+    }
+
+    /** Interrupts every pull waiting for a batch: each is answered 503, so its trainer tries another contact point. */
+    void interruptPulls() {
+        waitingPulls.forEach(Thread::interrupt);
+    }
+
+    void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
+        PullQuery query;
+        try {
+            query = PullQuery.parse(
+                    ex.getRequestURI().getRawQuery(), maxPollWait, String.valueOf(ex.getRemoteAddress()));
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", e.getMessage());
+        }
+        if (!pullSlots.tryAcquire()) {
+            long refused = meters.pullsRefused.incrementAndGet();
+            long now = System.nanoTime();
+            if (now - lastRefusalLogNanos >= REFUSAL_LOG_EVERY.toNanos()) {
+                lastRefusalLogNanos = now;
+                long since = refused - refusalsLogged.getAndSet(refused);
+                log.warn(
+                        "{} pull(s) refused (503 {}) since the last report: {} pulls under way, the limit"
+                                + " gateway.max_waiting_pulls (node flag --gateway-max-waiting-pulls)",
+                        since,
+                        Refusal.TOO_MANY_PULLS,
+                        maxWaitingPulls);
+            }
+            throw new Refusal(
+                    503,
+                    Refusal.TOO_MANY_PULLS,
+                    "this gateway already serves " + maxWaitingPulls + " pulls, its limit gateway.max_waiting_pulls"
+                            + " (node flag --gateway-max-waiting-pulls): read the answers of the pulls already"
+                            + " open, or try again later or on another gateway");
+        }
+        meters.pullsAdmitted.incrementAndGet();
+        try {
+            pull(ex, query);
+        } finally {
+            pullSlots.release();
+        }
+    }
+
+    private void pull(HttpExchange ex, PullQuery query) throws IOException, InterruptedException {
+        Optional<EncodedBatch> next;
+        waitingPulls.add(Thread.currentThread());
+        try {
+            next = nextEncoded(query);
+        } finally {
+            waitingPulls.remove(Thread.currentThread());
+        }
+        if (next.isEmpty()) {
+            ex.sendResponseHeaders(204, -1);
+            return;
+        }
+        try (EncodedBatch body = next.get()) {
+            send(ex, body);
+        }
+    }
+
+    /**
+     * The engine's next batch in RBATCH form: relayed from the node that holds it when the engine
+     * can ({@link EncodedBatchSource}), else encoded here.
+     */
+    private Optional<EncodedBatch> nextEncoded(PullQuery q) throws InterruptedException {
+        if (engine instanceof EncodedBatchSource source) {
+            return source.nextEncodedBatch(q.maxWait(), q.holder(), q.lease());
+        }
+        Optional<TrainingBatch> next =
+                q.lease() == null ? engine.nextBatch(q.maxWait()) : engine.nextBatch(q.maxWait(), q.lease());
+        if (next.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(EncodedBatch.of(next.get()));
+        } catch (IOException e) {
+            engine.release(next.get().batchId());
+            throw new IllegalStateException(
+                    "batch " + next.get().batchId() + ": encoding its groups' metadata failed: " + e.getMessage(), e);
+        }
+    }
+
+    private void send(HttpExchange ex, EncodedBatch body) throws IOException {
+        handedOut.add(body.batchId(), body.taskIds());
+        ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
+        ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(body.batchId()));
+        ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(body.groups()));
+        // The exact length up front (the metadata is encoded once for it): a plain body, encoded through
+        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), where
+        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded
+        // (or as they arrive from the node that holds the batch); nothing holds the whole body.
+        ex.sendResponseHeaders(200, body.length());
+        BatchStreamWatch.CountingStream out = new BatchStreamWatch.CountingStream(ex.getResponseBody());
+        long started = System.nanoTime();
+        BatchStreamWatch.Stream watched = watch.watch(body.batchId(), out);
+        try {
+            body.writeTo(out);
+            out.close();
+            meters.handoff(out.count, System.nanoTime() - started);
+        } catch (IOException e) {
+            String who = e instanceof EncodedBatch.SourceFailedException
+                    ? "the node holding it failed"
+                    : "the trainer went away";
+            if (out.count < body.length()) {
+                // Not received whole, so never trained on: the next pull takes it, not one after
+                // batch_ack_timeout (a pull whose client left while it waited shows only here).
+                engine.release(body.batchId());
+                meters.batchesReleased.incrementAndGet();
+                log.info(
+                        "batch {} ({} groups): {} after {} of {} bytes ({}); the next pull takes it",
+                        body.batchId(),
+                        body.groups(),
+                        who,
+                        out.count,
+                        body.length(),
+                        e.toString());
+            } else {
+                log.info(
+                        "batch {} ({} groups): {} after the last byte ({}); it is delivered again after"
+                                + " batch_ack_timeout unless acknowledged",
+                        body.batchId(),
+                        body.groups(),
+                        who,
+                        e.toString());
+            }
+        } finally {
+            watch.unwatch(watched);
+        }
+    }
+
+    /**
+     * Acknowledges batch {@code rawId} with the task ids this gateway recorded when it handed the
+     * batch out, or else those of the body ({@code {"task_ids": [..]}}, sent by a trainer whose
+     * call failed over from the gateway that handed it out): with them the engine retires the tasks
+     * even when the batch was handed out by a collector lost with its node.
+     */
+    void acknowledge(HttpExchange ex, String rawId, byte[] body) throws Refusal, IOException, InterruptedException {
+        long id;
+        try {
+            id = Long.parseLong(rawId);
+        } catch (NumberFormatException e) {
+            throw new Refusal(400, "bad_request", "batch id must be an integer, got '" + rawId + "'");
+        }
+        List<Long> fromTrainer;
+        try {
+            fromTrainer = GatewayJson.parseAckRequest(body);
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", "batch " + id + ": " + e.getMessage());
+        }
+        List<Long> taskIds = handedOut.remove(id);
+        boolean known = taskIds != null;
+        if (taskIds == null && !fromTrainer.isEmpty()) {
+            taskIds = fromTrainer;
+        }
+        if (taskIds != null) {
+            engine.acknowledge(id, taskIds);
+        } else {
+            engine.acknowledge(id);
+        }
+        GatewayHttp.json(ex, 200, GatewayJson.ack(id, known));
+    }
+
+    void renewLease(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
+        BatchLease lease;
+        try {
+            lease = GatewayJson.parseRenewRequest(body);
+        } catch (IllegalArgumentException e) {
+            throw new Refusal(400, "bad_request", e.getMessage());
+        }
+        GatewayHttp.json(ex, 200, GatewayJson.renewed(lease, engine.renewLease(lease)));
+    }
+}

@@ -1,0 +1,99 @@
+package org.rollout.gateway;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.wire.GatewayJson;
+
+/**
+ * The read-only endpoints: {@code GET /health} (no token; 200, or 503 naming the problems), {@code
+ * GET /v1/status} (the engine's status) and {@code GET /v1/stats?since_version=N} (its stats lines).
+ */
+final class StatusEndpoints {
+    private static final ObjectMapper HEALTH_JSON = new ObjectMapper();
+
+    private final RolloutClient engine;
+    private final Supplier<GatewayHealth> health;
+
+    StatusEndpoints(RolloutClient engine, Supplier<GatewayHealth> health) {
+        this.engine = engine;
+        this.health = health;
+    }
+
+    void health(HttpExchange ex) throws IOException {
+        GatewayHealth h = health.get();
+        GatewayHttp.json(ex, h.ok() ? 200 : 503, h.ok() ? GatewayJson.health() : degraded(h));
+    }
+
+    void status(HttpExchange ex) throws IOException, InterruptedException {
+        GatewayHttp.json(ex, 200, GatewayJson.status(engine.status()));
+    }
+
+    void stats(HttpExchange ex) throws Refusal, IOException, InterruptedException {
+        int since = sinceVersionOf(ex.getRequestURI().getRawQuery());
+        try {
+            GatewayHttp.json(ex, 200, GatewayJson.stats(engine.stats(since)));
+        } catch (UnsupportedOperationException e) {
+            throw new Refusal(501, "not_implemented", e.getMessage());
+        }
+    }
+
+    /**
+     * {@code since_version} of {@code GET /v1/stats}: an integer ≥ 0, 0 when absent. Any other
+     * parameter is refused by name, so a misspelt one does not silently answer every version.
+     */
+    private static int sinceVersionOf(String rawQuery) throws Refusal {
+        String value = null;
+        if (rawQuery != null && !rawQuery.isEmpty()) {
+            for (String pair : rawQuery.split("&")) {
+                int eq = pair.indexOf('=');
+                String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                if (!name.equals("since_version")) {
+                    throw new Refusal(
+                            400,
+                            "bad_request",
+                            "unknown query parameter '" + name + "' (GET /v1/stats takes since_version)");
+                }
+                value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+            }
+        }
+        if (value == null) {
+            return 0;
+        }
+        try {
+            int v = Integer.parseInt(value.strip());
+            if (v >= 0) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // Described below.
+        }
+        throw new Refusal(
+                400,
+                "bad_request",
+                "query parameter 'since_version' must be an integer version >= 0, got '" + value + "'");
+    }
+
+    /** {@code {"status":"degraded","problems":[{"check","message"}, …]}}. */
+    private static byte[] degraded(GatewayHealth h) {
+        var body = new LinkedHashMap<String, Object>();
+        body.put("status", "degraded");
+        body.put(
+                "problems",
+                h.problems().stream()
+                        .map(p -> Map.of("check", p.check(), "message", p.message()))
+                        .toList());
+        try {
+            return HEALTH_JSON.writeValueAsBytes(body);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a map of strings always serializes", e);
+        }
+    }
+}
