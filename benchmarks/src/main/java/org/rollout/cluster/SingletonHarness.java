@@ -641,7 +641,7 @@ public final class SingletonHarness {
             feederNode.systemActorOf(
                     Behaviors.<Void>setup(ctx -> {
                         feederUp.complete(ctx.spawn(
-                                feeder(window, rows, fed, (to, g) -> Collector.deliver(to, g, feederPayloads)),
+                                feeder(window, rows, fed, (to, g) -> CollectorTransfers.deliver(to, g, feederPayloads)),
                                 "feeder"));
                         return Behaviors.empty();
                     }),
