@@ -249,8 +249,9 @@ class EndToEndBenchmarksSmokeTest {
         Run lengths = run("interrupt", "--lengths", "zipf:s=2", "--duration-s", "0.1");
         assertThat(lengths.exit()).isEqualTo(2);
         assertThat(lengths.log()).contains("bench interrupt: --lengths: output length distribution 'zipf:s=2'");
-        // scaleout starts node JVMs from the CLI; without it on the class path it says how to run it.
-        Run scaleout = run("scaleout", "--nodes", "1");
+        // scaleout starts node JVMs from the CLI; without its main class on the class path it says how
+        // to run it (this module's tests have the CLI: a main class that is not there stands for it).
+        Run scaleout = run("scaleout", "--nodes", "1", "--node-main", "org.rollout.cli.NotOnThisClassPath");
         assertThat(scaleout.exit()).isEqualTo(1);
         assertThat(scaleout.log()).contains("run it as bin/rollout bench scaleout");
         Run badNodes = run("scaleout", "--nodes", "1,x", "--node-main", EndToEndBenchmarks.class.getName());

@@ -1,6 +1,6 @@
 package org.rollout.cli;
 
-import java.util.Optional;
+import java.util.ServiceLoader;
 import org.rollout.modelserver.ModelServerMain;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -15,8 +15,11 @@ import picocli.CommandLine.Command;
  *   rollout proxy --servers 127.0.0.1:30000 [--sessions N] [--episodes M] [--config file.conf] [key=value …]
  *   rollout model-server --port 30000 --seed 1
  *   rollout trainer-demo --contact http://127.0.0.1:8470 [--token T] [--steps N] [--weights-dir DIR] [--seed S]
- *   rollout bench orchestration|async|interrupt|weights|scaleout|singletons|all [--flag value …]
+ *   rollout bench orchestration|async|interrupt|weights|scaleout|singletons|all [--flag value …]   (benchmarks' jars on the class path)
  * </pre>
+ *
+ * <p>Subcommands that other jars on the class path add ({@link CliSubcommand}, such as the
+ * benchmarks' {@code bench}) are found through {@link ServiceLoader}.
  *
  * <p>Exit codes: 0 on success, 2 for bad input (a configuration error names the key, the value and
  * what is allowed), 1 when the run itself failed.
@@ -38,17 +41,21 @@ import picocli.CommandLine.Command;
             CommandLine.HelpCommand.class
         })
 public final class RolloutCli implements Runnable {
-    /** The benchmarks' command (module {@code benchmarks}), a run-time dependency only. */
-    private static final String BENCHMARKS = "org.rollout.benchmarks.e2e.EndToEndBenchmarks";
-
     public static void main(String[] args) {
         System.exit(commandLine().execute(args));
     }
 
-    static CommandLine commandLine() {
+    /** The whole command: the CLI's own subcommands and those found on the class path. */
+    public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new RolloutCli());
         cl.addSubcommand("model-server", new ModelServerMain());
-        benchCommand().ifPresent(bench -> cl.addSubcommand("bench", bench));
+        for (CliSubcommand extra : ServiceLoader.load(CliSubcommand.class)) {
+            if (cl.getSubcommands().containsKey(extra.name())) {
+                throw new IllegalStateException("rollout " + extra.name() + " is the CLI's own subcommand; "
+                        + extra.getClass().getName() + " on the class path may not replace it");
+            }
+            cl.addSubcommand(extra.name(), extra.commandLine());
+        }
         // The command that runs writes where the root command was told to (tests capture it).
         CommandLine.IExecutionStrategy runLast = new CommandLine.RunLast();
         cl.setExecutionStrategy(parsed -> {
@@ -59,21 +66,6 @@ public final class RolloutCli implements Runnable {
             return runLast.execute(parsed);
         });
         return cl;
-    }
-
-    /**
-     * {@code rollout bench}: the end-to-end benchmarks' own command, from the benchmarks jar on the
-     * run-time class path; absent when that jar is not there.
-     */
-    private static Optional<CommandLine> benchCommand() {
-        try {
-            Class<?> benchmarks = Class.forName(BENCHMARKS);
-            return Optional.of((CommandLine) benchmarks.getMethod("commandLine").invoke(null));
-        } catch (ClassNotFoundException e) {
-            return Optional.empty();
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot build the bench command from " + BENCHMARKS + ": " + e, e);
-        }
     }
 
     /** {@code rollout --version}: the version the engine was built as (its Maven project version). */

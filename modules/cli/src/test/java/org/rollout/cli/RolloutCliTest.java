@@ -47,7 +47,22 @@ class RolloutCliTest {
     void helpListsTheSubcommands() {
         Run r = run("--help");
         assertThat(r.exit()).isZero();
-        assertThat(r.out()).contains("local", "model-server", "bench");
+        assertThat(r.out()).contains("local", "model-server", "node");
+    }
+
+    /**
+     * The CLI does not depend on the benchmarks: {@code bench} is the benchmarks module's {@link
+     * CliSubcommand}, added only when its jars are on the class path (bin/rollout bench), so the CLI's
+     * own class path (and the release tarball made from it) has no {@code bench}.
+     */
+    @Test
+    void benchIsNotOneOfTheCLIsOwnSubcommandsNorOnItsClassPath() {
+        assertThat(RolloutCli.commandLine().getSubcommands()).doesNotContainKey("bench");
+        assertThat(RolloutCliTest.class
+                        .getClassLoader()
+                        .getResource("org/rollout/benchmarks/e2e/EndToEndBenchmarks.class"))
+                .as("the benchmarks on the CLI's test class path")
+                .isNull();
     }
 
     @Test

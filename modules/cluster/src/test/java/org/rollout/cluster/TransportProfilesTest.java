@@ -356,7 +356,7 @@ class TransportProfilesTest {
 
     /**
      * Stops each node, newest first, and waits up to {@link #STOP_DEADLINE} for each. A node whose
-     * remoting streams have not all completed by then is reported, not failed: in Pekko 1.7 Artery
+     * remoting streams have not all completed by then is reported, not failed: in Pekko 1.2 (and 1.7) Artery
      * waits for its streams' completion without a deadline when it stops (apache/pekko#3247, fixed
      * by a shutdown-streams timeout in a later release), and on two busy cores a TLS or Aeron
      * stream to a peer already gone now and then never completes. What these tests check is the

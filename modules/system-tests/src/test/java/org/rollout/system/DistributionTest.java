@@ -89,6 +89,14 @@ class DistributionTest {
             assertThat(names).anyMatch(n -> n.startsWith("pekko-cluster-typed_2.13-"));
             assertThat(names).anyMatch(n -> n.startsWith("rollout-gateway-"));
             assertThat(names).allMatch(n -> n.endsWith(".jar"));
+            // The benchmarks are run from a source checkout (bin/rollout bench), never shipped: no
+            // benchmarks jar, no JMH, no HdrHistogram, no test fixture.
+            assertThat(names)
+                    .as("benchmark jars in the tarball's lib/")
+                    .noneMatch(n -> n.startsWith("rollout-benchmarks")
+                            || n.startsWith("jmh-")
+                            || n.startsWith("HdrHistogram")
+                            || n.endsWith("-tests.jar"));
         }
         String conf = Files.readString(home.resolve("conf/rollout.conf"));
         assertThat(conf).contains("\n#rollout.consumer_batch_size = 1\n").contains("\n#gconfig.n_samples = ");

@@ -1,4 +1,4 @@
-package org.rollout.cli;
+package org.rollout.benchmarks.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,9 +7,15 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.rollout.benchmarks.e2e.SummaryLine;
+import org.junit.jupiter.api.Timeout;
+import org.rollout.cli.RolloutCli;
 
-/** {@code rollout bench}: the command's wiring only; nothing is measured (timings are never asserted). */
+/**
+ * {@code rollout bench}: the CLI finds the benchmarks' command through its {@code CliSubcommand}
+ * service ({@link BenchSubcommand}, registered in this module's {@code META-INF/services}) when this
+ * module is on its class path; the command's wiring only, nothing is measured (timings are never
+ * asserted).
+ */
 class BenchCommandTest {
     private record Run(int exit, String out, String err) {}
 
@@ -72,7 +78,7 @@ class BenchCommandTest {
      * from a fresh build and reports every figure.
      */
     @Test
-    @org.junit.jupiter.api.Timeout(240)
+    @Timeout(240)
     void scaleOutRunsNodeJvmsAndReportsGroupsPerSecondAndHandOffBandwidth() {
         Run r = run(
                 "bench",

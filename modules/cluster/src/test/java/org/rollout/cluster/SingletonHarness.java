@@ -54,7 +54,9 @@ import org.rollout.trainer.PublishResult;
  * The engine's singletons — {@link RolloutCoordinator}, {@link Collector}, {@link WeightVersion} —
  * the real actors, in one actor system, against simulated runners and servers, for the {@code
  * bench singletons} benchmark. It lives in the cluster's package (the collector and its messages
- * are package-private) but in the benchmarks module: nothing here ships with the engine.
+ * are package-private) among the cluster module's test sources, and is the one class of the module's
+ * test jar ({@code rollout-cluster}, type {@code test-jar}), which the benchmarks module depends on:
+ * nothing here ships with the engine, and no package is split across modules.
  *
  * <pre>
  *   coordinator    real coordinator ──RunGroup──► R simulated runners ──GroupFinished──► stand-in collector
