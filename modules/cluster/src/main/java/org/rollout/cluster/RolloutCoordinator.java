@@ -177,20 +177,17 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private int recoveredVersion;
     private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
     private final Set<ActorRef<GroupRunner.Command>> holdingsAsked = new HashSet<>();
-    private long trainTaken;
     private long incarnation;
     private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
     /** The runners of the latest Receptionist listing. */
     private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
 
-    private final Set<Long> pausedBy = new HashSet<>();
     /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
     private final Set<Long> held = new HashSet<>();
 
-    private long nextTaskId;
-    private boolean exhausted;
-    private long redispatched;
-    private int buffered;
+    /** What is admitted next, and the admission cursor; made when recovery ends. */
+    private AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
+
     private long writeFailures;
 
     /**
@@ -374,12 +371,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     .onMessage(AcceptedDiscarded.class, RolloutCoordinator.this::onAcceptedDiscarded)
                     .onMessage(BatchConsumed.class, RolloutCoordinator.this::onBatchConsumed)
                     .onMessage(Backlog.class, b -> {
-                        buffered = b.buffered();
+                        planner.buffered(b.buffered());
                         admit();
                         return Behaviors.same();
                     })
                     .onMessage(PauseAdmission.class, p -> {
-                        pausedBy.add(p.updateId());
+                        planner.pause(p.updateId());
                         return Behaviors.same();
                     })
                     .onMessage(ResumeAdmission.class, RolloutCoordinator.this::onResume)
@@ -505,8 +502,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         DurableState.Ledger l = recoveredLedger;
         DurableState.Cursor c = l.cursor();
         incarnation = l.isFresh() ? 0 : c.incarnation() + 1;
-        nextTaskId = c.nextTaskId();
-        trainTaken = c.trainTaken();
+        planner = new AdmissionPlanner<>(
+                tasks, budget, eval, source, queueSize, c.nextTaskId(), c.trainTaken(), System::nanoTime);
         if (l.isFresh()) {
             if (recoveredVersion > budget.version()) {
                 budget.onVersion(recoveredVersion);
@@ -621,7 +618,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         collector.tell(new Collector.Attach(
                 getContext().getSelf(),
                 incarnation,
-                nextTaskId,
+                planner.nextTaskId(),
                 List.copyOf(tasks.openTaskIds()),
                 tasks.possiblyDelivered()));
     }
@@ -633,7 +630,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     // ---- the durable ledger ----
 
     private DurableState.Cursor cursor() {
-        return new DurableState.Cursor(nextTaskId, trainTaken, budget.accepted(), incarnation);
+        return new DurableState.Cursor(planner.nextTaskId(), planner.trainTaken(), budget.accepted(), incarnation);
     }
 
     /** Writes the changes with the current cursor; runs {@code then} once written (or not). */
@@ -725,7 +722,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     // ---- outcomes ----
 
     private Behavior<Command> onTaskFinished(TaskFinished done) {
-        buffered = done.buffered();
+        planner.buffered(done.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.finish(done.taskId());
         if (f == null) {
             if (!tasks.isAcceptedUnacked(done.taskId())) {
@@ -793,7 +790,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Behavior<Command> onAcceptedDiscarded(AcceptedDiscarded d) {
         budget.onAcceptedDiscarded();
-        buffered = d.buffered();
+        planner.buffered(d.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.discard(d.taskId());
         ActorRef<GroupRunner.Command> holder = f == null ? null : f.runner();
         persist(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
@@ -848,7 +845,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onResume(ResumeAdmission resume) {
-        pausedBy.remove(resume.updateId());
+        planner.resume(resume.updateId());
         if (resume.version() > budget.version()) {
             budget.onVersion(resume.version());
             if (eval.dueAt(resume.version())) {
@@ -884,90 +881,19 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /** Dispatches re-dispatches first, then evaluation and training, as far as limits allow. */
     private void admit() {
+        AdmissionPlanner.Admission<ActorRef<GroupRunner.Command>> admission = planner.admit();
+        if (admission.promptsRanOut()) {
+            getContext().getLog().info("training prompts exhausted after {} prompts", planner.trainTaken());
+        }
+        if (admission.dispatches().isEmpty()) {
+            return;
+        }
         List<DurableState.OpenTask> written = new ArrayList<>();
-        List<Runnable> sends = new ArrayList<>();
-        while (tasks.hasRedispatches()) {
-            ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
-            if (r == null) {
-                break;
-            }
-            Optional<Task<ActorRef<GroupRunner.Command>>> next = tasks.nextToRedispatch();
-            if (next.isEmpty()) {
-                break;
-            }
-            Task<ActorRef<GroupRunner.Command>> old = next.get();
-            redispatched++;
-            Task<ActorRef<GroupRunner.Command>> f = dispatch(
-                    old.taskId(),
-                    old.attempt() + 1,
-                    old.data(),
-                    old.isEval(),
-                    old.sourceIndex(),
-                    r,
-                    old.dispatchVersion(),
-                    old.possiblyDelivered());
-            written.add(f.entry(false));
-            sends.add(() -> send(f));
+        for (AdmissionPlanner.Dispatch<ActorRef<GroupRunner.Command>> d : admission.dispatches()) {
+            written.add(d.task().entry(false));
         }
-        if (pausedBy.isEmpty()) {
-            for (var next = eval.next(); next.isPresent(); next = eval.next()) {
-                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
-                int index = next.getAsInt();
-                if (r == null) {
-                    eval.putBack(index);
-                    break;
-                }
-                Task<ActorRef<GroupRunner.Command>> f =
-                        dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false);
-                written.add(f.entry(false));
-                sends.add(() -> send(f));
-            }
-            while (!exhausted && budget.canAdmit() && buffered + budget.running() < queueSize) {
-                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(false);
-                if (r == null) {
-                    break;
-                }
-                Optional<Map<String, Object>> item = source.item(trainTaken);
-                if (item.isEmpty()) {
-                    exhausted = true;
-                    getContext().getLog().info("training prompts exhausted after {} prompts", trainTaken);
-                    break;
-                }
-                budget.onEnqueue();
-                budget.onAdmit();
-                Task<ActorRef<GroupRunner.Command>> f =
-                        dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false);
-                written.add(f.entry(false));
-                sends.add(() -> send(f));
-            }
-        }
-        if (!written.isEmpty()) {
-            // Written before it is sent: a task on a lost node is always in the ledger.
-            persist(written, List.of(), () -> sends.forEach(Runnable::run));
-        }
-    }
-
-    /** Records the task as in flight on {@code runner}; {@link #send} tells the runner. */
-    private Task<ActorRef<GroupRunner.Command>> dispatch(
-            long taskId,
-            int attempt,
-            Map<String, Object> data,
-            boolean isEval,
-            long sourceIndex,
-            ActorRef<GroupRunner.Command> runner,
-            int dispatchVersion,
-            boolean possiblyDelivered) {
-        Task<ActorRef<GroupRunner.Command>> f = new Task<>(
-                taskId,
-                attempt,
-                data,
-                isEval,
-                sourceIndex,
-                runner,
-                dispatchVersion,
-                System.nanoTime(),
-                possiblyDelivered);
-        return tasks.dispatch(f);
+        // Written before it is sent: a task on a lost node is always in the ledger.
+        persist(written, List.of(), () -> admission.dispatches().forEach(d -> send(d.task())));
     }
 
     private void send(Task<ActorRef<GroupRunner.Command>> f) {
@@ -992,12 +918,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         budget.snapshot(),
                         tasks.inFlight(),
                         eval.inFlight(),
-                        !pausedBy.isEmpty(),
-                        exhausted,
-                        buffered,
+                        planner.paused(),
+                        planner.exhausted(),
+                        planner.buffered(),
                         tasks.inFlightByNode(),
                         Duration.ofNanos(tasks.oldestNanos(System.nanoTime())),
-                        redispatched));
+                        planner.redispatched()));
         return Behaviors.same();
     }
 }
