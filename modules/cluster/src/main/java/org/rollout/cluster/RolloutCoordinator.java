@@ -140,25 +140,25 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             long redispatched)
             implements CborSerializable {}
 
-    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
+    record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
 
-    private record RunnerJoined(GroupRunner.Info info) implements Command, NodeLocal {}
+    record RunnerJoined(GroupRunner.Info info) implements Command, NodeLocal {}
 
-    private record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command, NodeLocal {}
+    record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command, NodeLocal {}
 
-    private record StateRead(DurableState.Ledger ledger, DurableState.VersionRecord version, Throwable error)
+    record StateRead(DurableState.Ledger ledger, DurableState.VersionRecord version, Throwable error)
             implements Command, NodeLocal {}
 
-    private record HoldingsReceived(ActorRef<GroupRunner.Command> runner, GroupRunner.Holdings holdings)
+    record HoldingsReceived(ActorRef<GroupRunner.Command> runner, GroupRunner.Holdings holdings)
             implements Command, NodeLocal {}
 
-    private record RecoveryDeadline() implements Command, NodeLocal {}
+    record RecoveryDeadline() implements Command, NodeLocal {}
 
     /** Looks at the latest Receptionist listing again: a runner still listed but lost here is asked again. */
-    private record RecheckRunners() implements Command, NodeLocal {}
+    record RecheckRunners() implements Command, NodeLocal {}
 
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
-    private record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
+    record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
     private final StalenessBudget budget;
     private final PromptSource source;
@@ -176,11 +176,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private DurableState.Ledger recoveredLedger;
     private int recoveredVersion;
     private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
-    private final Set<ActorRef<GroupRunner.Command>> holdingsAsked = new HashSet<>();
     private long incarnation;
-    private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
-    /** The runners of the latest Receptionist listing. */
-    private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
+    /** Runners listed, asked, joined and gone. */
+    private final RunnerMembership runners;
 
     /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
     private final Set<Long> held = new HashSet<>();
@@ -212,6 +210,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             DurableState state,
             Duration recoveryTimeout) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
+            // One logger for the coordinator's lines, also those its parts log on its context.
+            ctx.setLoggerName(RolloutCoordinator.class);
             ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
                     Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
             ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
@@ -263,6 +263,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.budget = budget;
         this.source = source;
         this.eval = new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent);
+        this.runners =
+                new RunnerMembership(ctx, timers, new RunnerDirectory<>(tasks), () -> this.collector, recoveryTimeout);
     }
 
     /**
@@ -296,27 +298,26 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             .getLog()
                             .warn(
                                     "recovery: {} runner(s) did not say what they hold within {}; their tasks are dispatched again",
-                                    holdingsAsked.size() - holdings.size(),
+                                    runners.holdingsAsked() - holdings.size(),
                                     recoveryTimeout);
                     return finishRecovery();
                 })
                 .onMessage(Persisted.class, this::onPersisted)
                 .onMessage(Runners.class, listing -> {
-                    onRunners(listing);
-                    listing.runners().forEach(this::askHoldings);
+                    runners.listing(listing.runners());
                     return Behaviors.same();
                 })
                 .onMessage(RunnerJoined.class, j -> {
-                    onRunnerJoined(j);
-                    askHoldings(j.info().runner());
+                    runners.joined(j.info());
+                    runners.askHoldings(j.info().runner());
                     return Behaviors.same();
                 })
                 .onMessage(RunnerGone.class, g -> {
-                    onRunnerGone(g.runner());
+                    runners.gone(g.runner());
                     return Behaviors.same();
                 })
                 .onMessage(RecheckRunners.class, r -> {
-                    onRunners(new Runners(listed));
+                    runners.recheck();
                     return Behaviors.same();
                 })
                 // A status read waits in the stash too: before recovery the budget is a fresh one
@@ -346,22 +347,22 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     .onMessage(CollectorRestarted.class, RolloutCoordinator.this::onCollectorRestarted)
                     .onMessage(Persisted.class, RolloutCoordinator.this::onPersisted)
                     .onMessage(Runners.class, listing -> {
-                        onRunners(listing);
+                        runners.listing(listing.runners());
                         admit();
                         return Behaviors.same();
                     })
                     .onMessage(RunnerJoined.class, j -> {
-                        onRunnerJoined(j);
+                        runners.joined(j.info());
                         admit();
                         return Behaviors.same();
                     })
                     .onMessage(RunnerGone.class, g -> {
-                        onRunnerGone(g.runner());
+                        runners.gone(g.runner());
                         admit();
                         return Behaviors.same();
                     })
                     .onMessage(RecheckRunners.class, r -> {
-                        onRunners(new Runners(listed));
+                        runners.recheck();
                         admit();
                         return Behaviors.same();
                     })
@@ -435,14 +436,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     /**
-     * Asks every runner known so far, joined or only listed: a runner listed before the ledger was
-     * read (or before the collector was known) is not asked then, and its listing does not come
-     * again when it joins.
+     * Asks every runner known so far, joined or only listed, once the ledger is known to be a
+     * predecessor's and the collector is known: a runner listed before then is not asked then, and
+     * its listing does not come again when it joins.
      */
     private void askAllHoldings() {
-        Set<ActorRef<GroupRunner.Command>> all = tasks.knownRunners();
-        all.addAll(listed);
-        all.forEach(this::askHoldings);
+        if (recoveredLedger != null && !recoveredLedger.isFresh() && collector != null) {
+            runners.askHoldings();
+        }
     }
 
     /** Re-attaches a restarted collector; runners deliver again what they hold of every open task. */
@@ -462,19 +463,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return Behaviors.same();
     }
 
-    private void askHoldings(ActorRef<GroupRunner.Command> r) {
-        if (recoveredLedger == null || recoveredLedger.isFresh() || collector == null || !holdingsAsked.add(r)) {
-            return;
-        }
-        getContext()
-                .ask(
-                        GroupRunner.Holdings.class,
-                        r,
-                        recoveryTimeout,
-                        reply -> new GroupRunner.GetHoldings(collector, reply),
-                        (h, error) -> new HoldingsReceived(r, h));
-    }
-
     private Behavior<Command> onHoldings(HoldingsReceived h) {
         if (h.holdings() != null) {
             holdings.put(h.runner(), h.holdings());
@@ -487,7 +475,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (recoveredLedger == null || collector == null) {
             return Behaviors.same();
         }
-        if (!recoveredLedger.isFresh() && (holdingsAsked.isEmpty() || holdings.size() < holdingsAsked.size())) {
+        if (!recoveredLedger.isFresh() && (runners.holdingsAsked() == 0 || holdings.size() < runners.holdingsAsked())) {
             return Behaviors.same(); // wait for runners (or the deadline)
         }
         return finishRecovery();
@@ -651,72 +639,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         p.then().run();
         return Behaviors.same();
-    }
-
-    // ---- runners ----
-
-    private static final Duration RECHECK_RUNNERS_AFTER = Duration.ofSeconds(2);
-
-    private void onRunners(Runners listing) {
-        listed = Set.copyOf(listing.runners());
-        for (ActorRef<GroupRunner.Command> r : listing.runners()) {
-            askHoldings(r);
-            if (!tasks.hasRunner(r) && asked.add(r)) {
-                getContext()
-                        .ask(
-                                GroupRunner.Info.class,
-                                r,
-                                Duration.ofSeconds(10),
-                                GroupRunner.GetInfo::new,
-                                (info, error) -> info != null ? new RunnerJoined(info) : new RunnerGone(r));
-            }
-        }
-        for (ActorRef<GroupRunner.Command> r : tasks.knownRunners()) {
-            if (!listing.runners().contains(r)) {
-                onRunnerGone(r);
-            }
-        }
-    }
-
-    private void onRunnerJoined(RunnerJoined joined) {
-        ActorRef<GroupRunner.Command> r = joined.info().runner();
-        asked.remove(r);
-        if (tasks.join(r, joined.info().node(), joined.info().capacity())) {
-            getContext().watchWith(r, new RunnerGone(r));
-            getContext()
-                    .getLog()
-                    .info(
-                            "runner on {} joined with capacity {}",
-                            joined.info().node(),
-                            joined.info().capacity());
-        }
-    }
-
-    private void onRunnerGone(ActorRef<GroupRunner.Command> runner) {
-        asked.remove(runner);
-        if (listed.contains(runner)) {
-            // Lost here (its watch fired, or it did not answer) but still listed: it may be alive.
-            // A node restarted on the same host and port is watched while the removal of its
-            // previous incarnation is still going on, and that removal terminates the watch of
-            // the new runner at once; no later listing would name it again, and it would never be
-            // given a group. Ask it again shortly; a runner that is really gone does not answer,
-            // and the Receptionist soon stops listing it.
-            timers.startSingleTimer(RecheckRunners.class, new RecheckRunners(), RECHECK_RUNNERS_AFTER);
-        }
-        Optional<String> node = tasks.node(runner);
-        List<Task<ActorRef<GroupRunner.Command>>> orphans = tasks.leave(runner);
-        if (node.isEmpty() && orphans.isEmpty()) {
-            return;
-        }
-        // Also a runner that never joined here: a successor may have learnt of its tasks from
-        // its holdings before it was lost.
-        getContext()
-                .getLog()
-                .warn(
-                        "runner on {} is gone with {} task(s) in flight; dispatching them again",
-                        node.map(Object::toString)
-                                .orElse(runner.path().address().toString()),
-                        orphans.size());
     }
 
     // ---- outcomes ----
