@@ -165,7 +165,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final EvaluationSchedule eval;
     private final ActorRef<Collector.Command> collectorEntry;
     private ActorRef<Collector.Command> collector;
-    private final DurableState state;
+    /** Writes the ledger's changes with the cursor. */
+    private final LedgerWriter ledger;
+
     private final Duration recoveryTimeout;
     private final TimerScheduler<Command> timers;
     private final StashBuffer<Command> stash;
@@ -185,8 +187,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /** What is admitted next, and the admission cursor; made when recovery ends. */
     private AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
-
-    private long writeFailures;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -256,7 +256,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         super(ctx);
         this.timers = timers;
         this.stash = stash;
-        this.state = state;
+        this.ledger = new LedgerWriter(ctx, state, this::cursor);
         this.recoveryTimeout = recoveryTimeout;
         this.collectorEntry = collector;
         this.queueSize = Math.max(1, queueSize);
@@ -302,7 +302,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                                     recoveryTimeout);
                     return finishRecovery();
                 })
-                .onMessage(Persisted.class, this::onPersisted)
+                .onMessage(Persisted.class, ledger::completed)
                 .onMessage(Runners.class, listing -> {
                     runners.listing(listing.runners());
                     return Behaviors.same();
@@ -345,7 +345,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         return Behaviors.same();
                     })
                     .onMessage(CollectorRestarted.class, RolloutCoordinator.this::onCollectorRestarted)
-                    .onMessage(Persisted.class, RolloutCoordinator.this::onPersisted)
+                    .onMessage(Persisted.class, ledger::completed)
                     .onMessage(Runners.class, listing -> {
                         runners.listing(listing.runners());
                         admit();
@@ -455,7 +455,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onCollectorRestarted(CollectorRestarted r) {
         collector = r.collector();
         incarnation++; // its batch ids must differ from those it handed out before it failed
-        persist(List.of(), List.of(), () -> {});
+        ledger.write(List.of(), List.of(), () -> {});
         held.clear(); // what the failed collector held is delivered again
         budget.releaseHeld();
         attachCollector();
@@ -498,7 +498,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             }
             attachCollector();
             startEvalPass(budget.version());
-            persist(List.of(), List.of(), () -> {});
+            ledger.write(List.of(), List.of(), () -> {});
             return admitting();
         }
         Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> heldBy = new HashMap<>();
@@ -563,7 +563,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         attachCollector();
         plan.resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
         // Unreadable tasks leave the ledger: no successor could run them either.
-        persist(
+        ledger.write(
                 List.of(),
                 plan.unreadable.stream().map(DurableState.OpenTask::taskId).toList(),
                 () -> {});
@@ -615,30 +615,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return List.copyOf(ids);
     }
 
-    // ---- the durable ledger ----
-
     private DurableState.Cursor cursor() {
         return new DurableState.Cursor(planner.nextTaskId(), planner.trainTaken(), budget.accepted(), incarnation);
-    }
-
-    /** Writes the changes with the current cursor; runs {@code then} once written (or not). */
-    private void persist(
-            java.util.Collection<DurableState.OpenTask> put, java.util.Collection<Long> remove, Runnable then) {
-        var stage = state.writeLedger(put, remove, cursor()).toCompletableFuture();
-        if (stage.isDone() && !stage.isCompletedExceptionally()) {
-            then.run();
-        } else {
-            getContext().pipeToSelf(stage, (ok, error) -> new Persisted(then, error));
-        }
-    }
-
-    private Behavior<Command> onPersisted(Persisted p) {
-        if (p.error() != null) {
-            writeFailures++;
-            getContext().getLog().warn("ledger write not confirmed ({}); going on", GroupRun.describe(p.error()));
-        }
-        p.then().run();
-        return Behaviors.same();
     }
 
     // ---- outcomes ----
@@ -682,10 +660,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
             ActorRef<Collector.Command> to = collector;
-            persist(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
+            ledger.write(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
         } else {
             ActorRef<GroupRunner.Command> holder = f.runner();
-            persist(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
+            ledger.write(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
         }
         admit();
         return Behaviors.same();
@@ -697,7 +675,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (marked.isEmpty()) {
             h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
         } else {
-            persist(marked, List.of(), () -> h.collector().tell(new Collector.HandOutRecorded(h.batchId())));
+            ledger.write(marked, List.of(), () -> h.collector().tell(new Collector.HandOutRecorded(h.batchId())));
         }
         return Behaviors.same();
     }
@@ -715,7 +693,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         planner.buffered(d.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.discard(d.taskId());
         ActorRef<GroupRunner.Command> holder = f == null ? null : f.runner();
-        persist(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
+        ledger.write(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
         admit();
         return Behaviors.same();
     }
@@ -753,7 +731,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 byRunner.computeIfAbsent(f.runner(), k -> new ArrayList<>()).add(f.taskId());
             }
         }
-        persist(List.of(), List.copyOf(consumed.taskIds()), () -> {
+        ledger.write(List.of(), List.copyOf(consumed.taskIds()), () -> {
             byRunner.forEach(this::forget);
             consumed.replyTo().tell(new Collector.AckReply(consumed.batchId(), true));
         });
@@ -815,7 +793,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             written.add(d.task().entry(false));
         }
         // Written before it is sent: a task on a lost node is always in the ledger.
-        persist(written, List.of(), () -> admission.dispatches().forEach(d -> send(d.task())));
+        ledger.write(written, List.of(), () -> admission.dispatches().forEach(d -> send(d.task())));
     }
 
     private void send(Task<ActorRef<GroupRunner.Command>> f) {
