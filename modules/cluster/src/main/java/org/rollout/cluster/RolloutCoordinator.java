@@ -16,7 +16,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
-import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.rollout.cluster.TaskLedger.Task;
 import org.rollout.core.StalenessBudget;
 
@@ -55,11 +54,17 @@ import org.rollout.core.StalenessBudget;
  * budget, and continues from the written cursor. Batch ids embed the coordinator's incarnation, so
  * an acknowledgement meant for a predecessor's batch is never taken for a new one.
  *
- * <p>The decisions are plain classes with table tests; this actor carries them out (ledger writes,
- * messages, timers): {@link TaskLedger} (tasks in flight, accepted, to dispatch again, and each
- * runner's load), {@link RecoveryPlan} (what a successor does with each task of its predecessor's
- * ledger), {@link EvaluationSchedule} (when evaluation passes run and which item goes next), and
- * core's {@link StalenessBudget} (admission).
+ * <p>The decisions are plain classes with table tests; the actor carries them out (ledger writes,
+ * messages, timers): {@link AdmissionPlanner} (what is dispatched where next, and why admission
+ * stops), {@link RunnerDirectory} (runners listed, asked, joined and gone), {@link TaskLedger}
+ * (tasks in flight, accepted, to dispatch again, and each runner's load), {@link RecoveryPlan}
+ * (what a successor does with each task of its predecessor's ledger), {@link EvaluationSchedule}
+ * (when evaluation passes run and which item goes next), and core's {@link StalenessBudget}.
+ *
+ * <p>Behaviours: the coordinator starts as {@link CoordinatorRecovery} (reads the ledger, asks
+ * runners what they hold, rebuilds the tasks; everything else waits in the stash) and goes on as
+ * this one, admitting. Both write through a {@link LedgerWriter} and have a {@link
+ * RunnerMembership} carry out the directory's steps.
  */
 public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinator.Command> {
 
@@ -160,33 +165,36 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
     record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
+    /**
+     * What both of the coordinator's behaviours work with: its settings and timers, the tasks and
+     * the runners ({@link CoordinatorRecovery} fills them in, the coordinator goes on with them).
+     */
+    record Parts(
+            TimerScheduler<Command> timers,
+            StalenessBudget budget,
+            PromptSource source,
+            EvaluationSchedule eval,
+            int queueSize,
+            DurableState state,
+            Duration recoveryTimeout,
+            TaskLedger<ActorRef<GroupRunner.Command>> tasks,
+            RunnerDirectory<ActorRef<GroupRunner.Command>> runners) {}
+
     private final StalenessBudget budget;
-    private final PromptSource source;
     private final EvaluationSchedule eval;
-    private final ActorRef<Collector.Command> collectorEntry;
     private ActorRef<Collector.Command> collector;
     /** Writes the ledger's changes with the cursor. */
     private final LedgerWriter ledger;
-
-    private final Duration recoveryTimeout;
-    private final TimerScheduler<Command> timers;
-    private final StashBuffer<Command> stash;
-    private final int queueSize;
     /** Tasks in flight, accepted and unacknowledged, to dispatch again; runners and their load. */
-    private final TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
-
-    private DurableState.Ledger recoveredLedger;
-    private int recoveredVersion;
-    private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
-    private long incarnation;
+    private final TaskLedger<ActorRef<GroupRunner.Command>> tasks;
     /** Runners listed, asked, joined and gone. */
     private final RunnerMembership runners;
-
+    /** What is admitted next, and the admission cursor. */
+    private final AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
     /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
     private final Set<Long> held = new HashSet<>();
 
-    /** What is admitted next, and the admission cursor; made when recovery ends. */
-    private AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
+    private long incarnation;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -212,208 +220,122 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
             // One logger for the coordinator's lines, also those its parts log on its context.
             ctx.setLoggerName(RolloutCoordinator.class);
-            ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
-                    Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
-            ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
-            collector.tell(new Collector.Introduce(ctx.getSelf()));
-            ctx.pipeToSelf(
-                    state.readLedger()
-                            .thenCombine(state.readVersion(), (l, v) -> new StateRead(l, v, null))
-                            .toCompletableFuture(),
-                    (read, error) -> read != null ? read : new StateRead(null, null, error));
-            return new RolloutCoordinator(
-                    ctx,
+            TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
+            Parts parts = new Parts(
                     timers,
-                    stash,
                     budget,
                     source,
-                    evalItems,
-                    evalEvery,
-                    evalMaxConcurrent,
-                    queueSize,
-                    collector,
+                    new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent),
+                    Math.max(1, queueSize),
                     state,
-                    recoveryTimeout);
+                    recoveryTimeout,
+                    tasks,
+                    new RunnerDirectory<>(tasks));
+            return CoordinatorRecovery.start(ctx, stash, parts, collector);
         })));
     }
 
     /** Messages that wait while a coordinator recovers: outcomes, acknowledgements, weight updates. */
     private static final int STASH_CAPACITY = 10_000;
 
-    private RolloutCoordinator(
+    /**
+     * The coordinator after recovery (or a fresh start), with the tasks and runners {@link
+     * CoordinatorRecovery} found, batch ids of {@code incarnation} and the admission cursor.
+     */
+    RolloutCoordinator(
             ActorContext<Command> ctx,
-            TimerScheduler<Command> timers,
-            StashBuffer<Command> stash,
-            StalenessBudget budget,
-            PromptSource source,
-            List<Map<String, Object>> evalItems,
-            int evalEvery,
-            int evalMaxConcurrent,
-            int queueSize,
+            Parts parts,
             ActorRef<Collector.Command> collector,
-            DurableState state,
-            Duration recoveryTimeout) {
+            long incarnation,
+            long nextTaskId,
+            long trainTaken) {
         super(ctx);
-        this.timers = timers;
-        this.stash = stash;
-        this.ledger = new LedgerWriter(ctx, state, this::cursor);
-        this.recoveryTimeout = recoveryTimeout;
-        this.collectorEntry = collector;
-        this.queueSize = Math.max(1, queueSize);
-        this.budget = budget;
-        this.source = source;
-        this.eval = new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent);
-        this.runners =
-                new RunnerMembership(ctx, timers, new RunnerDirectory<>(tasks), () -> this.collector, recoveryTimeout);
+        this.budget = parts.budget();
+        this.eval = parts.eval();
+        this.collector = collector;
+        this.incarnation = incarnation;
+        this.tasks = parts.tasks();
+        this.ledger = new LedgerWriter(ctx, parts.state(), this::cursor);
+        this.runners = new RunnerMembership(
+                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
+        this.planner = new AdmissionPlanner<>(
+                tasks, budget, eval, parts.source(), parts.queueSize(), nextTaskId, trainTaken, System::nanoTime);
     }
 
     /**
-     * Recovering: reads the ledger, learns the collector and what runners hold, then switches to
-     * {@link Admitting}. Outcomes, acknowledgements, weight updates and status reads wait in the
-     * stash until then (a weight update taken during recovery would be overwritten by the ledger's
-     * older version; a status read would report the fresh budget's version 0).
+     * Starts admitting: attaches the collector; on a fresh run starts the first evaluation pass, after
+     * a take-over has runners deliver again the outcomes in {@code resend}; writes the cursor (and
+     * removes {@code dropped}); then takes what waited in the stash (a weight update may pause
+     * admission) and admits.
      */
+    Behavior<Command> start(
+            StashBuffer<Command> stash,
+            boolean fresh,
+            Map<ActorRef<GroupRunner.Command>, List<Long>> resend,
+            List<Long> dropped) {
+        attachCollector();
+        if (fresh) {
+            startEvalPass(budget.version());
+        }
+        resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
+        ledger.write(List.of(), dropped, () -> {});
+        Behavior<Command> next = stash.unstashAll(this);
+        admit();
+        return next;
+    }
+
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(StateRead.class, this::onStateRead)
                 .onMessage(CollectorIs.class, is -> {
                     if (learnCollector(is)) {
-                        askAllHoldings();
+                        collectorReplaced();
                     }
-                    return tryFinishRecovery();
+                    return Behaviors.same();
                 })
-                .onMessage(CollectorRestarted.class, r -> {
-                    if (learnCollector(new CollectorIs(r.collector()))) {
-                        askAllHoldings();
-                    }
-                    return tryFinishRecovery();
-                })
-                .onMessage(HoldingsReceived.class, this::onHoldings)
-                .onMessage(RecoveryDeadline.class, d -> {
-                    if (recoveredLedger == null) {
-                        return Behaviors.same();
-                    }
-                    getContext()
-                            .getLog()
-                            .warn(
-                                    "recovery: {} runner(s) did not say what they hold within {}; their tasks are dispatched again",
-                                    runners.holdingsAsked() - holdings.size(),
-                                    recoveryTimeout);
-                    return finishRecovery();
-                })
+                .onMessage(CollectorRestarted.class, this::onCollectorRestarted)
                 .onMessage(Persisted.class, ledger::completed)
                 .onMessage(Runners.class, listing -> {
                     runners.listing(listing.runners());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RunnerJoined.class, j -> {
                     runners.joined(j.info());
-                    runners.askHoldings(j.info().runner());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RunnerGone.class, g -> {
                     runners.gone(g.runner());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RecheckRunners.class, r -> {
                     runners.recheck();
+                    admit();
                     return Behaviors.same();
                 })
-                // A status read waits in the stash too: before recovery the budget is a fresh one
-                // (version 0), and a trainer must never see the version go backwards.
-                .onAnyMessage(m -> {
-                    stash.stash(m);
+                .onMessage(TaskFinished.class, this::onTaskFinished)
+                .onMessage(OutcomeHeld.class, this::onOutcomeHeld)
+                .onMessage(HandingOut.class, this::onHandingOut)
+                .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
+                .onMessage(BatchConsumed.class, this::onBatchConsumed)
+                .onMessage(Backlog.class, b -> {
+                    planner.buffered(b.buffered());
+                    admit();
                     return Behaviors.same();
                 })
+                .onMessage(PauseAdmission.class, p -> {
+                    planner.pause(p.updateId());
+                    return Behaviors.same();
+                })
+                .onMessage(ResumeAdmission.class, this::onResume)
+                .onMessage(GetStatus.class, this::onGetStatus)
+                // A late answer from a runner asked during recovery, or its deadline: done with.
+                .onMessage(HoldingsReceived.class, h -> Behaviors.same())
+                .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
+                .onMessage(StateRead.class, r -> Behaviors.same())
                 .build();
-    }
-
-    /** Admitting: the coordinator at work, after recovery (or a fresh start). */
-    private final class Admitting extends AbstractBehavior<Command> {
-        Admitting() {
-            super(RolloutCoordinator.this.getContext());
-        }
-
-        @Override
-        public Receive<Command> createReceive() {
-            return newReceiveBuilder()
-                    .onMessage(CollectorIs.class, is -> {
-                        if (learnCollector(is)) {
-                            collectorReplaced();
-                        }
-                        return Behaviors.same();
-                    })
-                    .onMessage(CollectorRestarted.class, RolloutCoordinator.this::onCollectorRestarted)
-                    .onMessage(Persisted.class, ledger::completed)
-                    .onMessage(Runners.class, listing -> {
-                        runners.listing(listing.runners());
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RunnerJoined.class, j -> {
-                        runners.joined(j.info());
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RunnerGone.class, g -> {
-                        runners.gone(g.runner());
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RecheckRunners.class, r -> {
-                        runners.recheck();
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(TaskFinished.class, RolloutCoordinator.this::onTaskFinished)
-                    .onMessage(OutcomeHeld.class, RolloutCoordinator.this::onOutcomeHeld)
-                    .onMessage(HandingOut.class, RolloutCoordinator.this::onHandingOut)
-                    .onMessage(AcceptedDiscarded.class, RolloutCoordinator.this::onAcceptedDiscarded)
-                    .onMessage(BatchConsumed.class, RolloutCoordinator.this::onBatchConsumed)
-                    .onMessage(Backlog.class, b -> {
-                        planner.buffered(b.buffered());
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(PauseAdmission.class, p -> {
-                        planner.pause(p.updateId());
-                        return Behaviors.same();
-                    })
-                    .onMessage(ResumeAdmission.class, RolloutCoordinator.this::onResume)
-                    .onMessage(GetStatus.class, RolloutCoordinator.this::onGetStatus)
-                    // A late answer from a runner asked during recovery, or its deadline: done with.
-                    .onMessage(HoldingsReceived.class, h -> Behaviors.same())
-                    .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
-                    .onMessage(StateRead.class, r -> Behaviors.same())
-                    .build();
-        }
-    }
-
-    // ---- start and recovery ----
-
-    private Behavior<Command> onStateRead(StateRead read) {
-        if (read.error() != null) {
-            getContext().getLog().error("reading the durable ledger failed; starting as on a fresh run", read.error());
-            recoveredLedger = DurableState.Ledger.EMPTY;
-            recoveredVersion = budget.version();
-        } else {
-            recoveredLedger = read.ledger();
-            recoveredVersion = Math.max(budget.version(), read.version().version());
-        }
-        if (!recoveredLedger.isFresh()) {
-            getContext()
-                    .getLog()
-                    .warn(
-                            "taking over a run: ledger holds {} open task(s), next task id {}, {} training prompt(s) taken, version {}; asking runners what they hold",
-                            recoveredLedger.open().size(),
-                            recoveredLedger.cursor().nextTaskId(),
-                            recoveredLedger.cursor().trainTaken(),
-                            recoveredVersion);
-            timers.startSingleTimer(RecoveryDeadline.class, new RecoveryDeadline(), recoveryTimeout);
-            askAllHoldings();
-        }
-        return tryFinishRecovery();
     }
 
     /** Takes {@code is} as the collector; false when it is the one known already. */
@@ -436,18 +358,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     /**
-     * Asks every runner known so far, joined or only listed, once the ledger is known to be a
-     * predecessor's and the collector is known: a runner listed before then is not asked then, and
-     * its listing does not come again when it joins.
-     */
-    private void askAllHoldings() {
-        if (recoveredLedger != null && !recoveredLedger.isFresh() && collector != null) {
-            runners.askHoldings();
-        }
-    }
-
-    /** Re-attaches a restarted collector; runners deliver again what they hold of every open task. */
-    /**
      * The collector restarted after a failure (its supervisor): it lost its buffer and what it had
      * handed out. It gets new batch ids (a new incarnation), and runners deliver again everything
      * they hold for open tasks.
@@ -463,145 +373,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return Behaviors.same();
     }
 
-    private Behavior<Command> onHoldings(HoldingsReceived h) {
-        if (h.holdings() != null) {
-            holdings.put(h.runner(), h.holdings());
-        }
-        return tryFinishRecovery();
-    }
-
-    /** Finishes recovery once the ledger, the collector and every asked runner's holdings are in. */
-    private Behavior<Command> tryFinishRecovery() {
-        if (recoveredLedger == null || collector == null) {
-            return Behaviors.same();
-        }
-        if (!recoveredLedger.isFresh() && (runners.holdingsAsked() == 0 || holdings.size() < runners.holdingsAsked())) {
-            return Behaviors.same(); // wait for runners (or the deadline)
-        }
-        return finishRecovery();
-    }
-
-    /** Re-creates the ledger from what was written and what runners hold, then starts admitting. */
-    private Behavior<Command> finishRecovery() {
-        if (collector == null) {
-            return Behaviors.same();
-        }
-        timers.cancel(RecoveryDeadline.class);
-        DurableState.Ledger l = recoveredLedger;
-        DurableState.Cursor c = l.cursor();
-        incarnation = l.isFresh() ? 0 : c.incarnation() + 1;
-        planner = new AdmissionPlanner<>(
-                tasks, budget, eval, source, queueSize, c.nextTaskId(), c.trainTaken(), System::nanoTime);
-        if (l.isFresh()) {
-            if (recoveredVersion > budget.version()) {
-                budget.onVersion(recoveredVersion);
-            }
-            attachCollector();
-            startEvalPass(budget.version());
-            ledger.write(List.of(), List.of(), () -> {});
-            return admitting();
-        }
-        Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> heldBy = new HashMap<>();
-        holdings.values().forEach(h -> heldBy.put(h.runner(), h.held()));
-        // Items re-read once, by index, for the tasks that stay open.
-        Map<Long, Map<String, Object>> items = new HashMap<>();
-        RecoveryPlan<ActorRef<GroupRunner.Command>> plan = RecoveryPlan.of(l, heldBy, t -> {
-            Map<String, Object> data = itemOf(t);
-            if (data != null) {
-                items.put(t.taskId(), data);
-            }
-            return data != null;
-        });
-        plan.forget.forEach((r, ids) -> r.tell(new GroupRunner.Forget(ids)));
-        plan.cancel.forEach(stray -> stray.runner()
-                .tell(new GroupRunner.CancelGroup(
-                        stray.taskId(), stray.attempt(), RejectReason.CANCELLED, "not in the ledger")));
-        for (DurableState.OpenTask t : plan.unreadable) {
-            getContext()
-                    .getLog()
-                    .error(
-                            "recovery: task {}: its item (index {}) is no longer in the source; dropped",
-                            t.taskId(),
-                            t.sourceIndex());
-        }
-        List<Task<ActorRef<GroupRunner.Command>>> open = new ArrayList<>();
-        List<Task<ActorRef<GroupRunner.Command>>> accepted = new ArrayList<>();
-        List<Task<ActorRef<GroupRunner.Command>>> again = new ArrayList<>();
-        for (RecoveryPlan.Accepted<ActorRef<GroupRunner.Command>> a : plan.acceptedUnacked) {
-            DurableState.OpenTask t = a.task();
-            accepted.add(task(t, t.attempt(), items.get(t.taskId()), a.runner(), t.possiblyDelivered()));
-        }
-        for (RecoveryPlan.Open<ActorRef<GroupRunner.Command>> o : plan.open) {
-            DurableState.OpenTask t = o.task();
-            Task<ActorRef<GroupRunner.Command>> f =
-                    task(t, o.attempt(), items.get(t.taskId()), o.runner(), o.possiblyDelivered());
-            open.add(f);
-            if (o.again()) {
-                again.add(f);
-            }
-        }
-        tasks.restore(open, accepted, again);
-        if (plan.evalPassVersion >= 0) {
-            eval.resume(plan.evalPassVersion, plan.evalOpen);
-            getContext()
-                    .getLog()
-                    .warn(
-                            "recovery: the evaluation pass at version {} goes on with its {} open group(s); its items not yet dispatched are not",
-                            eval.version(),
-                            eval.inFlight());
-        }
-        budget.restore(recoveredVersion, plan.accepted, plan.running);
-        getContext()
-                .getLog()
-                .warn(
-                        "recovered: {} task(s) still running, {} outcome(s) delivered again, {} task(s) dispatched again ({} accepted group(s) lost with their node); budget {}",
-                        open.size() - again.size(),
-                        plan.resent(),
-                        again.size(),
-                        plan.lostAccepted,
-                        budget);
-        attachCollector();
-        plan.resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
-        // Unreadable tasks leave the ledger: no successor could run them either.
-        ledger.write(
-                List.of(),
-                plan.unreadable.stream().map(DurableState.OpenTask::taskId).toList(),
-                () -> {});
-        return admitting();
-    }
-
-    /** Switches to admitting: what waited in the stash first (a weight update may pause admission). */
-    private Behavior<Command> admitting() {
-        Behavior<Command> next = stash.unstashAll(new Admitting());
-        admit();
-        return next;
-    }
-
-    private static Task<ActorRef<GroupRunner.Command>> task(
-            DurableState.OpenTask t,
-            int attempt,
-            Map<String, Object> data,
-            ActorRef<GroupRunner.Command> runner,
-            boolean possiblyDelivered) {
-        return new Task<>(
-                t.taskId(),
-                attempt,
-                data,
-                t.isEval(),
-                t.sourceIndex(),
-                runner,
-                t.dispatchVersion(),
-                System.nanoTime(),
-                possiblyDelivered);
-    }
-
-    private Map<String, Object> itemOf(DurableState.OpenTask t) {
-        if (t.isEval()) {
-            return eval.item(t.sourceIndex());
-        }
-        return source.item(t.sourceIndex()).orElse(null);
-    }
-
     private void attachCollector() {
         collector.tell(new Collector.Attach(
                 getContext().getSelf(),
@@ -609,10 +380,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 planner.nextTaskId(),
                 List.copyOf(tasks.openTaskIds()),
                 tasks.possiblyDelivered()));
-    }
-
-    private static List<Long> toArray(java.util.Collection<Long> ids) {
-        return List.copyOf(ids);
     }
 
     private DurableState.Cursor cursor() {
