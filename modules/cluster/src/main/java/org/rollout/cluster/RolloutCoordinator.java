@@ -3,7 +3,6 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -59,7 +58,8 @@ import org.rollout.core.StalenessBudget;
  * stops), {@link RunnerDirectory} (runners listed, asked, joined and gone), {@link TaskLedger}
  * (tasks in flight, accepted, to dispatch again, and each runner's load), {@link RecoveryPlan}
  * (what a successor does with each task of its predecessor's ledger), {@link EvaluationSchedule}
- * (when evaluation passes run and which item goes next), and core's {@link StalenessBudget}.
+ * (when evaluation passes run and which item goes next), {@link OutcomeAccounting} (each outcome
+ * counted into the budget once), and core's {@link StalenessBudget}.
  *
  * <p>Behaviours: the coordinator starts as {@link CoordinatorRecovery} (reads the ledger, asks
  * runners what they hold, rebuilds the tasks; everything else waits in the stash) and goes on as
@@ -191,8 +191,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final RunnerMembership runners;
     /** What is admitted next, and the admission cursor. */
     private final AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
-    /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
-    private final Set<Long> held = new HashSet<>();
+    /** Outcomes counted into the budget, and the tasks whose outcome the collector holds. */
+    private final OutcomeAccounting outcomes;
 
     private long incarnation;
 
@@ -255,6 +255,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.collector = collector;
         this.incarnation = incarnation;
         this.tasks = parts.tasks();
+        this.outcomes = new OutcomeAccounting(budget);
         this.ledger = new LedgerWriter(ctx, parts.state(), this::cursor);
         this.runners = new RunnerMembership(
                 ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
@@ -366,8 +367,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         collector = r.collector();
         incarnation++; // its batch ids must differ from those it handed out before it failed
         ledger.write(List.of(), List.of(), () -> {});
-        held.clear(); // what the failed collector held is delivered again
-        budget.releaseHeld();
+        outcomes.collectorRestarted(); // what the failed collector held is delivered again
         attachCollector();
         tasks.openByRunner().forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(ids, collector)));
         return Behaviors.same();
@@ -410,19 +410,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             RejectReason.CANCELLED,
                             "attempt " + done.attempt() + " finished first"));
         }
-        boolean wasHeld = held.remove(f.taskId());
+        outcomes.ended(f.taskId(), f.isEval(), done.accepted());
         if (f.isEval()) {
             evalGroupEnded();
-        } else if (done.accepted()) {
-            if (wasHeld) {
-                budget.onHeldAccept();
-            } else {
-                budget.onAccept();
-            }
-        } else if (wasHeld) {
-            budget.onHeldReject();
-        } else {
-            budget.onReject();
         }
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
@@ -448,8 +438,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onOutcomeHeld(OutcomeHeld h) {
-        if (tasks.isInFlightTraining(h.taskId()) && held.add(h.taskId())) {
-            budget.onHold();
+        if (tasks.isInFlightTraining(h.taskId()) && outcomes.held(h.taskId())) {
             admit();
         }
         return Behaviors.same();
@@ -486,10 +475,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // it, so the new run is stopped and the task counted as accepted.
             if (f.isEval()) {
                 evalGroupEnded();
-            } else if (held.remove(f.taskId())) {
-                budget.onHeldAccept();
             } else {
-                budget.onAccept();
+                outcomes.consumedWhileRerun(f.taskId());
             }
             if (f.runner() != null) {
                 f.runner()
