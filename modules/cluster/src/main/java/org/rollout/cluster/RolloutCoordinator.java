@@ -3,7 +3,6 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -16,7 +15,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
-import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.rollout.cluster.TaskLedger.Task;
 import org.rollout.core.StalenessBudget;
 
@@ -55,11 +53,18 @@ import org.rollout.core.StalenessBudget;
  * budget, and continues from the written cursor. Batch ids embed the coordinator's incarnation, so
  * an acknowledgement meant for a predecessor's batch is never taken for a new one.
  *
- * <p>The decisions are plain classes with table tests; this actor carries them out (ledger writes,
- * messages, timers): {@link TaskLedger} (tasks in flight, accepted, to dispatch again, and each
- * runner's load), {@link RecoveryPlan} (what a successor does with each task of its predecessor's
- * ledger), {@link EvaluationSchedule} (when evaluation passes run and which item goes next), and
- * core's {@link StalenessBudget} (admission).
+ * <p>The decisions are plain classes with table tests; the actor carries them out (ledger writes,
+ * messages, timers): {@link AdmissionPlanner} (what is dispatched where next, and why admission
+ * stops), {@link RunnerDirectory} (runners listed, asked, joined and gone), {@link TaskLedger}
+ * (tasks in flight, accepted, to dispatch again, and each runner's load), {@link RecoveryPlan}
+ * (what a successor does with each task of its predecessor's ledger), {@link EvaluationSchedule}
+ * (when evaluation passes run and which item goes next), {@link OutcomeAccounting} (each outcome
+ * counted into the budget once), and core's {@link StalenessBudget}.
+ *
+ * <p>Behaviours: the coordinator starts as {@link CoordinatorRecovery} (reads the ledger, asks
+ * runners what they hold, rebuilds the tasks; everything else waits in the stash) and goes on as
+ * this one, admitting. Both write through a {@link LedgerWriter} and have a {@link
+ * RunnerMembership} carry out the directory's steps.
  */
 public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinator.Command> {
 
@@ -140,58 +145,56 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             long redispatched)
             implements CborSerializable {}
 
-    private record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
+    record Runners(Set<ActorRef<GroupRunner.Command>> runners) implements Command, NodeLocal {}
 
-    private record RunnerJoined(GroupRunner.Info info) implements Command, NodeLocal {}
+    record RunnerJoined(GroupRunner.Info info) implements Command, NodeLocal {}
 
-    private record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command, NodeLocal {}
+    record RunnerGone(ActorRef<GroupRunner.Command> runner) implements Command, NodeLocal {}
 
-    private record StateRead(DurableState.Ledger ledger, DurableState.VersionRecord version, Throwable error)
+    record StateRead(DurableState.Ledger ledger, DurableState.VersionRecord version, Throwable error)
             implements Command, NodeLocal {}
 
-    private record HoldingsReceived(ActorRef<GroupRunner.Command> runner, GroupRunner.Holdings holdings)
+    record HoldingsReceived(ActorRef<GroupRunner.Command> runner, GroupRunner.Holdings holdings)
             implements Command, NodeLocal {}
 
-    private record RecoveryDeadline() implements Command, NodeLocal {}
+    record RecoveryDeadline() implements Command, NodeLocal {}
 
     /** Looks at the latest Receptionist listing again: a runner still listed but lost here is asked again. */
-    private record RecheckRunners() implements Command, NodeLocal {}
+    record RecheckRunners() implements Command, NodeLocal {}
 
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
-    private record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
+    record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
+
+    /**
+     * What both of the coordinator's behaviours work with: its settings and timers, the tasks and
+     * the runners ({@link CoordinatorRecovery} fills them in, the coordinator goes on with them).
+     */
+    record Parts(
+            TimerScheduler<Command> timers,
+            StalenessBudget budget,
+            PromptSource source,
+            EvaluationSchedule eval,
+            int queueSize,
+            DurableState state,
+            Duration recoveryTimeout,
+            TaskLedger<ActorRef<GroupRunner.Command>> tasks,
+            RunnerDirectory<ActorRef<GroupRunner.Command>> runners) {}
 
     private final StalenessBudget budget;
-    private final PromptSource source;
     private final EvaluationSchedule eval;
-    private final ActorRef<Collector.Command> collectorEntry;
     private ActorRef<Collector.Command> collector;
-    private final DurableState state;
-    private final Duration recoveryTimeout;
-    private final TimerScheduler<Command> timers;
-    private final StashBuffer<Command> stash;
-    private final int queueSize;
+    /** Writes the ledger's changes with the cursor. */
+    private final LedgerWriter ledger;
     /** Tasks in flight, accepted and unacknowledged, to dispatch again; runners and their load. */
-    private final TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
+    private final TaskLedger<ActorRef<GroupRunner.Command>> tasks;
+    /** Runners listed, asked, joined and gone. */
+    private final RunnerMembership runners;
+    /** What is admitted next, and the admission cursor. */
+    private final AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
+    /** Outcomes counted into the budget, and the tasks whose outcome the collector holds. */
+    private final OutcomeAccounting outcomes;
 
-    private DurableState.Ledger recoveredLedger;
-    private int recoveredVersion;
-    private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
-    private final Set<ActorRef<GroupRunner.Command>> holdingsAsked = new HashSet<>();
-    private long trainTaken;
     private long incarnation;
-    private final Set<ActorRef<GroupRunner.Command>> asked = new HashSet<>();
-    /** The runners of the latest Receptionist listing. */
-    private Set<ActorRef<GroupRunner.Command>> listed = Set.of();
-
-    private final Set<Long> pausedBy = new HashSet<>();
-    /** Tasks in flight whose outcome the collector holds ({@link OutcomeHeld}), counted as held. */
-    private final Set<Long> held = new HashSet<>();
-
-    private long nextTaskId;
-    private boolean exhausted;
-    private long redispatched;
-    private int buffered;
-    private long writeFailures;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -215,207 +218,125 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             DurableState state,
             Duration recoveryTimeout) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
-            ActorRef<Receptionist.Listing> listing = ctx.messageAdapter(
-                    Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
-            ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
-            collector.tell(new Collector.Introduce(ctx.getSelf()));
-            ctx.pipeToSelf(
-                    state.readLedger()
-                            .thenCombine(state.readVersion(), (l, v) -> new StateRead(l, v, null))
-                            .toCompletableFuture(),
-                    (read, error) -> read != null ? read : new StateRead(null, null, error));
-            return new RolloutCoordinator(
-                    ctx,
+            // One logger for the coordinator's lines, also those its parts log on its context.
+            ctx.setLoggerName(RolloutCoordinator.class);
+            TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
+            Parts parts = new Parts(
                     timers,
-                    stash,
                     budget,
                     source,
-                    evalItems,
-                    evalEvery,
-                    evalMaxConcurrent,
-                    queueSize,
-                    collector,
+                    new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent),
+                    Math.max(1, queueSize),
                     state,
-                    recoveryTimeout);
+                    recoveryTimeout,
+                    tasks,
+                    new RunnerDirectory<>(tasks));
+            return CoordinatorRecovery.start(ctx, stash, parts, collector);
         })));
     }
 
     /** Messages that wait while a coordinator recovers: outcomes, acknowledgements, weight updates. */
     private static final int STASH_CAPACITY = 10_000;
 
-    private RolloutCoordinator(
+    /**
+     * The coordinator after recovery (or a fresh start), with the tasks and runners {@link
+     * CoordinatorRecovery} found, batch ids of {@code incarnation} and the admission cursor.
+     */
+    RolloutCoordinator(
             ActorContext<Command> ctx,
-            TimerScheduler<Command> timers,
-            StashBuffer<Command> stash,
-            StalenessBudget budget,
-            PromptSource source,
-            List<Map<String, Object>> evalItems,
-            int evalEvery,
-            int evalMaxConcurrent,
-            int queueSize,
+            Parts parts,
             ActorRef<Collector.Command> collector,
-            DurableState state,
-            Duration recoveryTimeout) {
+            long incarnation,
+            long nextTaskId,
+            long trainTaken) {
         super(ctx);
-        this.timers = timers;
-        this.stash = stash;
-        this.state = state;
-        this.recoveryTimeout = recoveryTimeout;
-        this.collectorEntry = collector;
-        this.queueSize = Math.max(1, queueSize);
-        this.budget = budget;
-        this.source = source;
-        this.eval = new EvaluationSchedule(evalItems, evalEvery, evalMaxConcurrent);
+        this.budget = parts.budget();
+        this.eval = parts.eval();
+        this.collector = collector;
+        this.incarnation = incarnation;
+        this.tasks = parts.tasks();
+        this.outcomes = new OutcomeAccounting(budget);
+        this.ledger = new LedgerWriter(ctx, parts.state(), this::cursor);
+        this.runners = new RunnerMembership(
+                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
+        this.planner = new AdmissionPlanner<>(
+                tasks, budget, eval, parts.source(), parts.queueSize(), nextTaskId, trainTaken, System::nanoTime);
     }
 
     /**
-     * Recovering: reads the ledger, learns the collector and what runners hold, then switches to
-     * {@link Admitting}. Outcomes, acknowledgements, weight updates and status reads wait in the
-     * stash until then (a weight update taken during recovery would be overwritten by the ledger's
-     * older version; a status read would report the fresh budget's version 0).
+     * Starts admitting: attaches the collector; on a fresh run starts the first evaluation pass, after
+     * a take-over has runners deliver again the outcomes in {@code resend}; writes the cursor (and
+     * removes {@code dropped}); then takes what waited in the stash (a weight update may pause
+     * admission) and admits.
      */
+    Behavior<Command> start(
+            StashBuffer<Command> stash,
+            boolean fresh,
+            Map<ActorRef<GroupRunner.Command>, List<Long>> resend,
+            List<Long> dropped) {
+        attachCollector();
+        if (fresh) {
+            startEvalPass(budget.version());
+        }
+        resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
+        ledger.write(List.of(), dropped, () -> {});
+        Behavior<Command> next = stash.unstashAll(this);
+        admit();
+        return next;
+    }
+
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(StateRead.class, this::onStateRead)
                 .onMessage(CollectorIs.class, is -> {
                     if (learnCollector(is)) {
-                        askAllHoldings();
+                        collectorReplaced();
                     }
-                    return tryFinishRecovery();
+                    return Behaviors.same();
                 })
-                .onMessage(CollectorRestarted.class, r -> {
-                    if (learnCollector(new CollectorIs(r.collector()))) {
-                        askAllHoldings();
-                    }
-                    return tryFinishRecovery();
-                })
-                .onMessage(HoldingsReceived.class, this::onHoldings)
-                .onMessage(RecoveryDeadline.class, d -> {
-                    if (recoveredLedger == null) {
-                        return Behaviors.same();
-                    }
-                    getContext()
-                            .getLog()
-                            .warn(
-                                    "recovery: {} runner(s) did not say what they hold within {}; their tasks are dispatched again",
-                                    holdingsAsked.size() - holdings.size(),
-                                    recoveryTimeout);
-                    return finishRecovery();
-                })
-                .onMessage(Persisted.class, this::onPersisted)
+                .onMessage(CollectorRestarted.class, this::onCollectorRestarted)
+                .onMessage(Persisted.class, ledger::completed)
                 .onMessage(Runners.class, listing -> {
-                    onRunners(listing);
-                    listing.runners().forEach(this::askHoldings);
+                    runners.listing(listing.runners());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RunnerJoined.class, j -> {
-                    onRunnerJoined(j);
-                    askHoldings(j.info().runner());
+                    runners.joined(j.info());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RunnerGone.class, g -> {
-                    onRunnerGone(g.runner());
+                    runners.gone(g.runner());
+                    admit();
                     return Behaviors.same();
                 })
                 .onMessage(RecheckRunners.class, r -> {
-                    onRunners(new Runners(listed));
+                    runners.recheck();
+                    admit();
                     return Behaviors.same();
                 })
-                // A status read waits in the stash too: before recovery the budget is a fresh one
-                // (version 0), and a trainer must never see the version go backwards.
-                .onAnyMessage(m -> {
-                    stash.stash(m);
+                .onMessage(TaskFinished.class, this::onTaskFinished)
+                .onMessage(OutcomeHeld.class, this::onOutcomeHeld)
+                .onMessage(HandingOut.class, this::onHandingOut)
+                .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
+                .onMessage(BatchConsumed.class, this::onBatchConsumed)
+                .onMessage(Backlog.class, b -> {
+                    planner.buffered(b.buffered());
+                    admit();
                     return Behaviors.same();
                 })
+                .onMessage(PauseAdmission.class, p -> {
+                    planner.pause(p.updateId());
+                    return Behaviors.same();
+                })
+                .onMessage(ResumeAdmission.class, this::onResume)
+                .onMessage(GetStatus.class, this::onGetStatus)
+                // A late answer from a runner asked during recovery, or its deadline: done with.
+                .onMessage(HoldingsReceived.class, h -> Behaviors.same())
+                .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
+                .onMessage(StateRead.class, r -> Behaviors.same())
                 .build();
-    }
-
-    /** Admitting: the coordinator at work, after recovery (or a fresh start). */
-    private final class Admitting extends AbstractBehavior<Command> {
-        Admitting() {
-            super(RolloutCoordinator.this.getContext());
-        }
-
-        @Override
-        public Receive<Command> createReceive() {
-            return newReceiveBuilder()
-                    .onMessage(CollectorIs.class, is -> {
-                        if (learnCollector(is)) {
-                            collectorReplaced();
-                        }
-                        return Behaviors.same();
-                    })
-                    .onMessage(CollectorRestarted.class, RolloutCoordinator.this::onCollectorRestarted)
-                    .onMessage(Persisted.class, RolloutCoordinator.this::onPersisted)
-                    .onMessage(Runners.class, listing -> {
-                        onRunners(listing);
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RunnerJoined.class, j -> {
-                        onRunnerJoined(j);
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RunnerGone.class, g -> {
-                        onRunnerGone(g.runner());
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(RecheckRunners.class, r -> {
-                        onRunners(new Runners(listed));
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(TaskFinished.class, RolloutCoordinator.this::onTaskFinished)
-                    .onMessage(OutcomeHeld.class, RolloutCoordinator.this::onOutcomeHeld)
-                    .onMessage(HandingOut.class, RolloutCoordinator.this::onHandingOut)
-                    .onMessage(AcceptedDiscarded.class, RolloutCoordinator.this::onAcceptedDiscarded)
-                    .onMessage(BatchConsumed.class, RolloutCoordinator.this::onBatchConsumed)
-                    .onMessage(Backlog.class, b -> {
-                        buffered = b.buffered();
-                        admit();
-                        return Behaviors.same();
-                    })
-                    .onMessage(PauseAdmission.class, p -> {
-                        pausedBy.add(p.updateId());
-                        return Behaviors.same();
-                    })
-                    .onMessage(ResumeAdmission.class, RolloutCoordinator.this::onResume)
-                    .onMessage(GetStatus.class, RolloutCoordinator.this::onGetStatus)
-                    // A late answer from a runner asked during recovery, or its deadline: done with.
-                    .onMessage(HoldingsReceived.class, h -> Behaviors.same())
-                    .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
-                    .onMessage(StateRead.class, r -> Behaviors.same())
-                    .build();
-        }
-    }
-
-    // ---- start and recovery ----
-
-    private Behavior<Command> onStateRead(StateRead read) {
-        if (read.error() != null) {
-            getContext().getLog().error("reading the durable ledger failed; starting as on a fresh run", read.error());
-            recoveredLedger = DurableState.Ledger.EMPTY;
-            recoveredVersion = budget.version();
-        } else {
-            recoveredLedger = read.ledger();
-            recoveredVersion = Math.max(budget.version(), read.version().version());
-        }
-        if (!recoveredLedger.isFresh()) {
-            getContext()
-                    .getLog()
-                    .warn(
-                            "taking over a run: ledger holds {} open task(s), next task id {}, {} training prompt(s) taken, version {}; asking runners what they hold",
-                            recoveredLedger.open().size(),
-                            recoveredLedger.cursor().nextTaskId(),
-                            recoveredLedger.cursor().trainTaken(),
-                            recoveredVersion);
-            timers.startSingleTimer(RecoveryDeadline.class, new RecoveryDeadline(), recoveryTimeout);
-            askAllHoldings();
-        }
-        return tryFinishRecovery();
     }
 
     /** Takes {@code is} as the collector; false when it is the one known already. */
@@ -438,18 +359,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     /**
-     * Asks every runner known so far, joined or only listed: a runner listed before the ledger was
-     * read (or before the collector was known) is not asked then, and its listing does not come
-     * again when it joins.
-     */
-    private void askAllHoldings() {
-        Set<ActorRef<GroupRunner.Command>> all = tasks.knownRunners();
-        all.addAll(listed);
-        all.forEach(this::askHoldings);
-    }
-
-    /** Re-attaches a restarted collector; runners deliver again what they hold of every open task. */
-    /**
      * The collector restarted after a failure (its supervisor): it lost its buffer and what it had
      * handed out. It gets new batch ids (a new incarnation), and runners deliver again everything
      * they hold for open tasks.
@@ -457,275 +366,30 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private Behavior<Command> onCollectorRestarted(CollectorRestarted r) {
         collector = r.collector();
         incarnation++; // its batch ids must differ from those it handed out before it failed
-        persist(List.of(), List.of(), () -> {});
-        held.clear(); // what the failed collector held is delivered again
-        budget.releaseHeld();
+        ledger.write(List.of(), List.of(), () -> {});
+        outcomes.collectorRestarted(); // what the failed collector held is delivered again
         attachCollector();
         tasks.openByRunner().forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(ids, collector)));
         return Behaviors.same();
-    }
-
-    private void askHoldings(ActorRef<GroupRunner.Command> r) {
-        if (recoveredLedger == null || recoveredLedger.isFresh() || collector == null || !holdingsAsked.add(r)) {
-            return;
-        }
-        getContext()
-                .ask(
-                        GroupRunner.Holdings.class,
-                        r,
-                        recoveryTimeout,
-                        reply -> new GroupRunner.GetHoldings(collector, reply),
-                        (h, error) -> new HoldingsReceived(r, h));
-    }
-
-    private Behavior<Command> onHoldings(HoldingsReceived h) {
-        if (h.holdings() != null) {
-            holdings.put(h.runner(), h.holdings());
-        }
-        return tryFinishRecovery();
-    }
-
-    /** Finishes recovery once the ledger, the collector and every asked runner's holdings are in. */
-    private Behavior<Command> tryFinishRecovery() {
-        if (recoveredLedger == null || collector == null) {
-            return Behaviors.same();
-        }
-        if (!recoveredLedger.isFresh() && (holdingsAsked.isEmpty() || holdings.size() < holdingsAsked.size())) {
-            return Behaviors.same(); // wait for runners (or the deadline)
-        }
-        return finishRecovery();
-    }
-
-    /** Re-creates the ledger from what was written and what runners hold, then starts admitting. */
-    private Behavior<Command> finishRecovery() {
-        if (collector == null) {
-            return Behaviors.same();
-        }
-        timers.cancel(RecoveryDeadline.class);
-        DurableState.Ledger l = recoveredLedger;
-        DurableState.Cursor c = l.cursor();
-        incarnation = l.isFresh() ? 0 : c.incarnation() + 1;
-        nextTaskId = c.nextTaskId();
-        trainTaken = c.trainTaken();
-        if (l.isFresh()) {
-            if (recoveredVersion > budget.version()) {
-                budget.onVersion(recoveredVersion);
-            }
-            attachCollector();
-            startEvalPass(budget.version());
-            persist(List.of(), List.of(), () -> {});
-            return admitting();
-        }
-        Map<ActorRef<GroupRunner.Command>, List<GroupRunner.Held>> heldBy = new HashMap<>();
-        holdings.values().forEach(h -> heldBy.put(h.runner(), h.held()));
-        // Items re-read once, by index, for the tasks that stay open.
-        Map<Long, Map<String, Object>> items = new HashMap<>();
-        RecoveryPlan<ActorRef<GroupRunner.Command>> plan = RecoveryPlan.of(l, heldBy, t -> {
-            Map<String, Object> data = itemOf(t);
-            if (data != null) {
-                items.put(t.taskId(), data);
-            }
-            return data != null;
-        });
-        plan.forget.forEach((r, ids) -> r.tell(new GroupRunner.Forget(ids)));
-        plan.cancel.forEach(stray -> stray.runner()
-                .tell(new GroupRunner.CancelGroup(
-                        stray.taskId(), stray.attempt(), RejectReason.CANCELLED, "not in the ledger")));
-        for (DurableState.OpenTask t : plan.unreadable) {
-            getContext()
-                    .getLog()
-                    .error(
-                            "recovery: task {}: its item (index {}) is no longer in the source; dropped",
-                            t.taskId(),
-                            t.sourceIndex());
-        }
-        List<Task<ActorRef<GroupRunner.Command>>> open = new ArrayList<>();
-        List<Task<ActorRef<GroupRunner.Command>>> accepted = new ArrayList<>();
-        List<Task<ActorRef<GroupRunner.Command>>> again = new ArrayList<>();
-        for (RecoveryPlan.Accepted<ActorRef<GroupRunner.Command>> a : plan.acceptedUnacked) {
-            DurableState.OpenTask t = a.task();
-            accepted.add(task(t, t.attempt(), items.get(t.taskId()), a.runner(), t.possiblyDelivered()));
-        }
-        for (RecoveryPlan.Open<ActorRef<GroupRunner.Command>> o : plan.open) {
-            DurableState.OpenTask t = o.task();
-            Task<ActorRef<GroupRunner.Command>> f =
-                    task(t, o.attempt(), items.get(t.taskId()), o.runner(), o.possiblyDelivered());
-            open.add(f);
-            if (o.again()) {
-                again.add(f);
-            }
-        }
-        tasks.restore(open, accepted, again);
-        if (plan.evalPassVersion >= 0) {
-            eval.resume(plan.evalPassVersion, plan.evalOpen);
-            getContext()
-                    .getLog()
-                    .warn(
-                            "recovery: the evaluation pass at version {} goes on with its {} open group(s); its items not yet dispatched are not",
-                            eval.version(),
-                            eval.inFlight());
-        }
-        budget.restore(recoveredVersion, plan.accepted, plan.running);
-        getContext()
-                .getLog()
-                .warn(
-                        "recovered: {} task(s) still running, {} outcome(s) delivered again, {} task(s) dispatched again ({} accepted group(s) lost with their node); budget {}",
-                        open.size() - again.size(),
-                        plan.resent(),
-                        again.size(),
-                        plan.lostAccepted,
-                        budget);
-        attachCollector();
-        plan.resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(toArray(ids), collector)));
-        // Unreadable tasks leave the ledger: no successor could run them either.
-        persist(
-                List.of(),
-                plan.unreadable.stream().map(DurableState.OpenTask::taskId).toList(),
-                () -> {});
-        return admitting();
-    }
-
-    /** Switches to admitting: what waited in the stash first (a weight update may pause admission). */
-    private Behavior<Command> admitting() {
-        Behavior<Command> next = stash.unstashAll(new Admitting());
-        admit();
-        return next;
-    }
-
-    private static Task<ActorRef<GroupRunner.Command>> task(
-            DurableState.OpenTask t,
-            int attempt,
-            Map<String, Object> data,
-            ActorRef<GroupRunner.Command> runner,
-            boolean possiblyDelivered) {
-        return new Task<>(
-                t.taskId(),
-                attempt,
-                data,
-                t.isEval(),
-                t.sourceIndex(),
-                runner,
-                t.dispatchVersion(),
-                System.nanoTime(),
-                possiblyDelivered);
-    }
-
-    private Map<String, Object> itemOf(DurableState.OpenTask t) {
-        if (t.isEval()) {
-            return eval.item(t.sourceIndex());
-        }
-        return source.item(t.sourceIndex()).orElse(null);
     }
 
     private void attachCollector() {
         collector.tell(new Collector.Attach(
                 getContext().getSelf(),
                 incarnation,
-                nextTaskId,
+                planner.nextTaskId(),
                 List.copyOf(tasks.openTaskIds()),
                 tasks.possiblyDelivered()));
     }
 
-    private static List<Long> toArray(java.util.Collection<Long> ids) {
-        return List.copyOf(ids);
-    }
-
-    // ---- the durable ledger ----
-
     private DurableState.Cursor cursor() {
-        return new DurableState.Cursor(nextTaskId, trainTaken, budget.accepted(), incarnation);
-    }
-
-    /** Writes the changes with the current cursor; runs {@code then} once written (or not). */
-    private void persist(
-            java.util.Collection<DurableState.OpenTask> put, java.util.Collection<Long> remove, Runnable then) {
-        var stage = state.writeLedger(put, remove, cursor()).toCompletableFuture();
-        if (stage.isDone() && !stage.isCompletedExceptionally()) {
-            then.run();
-        } else {
-            getContext().pipeToSelf(stage, (ok, error) -> new Persisted(then, error));
-        }
-    }
-
-    private Behavior<Command> onPersisted(Persisted p) {
-        if (p.error() != null) {
-            writeFailures++;
-            getContext().getLog().warn("ledger write not confirmed ({}); going on", GroupRun.describe(p.error()));
-        }
-        p.then().run();
-        return Behaviors.same();
-    }
-
-    // ---- runners ----
-
-    private static final Duration RECHECK_RUNNERS_AFTER = Duration.ofSeconds(2);
-
-    private void onRunners(Runners listing) {
-        listed = Set.copyOf(listing.runners());
-        for (ActorRef<GroupRunner.Command> r : listing.runners()) {
-            askHoldings(r);
-            if (!tasks.hasRunner(r) && asked.add(r)) {
-                getContext()
-                        .ask(
-                                GroupRunner.Info.class,
-                                r,
-                                Duration.ofSeconds(10),
-                                GroupRunner.GetInfo::new,
-                                (info, error) -> info != null ? new RunnerJoined(info) : new RunnerGone(r));
-            }
-        }
-        for (ActorRef<GroupRunner.Command> r : tasks.knownRunners()) {
-            if (!listing.runners().contains(r)) {
-                onRunnerGone(r);
-            }
-        }
-    }
-
-    private void onRunnerJoined(RunnerJoined joined) {
-        ActorRef<GroupRunner.Command> r = joined.info().runner();
-        asked.remove(r);
-        if (tasks.join(r, joined.info().node(), joined.info().capacity())) {
-            getContext().watchWith(r, new RunnerGone(r));
-            getContext()
-                    .getLog()
-                    .info(
-                            "runner on {} joined with capacity {}",
-                            joined.info().node(),
-                            joined.info().capacity());
-        }
-    }
-
-    private void onRunnerGone(ActorRef<GroupRunner.Command> runner) {
-        asked.remove(runner);
-        if (listed.contains(runner)) {
-            // Lost here (its watch fired, or it did not answer) but still listed: it may be alive.
-            // A node restarted on the same host and port is watched while the removal of its
-            // previous incarnation is still going on, and that removal terminates the watch of
-            // the new runner at once; no later listing would name it again, and it would never be
-            // given a group. Ask it again shortly; a runner that is really gone does not answer,
-            // and the Receptionist soon stops listing it.
-            timers.startSingleTimer(RecheckRunners.class, new RecheckRunners(), RECHECK_RUNNERS_AFTER);
-        }
-        Optional<String> node = tasks.node(runner);
-        List<Task<ActorRef<GroupRunner.Command>>> orphans = tasks.leave(runner);
-        if (node.isEmpty() && orphans.isEmpty()) {
-            return;
-        }
-        // Also a runner that never joined here: a successor may have learnt of its tasks from
-        // its holdings before it was lost.
-        getContext()
-                .getLog()
-                .warn(
-                        "runner on {} is gone with {} task(s) in flight; dispatching them again",
-                        node.map(Object::toString)
-                                .orElse(runner.path().address().toString()),
-                        orphans.size());
+        return new DurableState.Cursor(planner.nextTaskId(), planner.trainTaken(), budget.accepted(), incarnation);
     }
 
     // ---- outcomes ----
 
     private Behavior<Command> onTaskFinished(TaskFinished done) {
-        buffered = done.buffered();
+        planner.buffered(done.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.finish(done.taskId());
         if (f == null) {
             if (!tasks.isAcceptedUnacked(done.taskId())) {
@@ -746,27 +410,17 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                             RejectReason.CANCELLED,
                             "attempt " + done.attempt() + " finished first"));
         }
-        boolean wasHeld = held.remove(f.taskId());
+        outcomes.ended(f.taskId(), f.isEval(), done.accepted());
         if (f.isEval()) {
             evalGroupEnded();
-        } else if (done.accepted()) {
-            if (wasHeld) {
-                budget.onHeldAccept();
-            } else {
-                budget.onAccept();
-            }
-        } else if (wasHeld) {
-            budget.onHeldReject();
-        } else {
-            budget.onReject();
         }
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
             ActorRef<Collector.Command> to = collector;
-            persist(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
+            ledger.write(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
         } else {
             ActorRef<GroupRunner.Command> holder = f.runner();
-            persist(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
+            ledger.write(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
         }
         admit();
         return Behaviors.same();
@@ -778,14 +432,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (marked.isEmpty()) {
             h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
         } else {
-            persist(marked, List.of(), () -> h.collector().tell(new Collector.HandOutRecorded(h.batchId())));
+            ledger.write(marked, List.of(), () -> h.collector().tell(new Collector.HandOutRecorded(h.batchId())));
         }
         return Behaviors.same();
     }
 
     private Behavior<Command> onOutcomeHeld(OutcomeHeld h) {
-        if (tasks.isInFlightTraining(h.taskId()) && held.add(h.taskId())) {
-            budget.onHold();
+        if (tasks.isInFlightTraining(h.taskId()) && outcomes.held(h.taskId())) {
             admit();
         }
         return Behaviors.same();
@@ -793,10 +446,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private Behavior<Command> onAcceptedDiscarded(AcceptedDiscarded d) {
         budget.onAcceptedDiscarded();
-        buffered = d.buffered();
+        planner.buffered(d.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.discard(d.taskId());
         ActorRef<GroupRunner.Command> holder = f == null ? null : f.runner();
-        persist(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
+        ledger.write(List.of(), List.of(d.taskId()), () -> forget(holder, List.of(d.taskId())));
         admit();
         return Behaviors.same();
     }
@@ -822,10 +475,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // it, so the new run is stopped and the task counted as accepted.
             if (f.isEval()) {
                 evalGroupEnded();
-            } else if (held.remove(f.taskId())) {
-                budget.onHeldAccept();
             } else {
-                budget.onAccept();
+                outcomes.consumedWhileRerun(f.taskId());
             }
             if (f.runner() != null) {
                 f.runner()
@@ -834,7 +485,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 byRunner.computeIfAbsent(f.runner(), k -> new ArrayList<>()).add(f.taskId());
             }
         }
-        persist(List.of(), List.copyOf(consumed.taskIds()), () -> {
+        ledger.write(List.of(), List.copyOf(consumed.taskIds()), () -> {
             byRunner.forEach(this::forget);
             consumed.replyTo().tell(new Collector.AckReply(consumed.batchId(), true));
         });
@@ -848,7 +499,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onResume(ResumeAdmission resume) {
-        pausedBy.remove(resume.updateId());
+        planner.resume(resume.updateId());
         if (resume.version() > budget.version()) {
             budget.onVersion(resume.version());
             if (eval.dueAt(resume.version())) {
@@ -884,90 +535,19 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /** Dispatches re-dispatches first, then evaluation and training, as far as limits allow. */
     private void admit() {
+        AdmissionPlanner.Admission<ActorRef<GroupRunner.Command>> admission = planner.admit();
+        if (admission.promptsRanOut()) {
+            getContext().getLog().info("training prompts exhausted after {} prompts", planner.trainTaken());
+        }
+        if (admission.dispatches().isEmpty()) {
+            return;
+        }
         List<DurableState.OpenTask> written = new ArrayList<>();
-        List<Runnable> sends = new ArrayList<>();
-        while (tasks.hasRedispatches()) {
-            ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
-            if (r == null) {
-                break;
-            }
-            Optional<Task<ActorRef<GroupRunner.Command>>> next = tasks.nextToRedispatch();
-            if (next.isEmpty()) {
-                break;
-            }
-            Task<ActorRef<GroupRunner.Command>> old = next.get();
-            redispatched++;
-            Task<ActorRef<GroupRunner.Command>> f = dispatch(
-                    old.taskId(),
-                    old.attempt() + 1,
-                    old.data(),
-                    old.isEval(),
-                    old.sourceIndex(),
-                    r,
-                    old.dispatchVersion(),
-                    old.possiblyDelivered());
-            written.add(f.entry(false));
-            sends.add(() -> send(f));
+        for (AdmissionPlanner.Dispatch<ActorRef<GroupRunner.Command>> d : admission.dispatches()) {
+            written.add(d.task().entry(false));
         }
-        if (pausedBy.isEmpty()) {
-            for (var next = eval.next(); next.isPresent(); next = eval.next()) {
-                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(true);
-                int index = next.getAsInt();
-                if (r == null) {
-                    eval.putBack(index);
-                    break;
-                }
-                Task<ActorRef<GroupRunner.Command>> f =
-                        dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false);
-                written.add(f.entry(false));
-                sends.add(() -> send(f));
-            }
-            while (!exhausted && budget.canAdmit() && buffered + budget.running() < queueSize) {
-                ActorRef<GroupRunner.Command> r = tasks.leastLoaded(false);
-                if (r == null) {
-                    break;
-                }
-                Optional<Map<String, Object>> item = source.item(trainTaken);
-                if (item.isEmpty()) {
-                    exhausted = true;
-                    getContext().getLog().info("training prompts exhausted after {} prompts", trainTaken);
-                    break;
-                }
-                budget.onEnqueue();
-                budget.onAdmit();
-                Task<ActorRef<GroupRunner.Command>> f =
-                        dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false);
-                written.add(f.entry(false));
-                sends.add(() -> send(f));
-            }
-        }
-        if (!written.isEmpty()) {
-            // Written before it is sent: a task on a lost node is always in the ledger.
-            persist(written, List.of(), () -> sends.forEach(Runnable::run));
-        }
-    }
-
-    /** Records the task as in flight on {@code runner}; {@link #send} tells the runner. */
-    private Task<ActorRef<GroupRunner.Command>> dispatch(
-            long taskId,
-            int attempt,
-            Map<String, Object> data,
-            boolean isEval,
-            long sourceIndex,
-            ActorRef<GroupRunner.Command> runner,
-            int dispatchVersion,
-            boolean possiblyDelivered) {
-        Task<ActorRef<GroupRunner.Command>> f = new Task<>(
-                taskId,
-                attempt,
-                data,
-                isEval,
-                sourceIndex,
-                runner,
-                dispatchVersion,
-                System.nanoTime(),
-                possiblyDelivered);
-        return tasks.dispatch(f);
+        // Written before it is sent: a task on a lost node is always in the ledger.
+        ledger.write(written, List.of(), () -> admission.dispatches().forEach(d -> send(d.task())));
     }
 
     private void send(Task<ActorRef<GroupRunner.Command>> f) {
@@ -992,12 +572,12 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                         budget.snapshot(),
                         tasks.inFlight(),
                         eval.inFlight(),
-                        !pausedBy.isEmpty(),
-                        exhausted,
-                        buffered,
+                        planner.paused(),
+                        planner.exhausted(),
+                        planner.buffered(),
                         tasks.inFlightByNode(),
                         Duration.ofNanos(tasks.oldestNanos(System.nanoTime())),
-                        redispatched));
+                        planner.redispatched()));
         return Behaviors.same();
     }
 }
