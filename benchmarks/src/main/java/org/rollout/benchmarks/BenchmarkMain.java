@@ -1,5 +1,6 @@
 package org.rollout.benchmarks;
 
+import java.io.IOException;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -9,6 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import org.openjdk.jmh.Main;
 import org.openjdk.jmh.results.BenchmarkResult;
 import org.openjdk.jmh.results.IterationResult;
 import org.openjdk.jmh.results.Result;
@@ -60,7 +62,7 @@ public final class BenchmarkMain {
                 || cli.shouldListWithParams()
                 || cli.shouldListProfilers()
                 || cli.shouldListResultFormats()) {
-            org.openjdk.jmh.Main.main(args);
+            Main.main(args);
             return;
         }
         ChainedOptionsBuilder options = new OptionsBuilder().parent(cli);
@@ -188,7 +190,7 @@ public final class BenchmarkMain {
                         sizes.cborBytes(),
                         sizes.cborBytes() / (double) sizes.kryoBytes(),
                         sizes.rawBytes()));
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 sb.append("\n(could not compute the encoded sizes: ").append(e).append(")\n");
             }
         }

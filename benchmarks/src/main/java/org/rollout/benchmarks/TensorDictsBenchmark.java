@@ -1,5 +1,6 @@
 package org.rollout.benchmarks;
 
+import java.lang.reflect.Array;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -68,7 +69,7 @@ public class TensorDictsBenchmark {
         Object[] out = new Object[keys.length];
         for (int k = 0; k < keys.length; k++) {
             Object first = rowArrays[k][0];
-            int rowWidth = java.lang.reflect.Array.getLength(first) == 1 ? 1 : width;
+            int rowWidth = Array.getLength(first) == 1 ? 1 : width;
             Object dest = switch (first) {
                 case int[] ignored -> new int[n * rowWidth];
                 case float[] ignored -> new float[n * rowWidth];
@@ -77,7 +78,7 @@ public class TensorDictsBenchmark {
             };
             for (int r = 0; r < n; r++) {
                 Object src = rowArrays[k][r];
-                System.arraycopy(src, 0, dest, r * rowWidth, java.lang.reflect.Array.getLength(src));
+                System.arraycopy(src, 0, dest, r * rowWidth, Array.getLength(src));
             }
             out[k] = dest;
         }

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.io.OutputStreamWriter;
 import java.io.PrintStream;
 import java.io.Writer;
 import java.lang.management.ManagementFactory;
@@ -29,6 +30,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.rollout.api.BoolTensor;
 import org.rollout.api.Float32Tensor;
@@ -42,6 +44,7 @@ import org.rollout.trainer.ClientConfig;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.trainer.wire.BatchWireFormat;
 
 /**
  * The trainer gateway's hand-off rate against a raw loopback socket, per batch size: a {@link
@@ -238,7 +241,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                 .command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         long heapMb = Math.max(512, (3 * bytes >> 20) + 512);
-        List<String> cmd = new java.util.ArrayList<>(
+        List<String> cmd = new ArrayList<>(
                 List.of(javaBin, "-Xms" + heapMb + "m", "-Xmx" + heapMb + "m", "-XX:+AlwaysPreTouch", "-XX:+UseG1GC"));
         String extra = System.getenv("ROLLOUT_BENCH_TRAINER_OPTS");
         if (extra != null && !extra.isBlank()) {
@@ -272,7 +275,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         Process p = new ProcessBuilder(command)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
-        try (Writer in = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
+        try (Writer in = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8);
                 BufferedReader out =
                         new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             double[] rate = new double[rounds];
@@ -360,7 +363,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
             long got;
             try {
                 got = reader.get(2, TimeUnit.MINUTES);
-            } catch (java.util.concurrent.TimeoutException e) {
+            } catch (TimeoutException e) {
                 throw new IllegalStateException("loopback transfer did not finish within 2 minutes", e);
             }
             if (got != bytes) {
@@ -402,7 +405,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
 
     private static long wireBytes(TrainingBatch batch) throws IOException {
         CountingSink sink = new CountingSink();
-        org.rollout.trainer.wire.BatchWireFormat.write(batch, sink);
+        BatchWireFormat.write(batch, sink);
         return sink.count;
     }
 

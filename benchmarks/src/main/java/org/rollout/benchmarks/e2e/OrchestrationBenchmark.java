@@ -3,6 +3,7 @@ package org.rollout.benchmarks.e2e;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -151,7 +152,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
             minRoundRatio = Math.min(minRoundRatio, plain / piped);
             maxRoundRatio = Math.max(maxRoundRatio, plain / piped);
             log.printf(
-                    java.util.Locale.ROOT,
+                    Locale.ROOT,
                     "orchestration: round %d of %d: plain %.0f groups/s, pipeline %.0f groups/s (%d in flight, batches of %d): %.3f%n",
                     r + 1,
                     rounds,

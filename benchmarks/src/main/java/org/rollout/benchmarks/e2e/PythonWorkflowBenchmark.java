@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.rollout.api.BoolTensor;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.Float32Tensor;
@@ -164,7 +165,7 @@ public final class PythonWorkflowBenchmark implements EndToEndBenchmark {
     static double episodesPerSecond(RolloutWorkflow w, InferenceEngine engine, int episodes, int group, int inFlight)
             throws Exception {
         int groups = Math.max(1, episodes / group);
-        java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicInteger next = new AtomicInteger();
         long start = System.nanoTime();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<?>> lanes = new ArrayList<>();

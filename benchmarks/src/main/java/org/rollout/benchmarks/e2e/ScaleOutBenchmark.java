@@ -1,5 +1,6 @@
 package org.rollout.benchmarks.e2e;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -213,10 +214,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
      * id, but a node with a configured workflow must be given training prompts (the letters task's
      * are the demo's), so it cycles this one item.
      */
-    private static Path placeholderDataset(Path dir) throws java.io.IOException {
+    private static Path placeholderDataset(Path dir) throws IOException {
         Path file = dir.resolve("scaleout-prompts.jsonl");
-        java.nio.file.Files.createDirectories(dir);
-        java.nio.file.Files.writeString(file, "{\"prompt\": \"scale-out\"}\n");
+        Files.createDirectories(dir);
+        Files.writeString(file, "{\"prompt\": \"scale-out\"}\n");
         return file.toAbsolutePath();
     }
 

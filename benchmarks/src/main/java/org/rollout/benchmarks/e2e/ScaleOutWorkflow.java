@@ -1,5 +1,6 @@
 package org.rollout.benchmarks.e2e;
 
+import java.time.Duration;
 import java.util.Map;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.GenerationConfig;
@@ -72,8 +73,7 @@ public final class ScaleOutWorkflow implements RolloutWorkflow {
             logprobs[i] = -0.001f * (i % 1000);
             versions[i] = version;
         }
-        ModelResponse r =
-                ModelResponse.of(prompt, tokens, logprobs, versions, StopReason.LENGTH, java.time.Duration.ZERO);
+        ModelResponse r = ModelResponse.of(prompt, tokens, logprobs, versions, StopReason.LENGTH, Duration.ZERO);
         return EpisodeResult.trajectory(TrajectoryRows.singleTurn(r, reward));
     }
 }

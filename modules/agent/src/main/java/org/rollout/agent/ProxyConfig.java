@@ -1,6 +1,7 @@
 package org.rollout.agent;
 
 import java.util.Objects;
+import org.rollout.api.Tokenizer;
 
 /**
  * Where and how the {@link OpenAIProxy} listens. Immutable; start from {@link #defaults()}.
@@ -72,7 +73,7 @@ public record ProxyConfig(
     }
 
     /** The format to parse: the configured one, or the one the tokenizer's chat template shows. */
-    ToolCallFormat resolveToolCallFormat(org.rollout.api.Tokenizer tokenizer) {
+    ToolCallFormat resolveToolCallFormat(Tokenizer tokenizer) {
         return toolCallFormat.equals("auto")
                 ? ToolCallFormat.detect(tokenizer)
                 : ToolCallFormat.fromConfig(toolCallFormat);

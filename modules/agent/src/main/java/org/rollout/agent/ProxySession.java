@@ -3,6 +3,7 @@ package org.rollout.agent;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -43,8 +44,8 @@ public final class ProxySession implements AutoCloseable {
     private final Map<String, Object> onlineData;
     private final Consumer<ProxySession> onClose;
     private final List<Interaction> recorded = new ArrayList<>();
-    private final Map<String, List<Map<String, Object>>> conversations = new java.util.HashMap<>();
-    private final Map<String, Map<String, Object>> outputItems = new java.util.HashMap<>();
+    private final Map<String, List<Map<String, Object>>> conversations = new HashMap<>();
+    private final Map<String, Map<String, Object>> outputItems = new HashMap<>();
     private final Set<Thread> generating = new HashSet<>();
     private final CompletableFuture<Object> reward = new CompletableFuture<>();
     private boolean closed;

@@ -1,5 +1,6 @@
 package org.rollout.api;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 
@@ -53,7 +54,7 @@ public interface Tokenizer {
     default String applyChatTemplate(
             List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
         Object tools = variables == null ? null : variables.get("tools");
-        if (tools != null && !(tools instanceof java.util.Collection<?> c && c.isEmpty())) {
+        if (tools != null && !(tools instanceof Collection<?> c && c.isEmpty())) {
             throw new IllegalArgumentException("the chat template of " + this + " cannot render tools");
         }
         return applyChatTemplate(messages, addGenerationPrompt);

@@ -1,6 +1,7 @@
 package org.rollout.cli;
 
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -141,7 +142,7 @@ final class FailureWatch implements AutoCloseable {
 
     /** The setting behind a reason: where the user looks first. */
     static String keyFor(String reason, String example) {
-        String e = example == null ? "" : example.toLowerCase(java.util.Locale.ROOT);
+        String e = example == null ? "" : example.toLowerCase(Locale.ROOT);
         return switch (reason) {
             case "failed" ->
                 e.contains("reward")

@@ -1,6 +1,7 @@
 package org.rollout.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -165,7 +166,7 @@ final class InspectCommand implements Callable<Integer> {
             body.put("versions", summaries);
             out.println(new ObjectMapper()
                     .enable(SerializationFeature.INDENT_OUTPUT)
-                    .setPropertyNamingStrategy(com.fasterxml.jackson.databind.PropertyNamingStrategies.SNAKE_CASE)
+                    .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
                     .writeValueAsString(body));
             return 0;
         }

@@ -2,6 +2,7 @@ package org.rollout.cli;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigOrigin;
 import com.typesafe.config.ConfigParseOptions;
 import com.typesafe.config.ConfigValueFactory;
 import java.io.PrintStream;
@@ -10,6 +11,7 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.config.ConfigErrors;
@@ -193,7 +195,7 @@ final class LocalCommand implements Callable<Integer> {
                 out.println("Interrupted before training started.");
                 return 130;
             }
-            java.util.Optional<PortInUseException> portInUse = PortInUseException.in(e);
+            Optional<PortInUseException> portInUse = PortInUseException.in(e);
             if (portInUse.isPresent()) {
                 System.err.println(portInUse.get().getMessage());
                 if (debug) {
@@ -226,8 +228,7 @@ final class LocalCommand implements Callable<Integer> {
         if (!settings.config().hasPath(key)) {
             return false;
         }
-        com.typesafe.config.ConfigOrigin origin =
-                settings.config().getValue(key).origin();
+        ConfigOrigin origin = settings.config().getValue(key).origin();
         return !"reference.conf".equals(origin.resource())
                 && !origin.description().contains(PROFILE_ORIGIN);
     }

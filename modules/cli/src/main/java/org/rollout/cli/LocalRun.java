@@ -2,12 +2,15 @@ package org.rollout.cli;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
@@ -72,7 +75,7 @@ final class LocalRun {
     /** Set by {@link #interrupt} (Ctrl-C, SIGTERM): the run ends early, in order, with a summary. */
     private volatile boolean stopping;
     /** The base URL of /metrics, /dashboard and /health once the engine runs (rollout.metrics.port). */
-    private volatile java.net.URI metricsUri;
+    private volatile URI metricsUri;
 
     private final CountDownLatch finished = new CountDownLatch(1);
 
@@ -125,7 +128,7 @@ final class LocalRun {
     }
 
     /** Where /metrics, /dashboard and /health are served, once the engine runs; null before or without. */
-    java.net.URI metricsUri() {
+    URI metricsUri() {
         return metricsUri;
     }
 
@@ -199,7 +202,7 @@ final class LocalRun {
             LocalRollout rollout = LocalRollout.start(spec, pekkoConfig());
             toClose.add(rollout);
             Thread runner = Thread.currentThread();
-            java.util.Optional<FailureWatch> watch =
+            Optional<FailureWatch> watch =
                     FailureWatch.start(rollout.client(), settings.failureBreaker(), null, message -> {
                         breakerMessage = message;
                         stopping = true;
@@ -401,7 +404,7 @@ final class LocalRun {
     private void pruneWeights(WeightFiles files, int current) {
         try {
             files.prune(current);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             out.println("  (could not delete old weight files: " + e + ")");
         }
     }

@@ -1,12 +1,15 @@
 package org.rollout.cli;
 
+import java.io.IOException;
 import java.net.http.HttpClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import org.rollout.agent.AgentOptions;
 import org.rollout.agent.AgentWorkflows;
@@ -44,6 +47,8 @@ import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.python.PythonAgent;
 import org.rollout.python.PythonWorkflow;
 import org.rollout.python.PythonWorkflowPool;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What one engine node is made of, from validated settings and its inference engine: the
@@ -63,7 +68,7 @@ import org.rollout.python.PythonWorkflowPool;
  * rollout.workflow_kwargs.<kwarg>}, {@code rollout.accept}).
  */
 final class NodeAssembly {
-    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(NodeAssembly.class);
+    private static final Logger log = LoggerFactory.getLogger(NodeAssembly.class);
     static final int DEMO_EVAL_EVERY = LocalRun.DEMO_EVAL_EVERY;
     static final String LETTER_AGENT = LocalRun.LETTER_AGENT;
 
@@ -221,7 +226,7 @@ final class NodeAssembly {
     }
 
     /** The engine's spec with {@code engine} as this node's inference engine and weight publisher. */
-    LocalRollout.Spec spec(RemoteInferenceEngine engine, Path statsFile) throws java.io.IOException {
+    LocalRollout.Spec spec(RemoteInferenceEngine engine, Path statsFile) throws IOException {
         if (tokenizer == null) {
             prepare();
         }
@@ -269,7 +274,7 @@ final class NodeAssembly {
 
     /** The agent proxy as {@code rollout.agent.*} configures it (host, port, admin key, tool-call format). */
     static OpenAIProxy startProxy(RolloutSettings settings, RemoteInferenceEngine engine, Tokenizer tokenizer)
-            throws java.io.IOException {
+            throws IOException {
         AgentOptions options = AgentOptions.from(settings.agent());
         AgentLaunch launch = settings.agentLaunch();
         return PortInUseException.binding(
@@ -294,18 +299,18 @@ final class NodeAssembly {
     }
 
     /** This node's dumper (after {@link #spec}), when dumps are on. */
-    java.util.Optional<TrajectoryDumper> dumper() {
-        return java.util.Optional.ofNullable(dumper);
+    Optional<TrajectoryDumper> dumper() {
+        return Optional.ofNullable(dumper);
     }
 
     /** The agent proxy's URL when this node runs online sessions (after {@link #spec}), for the banner. */
-    java.util.Optional<String> onlineProxyUrl() {
-        return java.util.Optional.ofNullable(onlineProxyUrl);
+    Optional<String> onlineProxyUrl() {
+        return Optional.ofNullable(onlineProxyUrl);
     }
 
     record Workflows(RolloutWorkflow train, RolloutWorkflow eval) {}
 
-    Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws java.io.IOException {
+    Workflows workflows(RemoteInferenceEngine engine, Tokenizer tokenizer) throws IOException {
         if (agentKind == AgentKind.NONE) {
             return configuredWorkflows(tokenizer);
         }
@@ -321,7 +326,7 @@ final class NodeAssembly {
         log.info(
                 "agent proxy at {} ({} agent)",
                 proxy.baseUrl(),
-                agentKind.name().toLowerCase(java.util.Locale.ROOT));
+                agentKind.name().toLowerCase(Locale.ROOT));
         RolloutWorkflow w = switch (agentKind) {
             case DEMO ->
                 AgentWorkflows.resolver(proxy, options)
@@ -377,7 +382,7 @@ final class NodeAssembly {
             throw new InvalidConfigException(
                     EVAL_WORKFLOW.kwargs(),
                     settings.rollout().evalWorkflowKwargs(),
-                    "null: evaluation runs the " + agentKind.name().toLowerCase(java.util.Locale.ROOT)
+                    "null: evaluation runs the " + agentKind.name().toLowerCase(Locale.ROOT)
                             + " agent, which takes no kwargs; name a workflow in rollout.eval_workflow to give"
                             + " it kwargs");
         }

@@ -1,15 +1,25 @@
 package org.rollout.cli;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
 import com.typesafe.config.ConfigValueFactory;
 import java.io.PrintStream;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
 import org.rollout.cluster.EngineMetrics;
@@ -27,6 +37,8 @@ import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerLauncher;
 import org.rollout.trainer.RolloutStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -52,7 +64,7 @@ import picocli.CommandLine.Parameters;
         description = "Join a rollout cluster as one node (coordinator, rollout and/or gateway roles).")
 final class NodeCommand implements Callable<Integer> {
     /** The periodic status as a structured log line (INFO; logback.xml, logback-json.xml). */
-    private static final org.slf4j.Logger STATUS_LOG = org.slf4j.LoggerFactory.getLogger("org.rollout.node.status");
+    private static final Logger STATUS_LOG = LoggerFactory.getLogger("org.rollout.node.status");
 
     @Option(
             names = "--roles",
@@ -219,12 +231,12 @@ final class NodeCommand implements Callable<Integer> {
         } catch (InvalidConfigException | ConfigErrors e) {
             System.err.println("configuration error: " + e.getMessage());
             return 2;
-        } catch (com.typesafe.config.ConfigException e) {
+        } catch (ConfigException e) {
             System.err.println("configuration error in a profile: " + e.getMessage());
             return 2;
         }
         List<AutoCloseable> toClose = new ArrayList<>();
-        java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
         boolean demoRun = demo || NodeAssembly.isDemoWorkflow(settings);
         NodeAssembly assembly;
         List<ServerAddress> fromFile;
@@ -334,7 +346,7 @@ final class NodeCommand implements Callable<Integer> {
                 out.println("gateway listening on " + gateway.uri());
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
             } else if (settings.metrics().port() >= 0) {
-                java.net.URI metrics = PortInUseException.binding(
+                URI metrics = PortInUseException.binding(
                         METRICS,
                         METRICS_KEY,
                         settings.metrics().host(),
@@ -344,12 +356,11 @@ final class NodeCommand implements Callable<Integer> {
                 out.println("metrics on " + metrics + "/metrics, dashboard on " + metrics + "/dashboard");
             }
             out.flush();
-            java.util.concurrent.ScheduledExecutorService progress =
-                    java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                        Thread t = new Thread(r, "node-progress");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            ScheduledExecutorService progress = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "node-progress");
+                t.setDaemon(true);
+                return t;
+            });
             toClose.add(progress::shutdownNow);
             boolean terminal = System.console() != null;
             StatusLine statusLine = new StatusLine(0, System.nanoTime());
@@ -375,7 +386,7 @@ final class NodeCommand implements Callable<Integer> {
                                 .addKeyValue(
                                         "reward",
                                         st.lastStats()
-                                                .getOrDefault("rollout", java.util.Map.of())
+                                                .getOrDefault("rollout", Map.of())
                                                 .get("reward"))
                                 .log();
                     }
@@ -394,7 +405,7 @@ final class NodeCommand implements Callable<Integer> {
                 }
             };
             long period = terminal ? 500 : Math.max(1, progressEverySeconds) * 1000L;
-            progress.scheduleAtFixedRate(tick, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
+            progress.scheduleAtFixedRate(tick, period, period, TimeUnit.MILLISECONDS);
             // Runs until the actor system stops: SIGTERM (coordinated shutdown) or being downed.
             node.system().getWhenTerminated().toCompletableFuture().get();
             out.println("node stopped: " + name);
@@ -406,7 +417,7 @@ final class NodeCommand implements Callable<Integer> {
             Thread.currentThread().interrupt();
             return 1;
         } catch (Exception e) {
-            java.util.Optional<PortInUseException> portInUse = PortInUseException.in(e);
+            Optional<PortInUseException> portInUse = PortInUseException.in(e);
             if (portInUse.isPresent()) {
                 System.err.println(portInUse.get().getMessage());
                 if (debug) {
@@ -549,9 +560,8 @@ final class NodeCommand implements Callable<Integer> {
      * by a signal ignores the exit status asked for later. A node stopped for any other reason
      * (downed, failed) keeps its own status.
      */
-    private static void exitZeroAfterSigterm(ClusterRollout node, java.util.concurrent.CountDownLatch closed) {
-        org.apache.pekko.actor.CoordinatedShutdown shutdown = org.apache.pekko.actor.CoordinatedShutdown.get(
-                org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(node.system()));
+    private static void exitZeroAfterSigterm(ClusterRollout node, CountDownLatch closed) {
+        CoordinatedShutdown shutdown = CoordinatedShutdown.get(Adapter.toClassic(node.system()));
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(
                         () -> {
@@ -560,15 +570,14 @@ final class NodeCommand implements Callable<Integer> {
                             // the one that would release the command's own thread; waiting here would
                             // hold the exit for the whole deadline. The JVM's own status stands.
                             if (shutdown.getShutdownReason()
-                                    .filter(r -> r != org.apache.pekko.actor.CoordinatedShutdown.jvmExitReason())
+                                    .filter(r -> r != CoordinatedShutdown.jvmExitReason())
                                     .isPresent()) {
                                 return;
                             }
                             try {
-                                if (closed.await(STOP_DEADLINE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS)
+                                if (closed.await(STOP_DEADLINE.toSeconds(), TimeUnit.SECONDS)
                                         && shutdown.getShutdownReason()
-                                                .filter(r ->
-                                                        r == org.apache.pekko.actor.CoordinatedShutdown.jvmExitReason())
+                                                .filter(r -> r == CoordinatedShutdown.jvmExitReason())
                                                 .isPresent()) {
                                     System.out.flush();
                                     System.err.flush();
@@ -582,8 +591,8 @@ final class NodeCommand implements Callable<Integer> {
     }
 
     /** --discovery's values and the Pekko discovery method each stands for. */
-    static final java.util.Map<String, String> DISCOVERY_METHODS =
-            java.util.Map.of("config", "config", "dns", "pekko-dns", "kubernetes-api", "kubernetes-api");
+    static final Map<String, String> DISCOVERY_METHODS =
+            Map.of("config", "config", "dns", "pekko-dns", "kubernetes-api", "kubernetes-api");
 
     private boolean managementOn() {
         return managementPort != null || discovery != null;

@@ -17,6 +17,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +26,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -110,7 +112,7 @@ final class NodeObservability implements AutoCloseable {
     }
 
     /** Counts {@code dumper}'s writes in {@code rollout_dump_*} from now on (a node that dumps). */
-    NodeObservability withDumper(java.util.Optional<TrajectoryDumper> dumper) {
+    NodeObservability withDumper(Optional<TrajectoryDumper> dumper) {
         this.dumper = dumper.orElse(null);
         return this;
     }
@@ -241,7 +243,7 @@ final class NodeObservability implements AutoCloseable {
     URI listen(String host, int port) throws IOException {
         try {
             server = HttpServer.create(new InetSocketAddress(host, port), 0);
-        } catch (java.net.BindException e) {
+        } catch (BindException e) {
             throw new IOException(
                     "cannot bind the metrics listener (rollout.metrics.host, rollout.metrics.port) to " + host + ":"
                             + port + ": " + e.getMessage(),

@@ -11,6 +11,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.cluster.Cluster;
 import org.rollout.config.ServerAddress;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerStats;
@@ -55,8 +56,7 @@ public final class NodeReadiness implements Supplier<CompletionStage<Boolean>> {
     }
 
     private static String key(ActorSystem system) {
-        return system.name() + "@"
-                + org.apache.pekko.cluster.Cluster.get(system).selfAddress();
+        return system.name() + "@" + Cluster.get(system).selfAddress();
     }
 
     @Override

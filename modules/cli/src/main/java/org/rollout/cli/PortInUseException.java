@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.util.Optional;
 
 /**
  * A port a command must listen on is taken. Its message is the one line {@code rollout local} and
@@ -70,12 +71,12 @@ final class PortInUseException extends IOException {
     }
 
     /** The port-in-use failure in {@code t}'s cause chain, if there is one. */
-    static java.util.Optional<PortInUseException> in(Throwable t) {
+    static Optional<PortInUseException> in(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
             if (c instanceof PortInUseException p) {
-                return java.util.Optional.of(p);
+                return Optional.of(p);
             }
         }
-        return java.util.Optional.empty();
+        return Optional.empty();
     }
 }

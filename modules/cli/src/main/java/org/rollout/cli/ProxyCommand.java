@@ -9,7 +9,9 @@ import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -155,7 +157,7 @@ final class ProxyCommand implements Callable<Integer> {
                         new InvalidConfigException("rollout.trial_name", r.trialName(), "a non-blank directory name"));
         Tokenizer tokenizer = Tokenizers.load(r.tokenizerPath());
         PromptSource data = settings.dataset().train().isEmpty()
-                ? index -> java.util.Optional.of(Map.of())
+                ? index -> Optional.of(Map.of())
                 : DatasetLines.read(
                         "rollout.dataset.train",
                         settings.dataset().train(),
@@ -315,7 +317,7 @@ final class ProxyCommand implements Callable<Integer> {
                 long lost =
                         rejected.values().stream().mapToLong(Long::longValue).sum();
                 return String.format(
-                        java.util.Locale.ROOT,
+                        Locale.ROOT,
                         "Done in %.1f s: %d session(s) rewarded, %d row(s) under %s; %d session(s) not kept%s",
                         seconds,
                         rewarded.get(),

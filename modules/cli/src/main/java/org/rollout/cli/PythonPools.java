@@ -1,6 +1,11 @@
 package org.rollout.cli;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.rollout.api.GenerationConfig;
@@ -9,6 +14,8 @@ import org.rollout.api.Tokenizer;
 import org.rollout.config.RolloutSettings;
 import org.rollout.python.PythonWorkflowPool;
 import org.rollout.python.WorkflowRefusedException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Starts the worker pool of a {@code python:package.module:ClassName} workflow or agent from the
@@ -20,7 +27,7 @@ final class PythonPools {
     /** What {@code rollout.workflow} starts with to name a Python class. */
     static final String PREFIX = "python:";
 
-    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(PythonPools.class);
+    private static final Logger log = LoggerFactory.getLogger(PythonPools.class);
 
     private PythonPools() {}
 
@@ -30,13 +37,12 @@ final class PythonPools {
      *
      * @throws IllegalStateException naming where it looked, when none holds it
      */
-    static java.nio.file.Path clientPath() {
-        List<String> homes = new java.util.ArrayList<>();
+    static Path clientPath() {
+        List<String> homes = new ArrayList<>();
         for (String home : new String[] {System.getenv("ROLLOUT_HOME"), System.getProperty("rollout.home"), ""}) {
             if (home != null) {
-                java.nio.file.Path client =
-                        java.nio.file.Path.of(home).toAbsolutePath().resolve("clients/python");
-                if (java.nio.file.Files.isDirectory(client.resolve("rollout_client"))) {
+                Path client = Path.of(home).toAbsolutePath().resolve("clients/python");
+                if (Files.isDirectory(client.resolve("rollout_client"))) {
                     return client;
                 }
                 homes.add(client.toString());
@@ -88,8 +94,8 @@ final class PythonPools {
             throw new InvalidConfigException(nameKey, name, "a Python workflow that loads; " + e.getMessage());
         } catch (IllegalArgumentException e) {
             throw new InvalidConfigException(kwargsKey, kwargs, e.getMessage());
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("starting the workers of " + name, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("starting the workers of " + name, e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while starting the workers of " + name, e);

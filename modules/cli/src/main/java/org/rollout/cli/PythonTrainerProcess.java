@@ -1,6 +1,7 @@
 package org.rollout.cli;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -9,9 +10,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.rollout.examples.demo.StepReport;
@@ -68,8 +71,8 @@ final class PythonTrainerProcess {
             String configured,
             String fromEnvironment,
             List<Path> path,
-            java.util.function.Predicate<Path> executable,
-            java.util.function.Predicate<Path> importsClient) {
+            Predicate<Path> executable,
+            Predicate<Path> importsClient) {
         if (configured != null && !configured.isBlank()) {
             return new Interpreter(configured, "rollout.python.executable");
         }
@@ -97,9 +100,9 @@ final class PythonTrainerProcess {
     /** {@link #choose} for this process: its environment, its PATH, and a real import of rollout_client. */
     static Interpreter interpreter(String configured) {
         String pathVariable = System.getenv("PATH");
-        List<Path> path = new java.util.ArrayList<>();
+        List<Path> path = new ArrayList<>();
         if (pathVariable != null) {
-            for (String entry : pathVariable.split(java.io.File.pathSeparator)) {
+            for (String entry : pathVariable.split(File.pathSeparator)) {
                 if (!entry.isBlank()) {
                     path.add(Path.of(entry));
                 }

@@ -1,5 +1,8 @@
 package org.rollout.cli;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Properties;
 import java.util.ServiceLoader;
 import org.rollout.modelserver.ModelServerMain;
 import picocli.CommandLine;
@@ -71,17 +74,17 @@ public final class RolloutCli implements Runnable {
     /** {@code rollout --version}: the version the engine was built as (its Maven project version). */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
-        public String[] getVersion() throws java.io.IOException {
+        public String[] getVersion() throws IOException {
             return new String[] {"rollout " + version()};
         }
     }
 
     /** The project version this build was made from, from {@code version.properties}. */
-    static String version() throws java.io.IOException {
-        java.util.Properties p = new java.util.Properties();
-        try (java.io.InputStream in = RolloutCli.class.getResourceAsStream("version.properties")) {
+    static String version() throws IOException {
+        Properties p = new Properties();
+        try (InputStream in = RolloutCli.class.getResourceAsStream("version.properties")) {
             if (in == null) {
-                throw new java.io.IOException("org/rollout/cli/version.properties is missing from the class path");
+                throw new IOException("org/rollout/cli/version.properties is missing from the class path");
             }
             p.load(in);
         }

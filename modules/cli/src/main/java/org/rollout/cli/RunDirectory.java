@@ -1,6 +1,7 @@
 package org.rollout.cli;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -73,8 +74,8 @@ final class RunDirectory implements AutoCloseable {
                     "a trial name no running run uses: " + dir.toAbsolutePath() + " is in use by another run");
         }
         channel.truncate(0);
-        channel.write(java.nio.ByteBuffer.wrap(
-                ("pid " + ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.UTF_8)));
+        channel.write(
+                ByteBuffer.wrap(("pid " + ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.UTF_8)));
         return new RunDirectory(dir, channel, lock);
     }
 

@@ -1,9 +1,12 @@
 package org.rollout.cli;
 
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.examples.demo.StepReport;
+import org.rollout.trainer.HeldBatch;
 import org.rollout.trainer.RolloutStatus;
 
 /**
@@ -77,12 +80,12 @@ final class StatusLine {
      * The batches trainers hold, by holder, and the soonest each holder's come back: " | held:
      * host-a:12:ab 2 (back in 8 s), /10.0.0.5:51234 1 (back in 590 s)"; empty when none is held.
      */
-    static String held(java.util.List<org.rollout.trainer.HeldBatch> held) {
+    static String held(List<HeldBatch> held) {
         if (held.isEmpty()) {
             return "";
         }
-        Map<String, long[]> byHolder = new java.util.LinkedHashMap<>();
-        for (org.rollout.trainer.HeldBatch h : held) {
+        Map<String, long[]> byHolder = new LinkedHashMap<>();
+        for (HeldBatch h : held) {
             long[] countAndSoonest = byHolder.computeIfAbsent(h.holder(), k -> new long[] {0, Long.MAX_VALUE});
             countAndSoonest[0]++;
             countAndSoonest[1] = Math.min(countAndSoonest[1], h.returnsInMillis());

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import org.rollout.api.InvalidConfigException;
 import org.rollout.examples.demo.DemoConfig;
 import org.rollout.examples.demo.DemoTraining;
 import org.rollout.examples.demo.GrpoTrainer;
@@ -196,7 +197,7 @@ final class TrainerDemoCommand implements Callable<Integer> {
             out.println(summary(reports));
             out.flush();
             return 0;
-        } catch (org.rollout.api.InvalidConfigException e) {
+        } catch (InvalidConfigException e) {
             err.println("invalid input: " + e.getMessage());
             return 2;
         } catch (EngineUnreachableException | GatewayRequestException | WeightPublishException e) {

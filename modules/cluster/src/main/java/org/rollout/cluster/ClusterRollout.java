@@ -10,11 +10,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.ClusterSingleton;
 import org.apache.pekko.cluster.typed.ClusterSingletonSettings;
@@ -55,14 +61,14 @@ public final class ClusterRollout implements AutoCloseable {
     private final LocalRolloutClient client;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private final java.util.concurrent.atomic.LongAdder groupsStarted;
+    private final LongAdder groupsStarted;
 
     private ClusterRollout(
             ActorSystem<Void> system,
             LocalRollout.Refs refs,
             StatsBook stats,
             Duration publishTimeout,
-            java.util.concurrent.atomic.LongAdder groupsStarted) {
+            LongAdder groupsStarted) {
         this.groupsStarted = groupsStarted;
         this.system = system;
         this.refs = refs;
@@ -85,7 +91,7 @@ public final class ClusterRollout implements AutoCloseable {
      * How long {@link MinorityGuard} remembers a member lost by downing: long enough to cover the
      * gap between the two sides' decisions (three times the resolver's stable-after), at least a minute.
      */
-    private static Duration minorityWindow(com.typesafe.config.Config config) {
+    private static Duration minorityWindow(Config config) {
         String key = "pekko.cluster.split-brain-resolver.stable-after";
         Duration stable = config.hasPath(key) ? config.getDuration(key) : Duration.ofSeconds(20);
         Duration three = stable.multipliedBy(3);
@@ -95,7 +101,7 @@ public final class ClusterRollout implements AutoCloseable {
     public static ClusterRollout start(
             LocalRollout.Spec spec, String nodeName, Config pekko, Duration replicationTimeout) {
         StatsBook stats = new StatsBook(spec.statsFile());
-        java.util.concurrent.atomic.LongAdder groupsStarted = new java.util.concurrent.atomic.LongAdder();
+        LongAdder groupsStarted = new LongAdder();
         CompletableFuture<LocalRollout.Refs> started = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorSystem<Void> sys = ctx.getSystem();
@@ -187,13 +193,12 @@ public final class ClusterRollout implements AutoCloseable {
      * other attempt stands.
      */
     private static void drainOnShutdown(ActorSystem<Void> sys, ActorRef<GroupRunner.Command> runner, String nodeName) {
-        org.apache.pekko.actor.CoordinatedShutdown shutdown = org.apache.pekko.actor.CoordinatedShutdown.get(
-                org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(sys));
-        String phase = org.apache.pekko.actor.CoordinatedShutdown.PhaseServiceRequestsDone();
+        CoordinatedShutdown shutdown = CoordinatedShutdown.get(Adapter.toClassic(sys));
+        String phase = CoordinatedShutdown.PhaseServiceRequestsDone();
         Duration deadline = Duration.ofNanos(shutdown.timeout(phase).toNanos()).minusMillis(500);
         shutdown.addTask(phase, "rollout-drain-runner", () -> {
             long start = System.nanoTime();
-            return org.apache.pekko.actor.typed.javadsl.AskPattern.<GroupRunner.Command, GroupRunner.Drained>ask(
+            return AskPattern.<GroupRunner.Command, GroupRunner.Drained>ask(
                             runner, GroupRunner.Drain::new, deadline, sys.scheduler())
                     .handle((drained, failure) -> {
                         long ms = (System.nanoTime() - start) / 1_000_000;
@@ -207,7 +212,7 @@ public final class ClusterRollout implements AutoCloseable {
                                     ms,
                                     failure.toString());
                         }
-                        return org.apache.pekko.Done.getInstance();
+                        return Done.getInstance();
                     });
         });
     }
@@ -226,7 +231,7 @@ public final class ClusterRollout implements AutoCloseable {
     public void awaitUp(Duration timeout) throws InterruptedException, TimeoutException {
         long deadline = System.nanoTime() + timeout.toNanos();
         Cluster cluster = Cluster.get(system);
-        while (cluster.selfMember().status() != org.apache.pekko.cluster.MemberStatus.up()) {
+        while (cluster.selfMember().status() != MemberStatus.up()) {
             if (System.nanoTime() > deadline) {
                 throw new TimeoutException("node " + cluster.selfMember().address() + " not Up within " + timeout
                         + " (status " + cluster.selfMember().status() + "); are the seed nodes reachable?");

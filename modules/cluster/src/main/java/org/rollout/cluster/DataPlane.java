@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.io.DataInputStream;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -7,11 +8,13 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -20,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 import org.rollout.api.TrainingBatch;
 import org.rollout.trainer.wire.BatchWireFormat;
 import org.slf4j.Logger;
@@ -83,7 +87,7 @@ final class DataPlane implements AutoCloseable {
     private final int chunkBytes;
     private final Duration stall;
     private final Duration unfetchedAfter;
-    private final java.util.function.LongConsumer onSent;
+    private final LongConsumer onSent;
     private final ExecutorService io = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("data-plane-", 0).factory());
     private final ScheduledExecutorService sweeper;
@@ -100,7 +104,7 @@ final class DataPlane implements AutoCloseable {
             int chunkBytes,
             Duration stall,
             Duration unfetchedAfter,
-            java.util.function.LongConsumer onSent)
+            LongConsumer onSent)
             throws IOException {
         this.server = server;
         this.onSent = onSent;
@@ -132,7 +136,7 @@ final class DataPlane implements AutoCloseable {
             int chunkBytes,
             Duration stall,
             Duration unfetchedAfter,
-            java.util.function.LongConsumer onSent)
+            LongConsumer onSent)
             throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
@@ -265,7 +269,7 @@ final class DataPlane implements AutoCloseable {
         try {
             InputStream in = c.socket().getInputStream();
             expectYes(in, ref, unfetchedAfter);
-            long length = new java.io.DataInputStream(in).readLong();
+            long length = new DataInputStream(in).readLong();
             if (length < 0) {
                 throw new IOException(
                         "the sending node " + ref.host() + ":" + ref.port() + " announced " + length + " bytes");
@@ -297,7 +301,7 @@ final class DataPlane implements AutoCloseable {
             SocketChannel c;
             try {
                 c = server.accept();
-            } catch (java.nio.channels.ClosedChannelException e) {
+            } catch (ClosedChannelException e) {
                 return;
             } catch (IOException e) {
                 if (closed) {
@@ -396,8 +400,8 @@ final class DataPlane implements AutoCloseable {
     /** The request on {@code in}, or null when it is not one. */
     private static Hello readHello(InputStream in) throws IOException {
         byte[] head = in.readNBytes(HELLO.length);
-        boolean kryo = java.util.Arrays.equals(head, HELLO);
-        if (!kryo && !java.util.Arrays.equals(head, HELLO_BATCH)) {
+        boolean kryo = Arrays.equals(head, HELLO);
+        if (!kryo && !Arrays.equals(head, HELLO_BATCH)) {
             return null;
         }
         byte[] token = in.readNBytes(2 * TOKEN_BYTES + 1);

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -174,7 +175,7 @@ public final class EngineMetrics {
     private static final Set<String> ENGINE_STAT_KEYS = engineStatKeys();
 
     private static Set<String> engineStatKeys() {
-        Set<String> keys = new java.util.HashSet<>(Set.of(
+        Set<String> keys = new HashSet<>(Set.of(
                 "version",
                 "scope",
                 "groups",

@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,7 +32,7 @@ final class HandedOutBatches {
     private final Duration ackTimeout;
     private final LinkedHashMap<Long, Held> held = new LinkedHashMap<>();
     /** Why each batch that went back waits for the next pull, until it is handed out or acknowledged. */
-    private final Map<Long, String> returned = new java.util.HashMap<>();
+    private final Map<Long, String> returned = new HashMap<>();
 
     HandedOutBatches(Duration ackTimeout) {
         this.ackTimeout = ackTimeout;

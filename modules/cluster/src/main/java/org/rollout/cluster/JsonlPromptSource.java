@@ -20,6 +20,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.regex.Pattern;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.config.OnMalformed;
 import org.slf4j.Logger;
@@ -188,8 +189,8 @@ public final class JsonlPromptSource implements PromptSource {
     }
 
     /** The JSON parser's location inside a message: "(start marker at [Source: …])" or " at [Source: …]". */
-    private static final java.util.regex.Pattern PARSER_LOCATION = java.util.regex.Pattern.compile(
-            "\\s*(\\(start marker at \\[Source: [^\\]]*\\]\\)|at \\[Source: [^\\]]*\\])");
+    private static final Pattern PARSER_LOCATION =
+            Pattern.compile("\\s*(\\(start marker at \\[Source: [^\\]]*\\]\\)|at \\[Source: [^\\]]*\\])");
 
     private static String describe(JsonNode parsed) {
         return switch (parsed.getNodeType()) {

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
@@ -155,11 +156,7 @@ public final class LargePayloads implements Extension {
      * reached where Artery is.
      */
     private static DataPlane startDataPlane(
-            ActorSystem<?> system,
-            Config config,
-            KryoPayloadSerializer kryo,
-            int chunkBytes,
-            java.util.function.LongConsumer sent) {
+            ActorSystem<?> system, Config config, KryoPayloadSerializer kryo, int chunkBytes, LongConsumer sent) {
         if (config.getString("pekko.actor.provider").equals("local")) {
             return null;
         }

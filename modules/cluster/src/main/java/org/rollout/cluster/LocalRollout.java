@@ -10,6 +10,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -89,7 +92,7 @@ public final class LocalRollout implements AutoCloseable {
     private final Refs refs;
     private final StatsBook stats;
     private final LocalRolloutClient client;
-    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     private LocalRollout(ActorSystem<Void> system, Refs refs, StatsBook stats, Duration publishTimeout) {
         this.system = system;
@@ -112,8 +115,7 @@ public final class LocalRollout implements AutoCloseable {
         StatsBook stats = new StatsBook(spec.statsFile());
         CompletableFuture<Refs> started = new CompletableFuture<>();
         DurableState state = DurableState.inMemory();
-        java.util.concurrent.atomic.AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorRef =
-                new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorRef = new AtomicReference<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
@@ -122,7 +124,7 @@ public final class LocalRollout implements AutoCloseable {
                             faults.around("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
                     "collector",
                     MailboxDepths.mailbox("collector"));
-            java.util.concurrent.atomic.AtomicBoolean firstBudget = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicBoolean firstBudget = new AtomicBoolean(true);
             // The limits and initial version, untouched by the first incarnation's counting.
             StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
@@ -162,7 +164,7 @@ public final class LocalRollout implements AutoCloseable {
                             spec.nodeCapacity(),
                             topic,
                             spec.weightUpdateTimeout(),
-                            new java.util.concurrent.atomic.LongAdder(),
+                            new LongAdder(),
                             faults),
                     "runner",
                     GroupRunner.PROPS);

@@ -10,6 +10,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -45,8 +46,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
     private final ActorSystem<Void> system;
     private final LocalRollout.Refs refs;
     private final Duration publishTimeout;
-    private final java.util.concurrent.atomic.AtomicInteger knownVersion =
-            new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger knownVersion = new AtomicInteger();
 
     /** The actor system the client asks through (this node's). */
     ActorSystem<Void> system() {
@@ -181,7 +181,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
      * engine has written that the tasks are done with: they are never delivered again.
      */
     @Override
-    public void acknowledge(long batchId, java.util.List<Long> taskIds) throws InterruptedException {
+    public void acknowledge(long batchId, List<Long> taskIds) throws InterruptedException {
         long deadline = System.nanoTime() + ACK_RETRY.toNanos();
         while (true) {
             try {
@@ -205,7 +205,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
 
     @Override
     public void acknowledge(long batchId) throws InterruptedException {
-        acknowledge(batchId, java.util.List.of());
+        acknowledge(batchId, List.of());
     }
 
     @Override

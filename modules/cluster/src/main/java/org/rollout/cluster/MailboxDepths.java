@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -7,6 +8,8 @@ import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.actor.typed.MailboxSelector;
+import org.apache.pekko.actor.typed.Props;
 
 /**
  * Messages waiting in the mailboxes of this node's long-lived actors, by kind ({@code coordinator},
@@ -15,8 +18,7 @@ import org.apache.pekko.actor.typed.ExtensionId;
  */
 public final class MailboxDepths implements Extension {
     /** The kinds of actor whose mailboxes are counted, as the metric's {@code actor} label spells them. */
-    public static final java.util.List<String> KINDS =
-            java.util.List.of("coordinator", "collector", "weight_version", "runner");
+    public static final List<String> KINDS = List.of("coordinator", "collector", "weight_version", "runner");
 
     /** The mailbox configuration of each kind: {@code pekko.actor.rollout-mailbox.<kind>}. */
     public static String configPath(String kind) {
@@ -24,8 +26,8 @@ public final class MailboxDepths implements Extension {
     }
 
     /** Props that give an actor of {@code kind} its counting mailbox. */
-    public static org.apache.pekko.actor.typed.Props mailbox(String kind) {
-        return org.apache.pekko.actor.typed.MailboxSelector.fromConfig(configPath(kind));
+    public static Props mailbox(String kind) {
+        return MailboxSelector.fromConfig(configPath(kind));
     }
 
     private static final Id ID = new Id();

@@ -3,11 +3,15 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.ClusterEvent;
 import org.apache.pekko.cluster.Member;
@@ -42,8 +46,8 @@ final class MinorityGuard {
     static Behavior<ClusterEvent.MemberEvent> create(Duration window) {
         return Behaviors.setup(ctx -> {
             Cluster cluster = Cluster.get(ctx.getSystem());
-            org.apache.pekko.cluster.Cluster classic = org.apache.pekko.cluster.Cluster.get(
-                    org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(ctx.getSystem()));
+            org.apache.pekko.cluster.Cluster classic =
+                    org.apache.pekko.cluster.Cluster.get(Adapter.toClassic(ctx.getSystem()));
             cluster.subscriptions().tell(Subscribe.create(ctx.getSelf(), ClusterEvent.MemberEvent.class));
             Tally tally = new Tally(window);
             return Behaviors.receiveMessage(event -> {
@@ -58,7 +62,7 @@ final class MinorityGuard {
                 if (cluster.selfMember().status() != MemberStatus.up()) {
                     return Behaviors.same();
                 }
-                Set<Address> up = java.util.stream.StreamSupport.stream(
+                Set<Address> up = StreamSupport.stream(
                                 cluster.state().getMembers().spliterator(), false)
                         .filter(x -> x.status() == MemberStatus.up()
                                 || x.status() == MemberStatus.weaklyUp()
@@ -119,7 +123,7 @@ final class MinorityGuard {
 
         /** The members up on this side, with those downed while this node still reached them. */
         Set<Address> thisSide(Set<Address> up) {
-            Set<Address> side = new java.util.HashSet<>(up);
+            Set<Address> side = new HashSet<>(up);
             side.addAll(downedReachable.keySet());
             side.removeAll(lost.keySet());
             return side;
@@ -144,6 +148,6 @@ final class MinorityGuard {
 
     private static Address lowest(Set<Address> a, Set<Address> b) {
         Comparator<Address> order = Member.addressOrdering()::compare;
-        return java.util.stream.Stream.concat(a.stream(), b.stream()).min(order).orElseThrow();
+        return Stream.concat(a.stream(), b.stream()).min(order).orElseThrow();
     }
 }

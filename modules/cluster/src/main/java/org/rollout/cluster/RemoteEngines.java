@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.rollout.api.GenerationConfig;
@@ -56,7 +57,7 @@ public final class RemoteEngines {
             @Override
             public void weightsPublished(int version, String path) {
                 if (path != null && !path.isEmpty()) {
-                    engine.weightsLoadedElsewhere(java.nio.file.Path.of(path), version);
+                    engine.weightsLoadedElsewhere(Path.of(path), version);
                 }
             }
 

@@ -1,6 +1,7 @@
 package org.rollout.cluster;
 
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletionStage;
@@ -117,7 +118,7 @@ public final class ReplicatedServerList {
 
     /** Brings the engine's pool in line with the replicated entries. */
     static void apply(Map<String, String> entries, RemoteInferenceEngine engine) {
-        Map<ServerAddress, String> states = new java.util.HashMap<>();
+        Map<ServerAddress, String> states = new HashMap<>();
         engine.serverStats().forEach(s -> states.put(s.address(), s.state()));
         for (Map.Entry<String, String> e : entries.entrySet()) {
             ServerAddress server;

@@ -8,7 +8,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -89,7 +91,7 @@ public final class ReplicatedState implements DurableState {
     private final int range;
     private final boolean grouped;
     private final List<Shard> shards;
-    private final java.util.concurrent.atomic.AtomicLong ledgerUpdates = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong ledgerUpdates = new AtomicLong();
 
     /** @param timeout how long a write or read waits for a majority */
     public ReplicatedState(ActorSystem<?> system, Duration timeout) {
@@ -348,9 +350,7 @@ public final class ReplicatedState implements DurableState {
     }
 
     private static Throwable unwrap(Throwable error) {
-        return error instanceof java.util.concurrent.CompletionException && error.getCause() != null
-                ? error.getCause()
-                : error;
+        return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
     }
 
     /** What a read found, and whether it is this node's replica because a majority did not answer. */

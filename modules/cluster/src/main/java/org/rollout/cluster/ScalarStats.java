@@ -1,5 +1,6 @@
 package org.rollout.cluster;
 
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.rollout.api.StatsRecorder;
@@ -56,8 +57,8 @@ public final class ScalarStats implements StatsRecorder {
         public static final Totals EMPTY = new Totals(Map.of(), Map.of());
 
         public Totals {
-            sums = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(sums));
-            counts = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(counts));
+            sums = Collections.unmodifiableMap(new LinkedHashMap<>(sums));
+            counts = Collections.unmodifiableMap(new LinkedHashMap<>(counts));
         }
 
         /** Means by key, then {@code <key>__count}, in recording order. */

@@ -1,6 +1,7 @@
 package org.rollout.cluster;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.micrometer.core.instrument.DistributionSummary;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -8,10 +9,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.rollout.api.TrainingGroup;
 import org.rollout.api.WorkflowContext;
 import org.slf4j.Logger;
@@ -49,9 +52,9 @@ public final class StatsBook {
     /** The highest version {@link #flushBefore} was called with: training lines below it are written. */
     private int flushedBefore;
     /** Evaluation passes started and not yet written, by the version they started at. */
-    private final java.util.TreeSet<Integer> evalPending = new java.util.TreeSet<>();
+    private final TreeSet<Integer> evalPending = new TreeSet<>();
 
-    private volatile io.micrometer.core.instrument.DistributionSummary stalenessSummary;
+    private volatile DistributionSummary stalenessSummary;
 
     /** @param file where lines are appended, or null to keep them in memory only */
     public StatsBook(Path file) {
@@ -107,7 +110,7 @@ public final class StatsBook {
      * Records each accepted training group's staleness (semantics §6.8; "What staleness measures"
      * in docs/architecture.md) in {@code summary} too, for the staleness histogram of the metrics.
      */
-    public void recordStalenessIn(io.micrometer.core.instrument.DistributionSummary summary) {
+    public void recordStalenessIn(DistributionSummary summary) {
         this.stalenessSummary = summary;
     }
 
@@ -243,7 +246,7 @@ public final class StatsBook {
                 order.add(i);
             }
         }
-        order.sort(java.util.Comparator.comparingInt(i -> history.get(i).version())); // stable
+        order.sort(Comparator.comparingInt(i -> history.get(i).version())); // stable
         int completeBelow = Math.max(flushedBefore, highestVersion + 1);
         if (!open.isEmpty()) {
             completeBelow = Math.min(completeBelow, open.firstKey());

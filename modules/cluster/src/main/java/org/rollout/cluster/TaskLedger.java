@@ -3,13 +3,18 @@ package org.rollout.cluster;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Stream;
 
 /**
  * The coordinator's book of tasks: which are in flight and where, which are accepted and wait for
@@ -71,7 +76,7 @@ final class TaskLedger<R> {
      * capacity, then fewer groups dispatched, then the earlier join. Loads compare as exact
      * fractions.
      */
-    static final java.util.Comparator<RunnerLoad> PREFERENCE = (a, b) -> {
+    static final Comparator<RunnerLoad> PREFERENCE = (a, b) -> {
         int byLoad =
                 Long.compare((long) a.inFlight * Math.max(1, b.capacity), (long) b.inFlight * Math.max(1, a.capacity));
         if (byLoad != 0) {
@@ -89,7 +94,7 @@ final class TaskLedger<R> {
     private final ArrayDeque<Task<R>> toRedispatch = new ArrayDeque<>();
     private final Map<R, RunnerLoad> runners = new LinkedHashMap<>();
     /** The joined runners in {@link #PREFERENCE} order, kept as loads change: a dispatch is O(log n). */
-    private final java.util.TreeMap<RunnerLoad, R> byPreference = new java.util.TreeMap<>(PREFERENCE);
+    private final TreeMap<RunnerLoad, R> byPreference = new TreeMap<>(PREFERENCE);
 
     private long joins;
 
@@ -149,7 +154,7 @@ final class TaskLedger<R> {
 
     /** Every runner this ledger knows: joined, or named by a task in flight. */
     Set<R> knownRunners() {
-        Set<R> known = new java.util.HashSet<>(runners.keySet());
+        Set<R> known = new HashSet<>(runners.keySet());
         inFlight.values().stream().map(Task::runner).filter(Objects::nonNull).forEach(known::add);
         return known;
     }
@@ -200,7 +205,7 @@ final class TaskLedger<R> {
 
     /** The joined runners' loads, in join order (read-only). */
     Map<R, RunnerLoad> loads() {
-        return java.util.Collections.unmodifiableMap(runners);
+        return Collections.unmodifiableMap(runners);
     }
 
     /** Tasks in flight per node, over the joined runners. */
@@ -333,7 +338,7 @@ final class TaskLedger<R> {
     /** Tasks in flight or accepted and unacknowledged, per runner that runs them or holds their outcome. */
     Map<R, List<Long>> openByRunner() {
         Map<R, List<Long>> byRunner = new HashMap<>();
-        java.util.stream.Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
+        Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
                 .filter(t -> t.runner() != null)
                 .forEach(t -> byRunner.computeIfAbsent(t.runner(), k -> new ArrayList<>())
                         .add(t.taskId()));
@@ -342,7 +347,7 @@ final class TaskLedger<R> {
 
     /** Every task in flight or accepted and unacknowledged: what the collector still wants. */
     Set<Long> openTaskIds() {
-        Set<Long> open = new java.util.HashSet<>(inFlight.keySet());
+        Set<Long> open = new HashSet<>(inFlight.keySet());
         open.addAll(acceptedUnacked.keySet());
         return open;
     }
@@ -352,7 +357,7 @@ final class TaskLedger<R> {
      * in flight again (their outcome was lost), or accepted with their outcome held by a runner.
      */
     List<Long> possiblyDelivered() {
-        return java.util.stream.Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
+        return Stream.concat(inFlight.values().stream(), acceptedUnacked.values().stream())
                 .filter(Task::possiblyDelivered)
                 .map(Task::taskId)
                 .toList();

@@ -189,8 +189,8 @@ record ControllerSection(
             + " name (pkg.Class, pkg.Class.FIELD or pkg.Class#FIELD), or a Python class (python:pkg.module:Class)";
 
     /** {@code python:package.module:ClassName}: a Python workflow (module and class are Python identifiers). */
-    private static final java.util.regex.Pattern PYTHON_CLASS = java.util.regex.Pattern.compile(
-            "python:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*");
+    private static final Pattern PYTHON_CLASS =
+            Pattern.compile("python:[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*");
 
     private static String workflow(ConfigReader r) {
         return workflowName(r, "rollout.workflow", false, WORKFLOW_ALLOWED);

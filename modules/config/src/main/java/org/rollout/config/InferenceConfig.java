@@ -2,6 +2,7 @@ package org.rollout.config;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -87,7 +88,7 @@ public record InferenceConfig(
         int ncclMasterPort,
         String ncclGroupName,
         String sharedDiskServers,
-        java.util.Set<ServerAddress> launchedServers) {
+        Set<ServerAddress> launchedServers) {
 
     /** {@code vllm_api}: AReaL's server extension ({@code /areal_*} routes), the default. */
     public static final String VLLM_API_AREAL = "areal";
@@ -200,7 +201,7 @@ public record InferenceConfig(
                 "shared_disk_servers",
                 sharedDiskServers,
                 "launched, local or none");
-        launchedServers = java.util.Set.copyOf(launchedServers);
+        launchedServers = Set.copyOf(launchedServers);
         require(
                 ncclGroupName != null && !ncclGroupName.isBlank() && !ncclGroupName.matches(".*\\s.*"),
                 "nccl_group_name",
@@ -283,7 +284,7 @@ public record InferenceConfig(
         private int ncclMasterPort;
         private String ncclGroupName = DEFAULT_NCCL_GROUP_NAME;
         private String sharedDiskServers = SHARED_DISK_LAUNCHED;
-        private java.util.Set<ServerAddress> launchedServers = java.util.Set.of();
+        private Set<ServerAddress> launchedServers = Set.of();
 
         private Builder() {}
 
@@ -508,8 +509,8 @@ public record InferenceConfig(
         }
 
         /** The servers this node started ({@code rollout.launch}); they see its disk. Not a configuration key. */
-        public Builder launchedServers(java.util.Collection<ServerAddress> v) {
-            launchedServers = java.util.Set.copyOf(v);
+        public Builder launchedServers(Collection<ServerAddress> v) {
+            launchedServers = Set.copyOf(v);
             return this;
         }
 

@@ -1,5 +1,7 @@
 package org.rollout.config;
 
+import java.util.Map;
+
 /**
  * The cluster keys of the {@code rollout} section, their names and ranges: {@code
  * rollout.large_payload_threshold} and {@code rollout.large_payload_chunk_size}. The configuration checks the ranges at load; the cluster
@@ -34,11 +36,7 @@ public final class LargePayloadLimits {
     static void check(ConfigReader r) {
         r.bytes(THRESHOLD_KEY, 0, Integer.MAX_VALUE, THRESHOLD_ALLOWED);
         r.bytes(CHUNK_KEY, MIN_CHUNK, MAX_CHUNK, CHUNK_ALLOWED);
-        r.choice(
-                TRANSPORT_KEY,
-                java.util.Map.of("direct", "direct", "stream-ref", "stream-ref"),
-                false,
-                TRANSPORT_ALLOWED);
+        r.choice(TRANSPORT_KEY, Map.of("direct", "direct", "stream-ref", "stream-ref"), false, TRANSPORT_ALLOWED);
         r.integer(PORT_KEY, 0, 65535, false, PORT_ALLOWED);
     }
 }

@@ -6,6 +6,7 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.rollout.api.Tokenizer;
@@ -68,7 +69,7 @@ public final class ByteLevelTokenizer implements Tokenizer {
                 i++;
             }
         }
-        return n == out.length ? out : java.util.Arrays.copyOf(out, n);
+        return n == out.length ? out : Arrays.copyOf(out, n);
     }
 
     private static int matchNamed(byte[] utf8, int at) {

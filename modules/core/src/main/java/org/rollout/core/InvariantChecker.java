@@ -1,6 +1,7 @@
 package org.rollout.core;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -196,7 +197,7 @@ public final class InvariantChecker {
             }
         }
         for (Tensor t : List.of(attention, mask, logprobs, versions)) {
-            if (!java.util.Arrays.equals(t.shape(), ids.shape())) {
+            if (!Arrays.equals(t.shape(), ids.shape())) {
                 violations.add(where + ": shapes differ: input_ids " + ids.describe() + " vs " + t.describe());
                 return;
             }

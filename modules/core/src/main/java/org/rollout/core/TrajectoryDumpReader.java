@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -415,7 +416,7 @@ public final class TrajectoryDumpReader {
                 case BOOLEAN -> n.asText();
                 case NULL -> "null";
                 case NUMBER -> n.isIntegralNumber() ? "the integer " + n.asText() : "the number " + n.asText();
-                default -> n.getNodeType().toString().toLowerCase(java.util.Locale.ROOT);
+                default -> n.getNodeType().toString().toLowerCase(Locale.ROOT);
             };
         }
     }

@@ -3,8 +3,10 @@ package org.rollout.examples;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -228,7 +230,7 @@ public final class PythonRewardPool implements AutoCloseable {
         return value.doubleValue();
     }
 
-    private static void ids(com.fasterxml.jackson.databind.node.ArrayNode array, int[] ids) {
+    private static void ids(ArrayNode array, int[] ids) {
         if (ids != null) {
             for (int id : ids) {
                 array.add(id);
@@ -393,7 +395,7 @@ public final class PythonRewardPool implements AutoCloseable {
                                 "PYTHONPATH",
                                 inherited == null || inherited.isEmpty()
                                         ? settings.path()
-                                        : settings.path() + java.io.File.pathSeparator + inherited);
+                                        : settings.path() + File.pathSeparator + inherited);
             }
             pb.environment().put("PYTHONIOENCODING", "utf-8");
             Process p;

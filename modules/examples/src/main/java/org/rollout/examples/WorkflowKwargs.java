@@ -4,6 +4,9 @@ import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Modifier;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -101,9 +104,9 @@ final class WorkflowKwargs {
      * tokenizer, the reward and its limits), with the workflow's own {@code more}.
      */
     static Set<String> rewardWorkflowKwargs(String... more) {
-        Set<String> keys = new java.util.HashSet<>(
-                Set.of("gconfig", "tokenizer", "reward_fn", "reward_timeout", "reward_max_retries"));
-        keys.addAll(java.util.List.of(more));
+        Set<String> keys =
+                new HashSet<>(Set.of("gconfig", "tokenizer", "reward_fn", "reward_timeout", "reward_max_retries"));
+        keys.addAll(List.of(more));
         return Set.copyOf(keys);
     }
 
@@ -128,13 +131,13 @@ final class WorkflowKwargs {
             }
             return timed;
         }
-        java.time.Duration limit = TimedRewardFunction.DEFAULT_TIMEOUT;
+        Duration limit = TimedRewardFunction.DEFAULT_TIMEOUT;
         if (timeout != null) {
             if (!(timeout instanceof Number n) || !(n.doubleValue() > 0) || Double.isInfinite(n.doubleValue())) {
                 throw new InvalidConfigException(
                         "reward_timeout", timeout, "seconds > 0 for one attempt of the reward");
             }
-            limit = java.time.Duration.ofNanos(Math.max(1, Math.round(n.doubleValue() * 1e9)));
+            limit = Duration.ofNanos(Math.max(1, Math.round(n.doubleValue() * 1e9)));
         }
         int maxRetries = TimedRewardFunction.DEFAULT_MAX_RETRIES;
         if (retries != null) {

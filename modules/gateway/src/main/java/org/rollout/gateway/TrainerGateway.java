@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.security.GeneralSecurityException;
@@ -100,7 +101,7 @@ public final class TrainerGateway implements AutoCloseable {
             } else {
                 server = HttpServer.create(address, 0);
             }
-        } catch (java.net.BindException e) {
+        } catch (BindException e) {
             throw new IOException(
                     "cannot bind the trainer gateway to " + config.host() + ":" + config.port() + ": " + e.getMessage(),
                     e);

@@ -6,6 +6,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
@@ -247,8 +250,8 @@ final class GenerationScheduler {
         if (!stopping) {
             CompletableFuture<Integer> drained = abortAllRequests("Aborted: the model server is shutting down");
             try {
-                drained.get(timeoutMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                drained.get(timeoutMillis, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | TimeoutException e) {
                 log.warn("model server scheduler did not drain within {} ms: {}", timeoutMillis, e.toString());
             }
         }

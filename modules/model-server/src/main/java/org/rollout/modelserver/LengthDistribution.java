@@ -1,6 +1,8 @@
 package org.rollout.modelserver;
 
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.random.RandomGenerator;
@@ -156,7 +158,7 @@ public sealed interface LengthDistribution {
     }
 
     private static void expect(String spec, Map<String, Double> params, String... names) {
-        if (!params.keySet().equals(new java.util.HashSet<>(java.util.List.of(names)))) {
+        if (!params.keySet().equals(new HashSet<>(List.of(names)))) {
             throw new IllegalArgumentException("output length distribution '" + spec + "': expected exactly the "
                     + "parameters " + String.join(", ", names) + ", got " + params.keySet());
         }

@@ -1,6 +1,8 @@
 package org.rollout.modelserver;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.BindException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -175,8 +177,8 @@ public final class ModelServerMain implements Callable<Integer> {
         ModelServer server;
         try {
             server = ModelServer.start(config);
-        } catch (java.io.IOException e) {
-            if (e.getCause() instanceof java.net.BindException) {
+        } catch (IOException e) {
+            if (e.getCause() instanceof BindException) {
                 spec.commandLine()
                         .getErr()
                         .println("model server: cannot listen on " + config.host() + ":" + config.port()

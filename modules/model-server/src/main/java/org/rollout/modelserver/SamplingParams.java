@@ -1,5 +1,6 @@
 package org.rollout.modelserver;
 
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.rollout.core.ByteLevelTokenizer;
 
@@ -83,7 +84,7 @@ record SamplingParams(
     int longestStopBytes() {
         int max = 0;
         for (String s : stop) {
-            max = Math.max(max, s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
+            max = Math.max(max, s.getBytes(StandardCharsets.UTF_8).length);
         }
         return max;
     }

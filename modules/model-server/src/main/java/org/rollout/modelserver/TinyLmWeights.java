@@ -10,7 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.SplittableRandom;
 import java.util.zip.CRC32;
 import org.rollout.core.ByteLevelTokenizer;
@@ -220,10 +223,10 @@ public final class TinyLmWeights {
     public String parameterDigest() {
         String d = digest;
         if (d == null) {
-            java.security.MessageDigest sha;
+            MessageDigest sha;
             try {
-                sha = java.security.MessageDigest.getInstance("SHA-256");
-            } catch (java.security.NoSuchAlgorithmException e) {
+                sha = MessageDigest.getInstance("SHA-256");
+            } catch (NoSuchAlgorithmException e) {
                 throw new IllegalStateException("the JDK has no SHA-256", e);
             }
             ByteBuffer buf = ByteBuffer.allocate(4 + 4 * (bias.length + bigram.length + context.length))
@@ -234,7 +237,7 @@ public final class TinyLmWeights {
                     buf.putFloat(v);
                 }
             }
-            d = java.util.HexFormat.of().formatHex(sha.digest(buf.array()), 0, 16);
+            d = HexFormat.of().formatHex(sha.digest(buf.array()), 0, 16);
             digest = d;
         }
         return d;

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -79,7 +80,7 @@ final class WireResults {
             shape[i] = shapeNode.get(i).asInt();
         }
         if (shape.length > 2) {
-            throw new IllegalArgumentException("it has shape " + java.util.Arrays.toString(shape)
+            throw new IllegalArgumentException("it has shape " + Arrays.toString(shape)
                     + "; trajectory tensors have rank 0, 1 or 2 ([batch] or [batch, length])");
         }
         long n = 1;
@@ -97,8 +98,8 @@ final class WireResults {
                         + " is not one the engine trains on (ints, floats and bool; see docs/python-workflows.md)");
         };
         if (bytes.length != n * width) {
-            throw new IllegalArgumentException("its " + bytes.length + " bytes of " + dtype + " do not fill shape "
-                    + java.util.Arrays.toString(shape));
+            throw new IllegalArgumentException(
+                    "its " + bytes.length + " bytes of " + dtype + " do not fill shape " + Arrays.toString(shape));
         }
         ByteBuffer buf = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         int count = (int) n;

@@ -4,12 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
@@ -77,11 +79,11 @@ final class WorkflowWorker implements AutoCloseable {
         StringBuilder path = new StringBuilder();
         for (String p : launch.pythonPath()) {
             if (!p.isBlank()) {
-                path.append(path.isEmpty() ? "" : java.io.File.pathSeparator).append(p);
+                path.append(path.isEmpty() ? "" : File.pathSeparator).append(p);
             }
         }
         if (existing != null && !existing.isBlank()) {
-            path.append(path.isEmpty() ? "" : java.io.File.pathSeparator).append(existing);
+            path.append(path.isEmpty() ? "" : File.pathSeparator).append(existing);
         }
         pb.environment().put("PYTHONPATH", path.toString());
         pb.environment().putAll(launch.env());
@@ -225,7 +227,7 @@ final class WorkflowWorker implements AutoCloseable {
     }
 
     private void write() {
-        List<byte[]> batch = new java.util.ArrayList<>();
+        List<byte[]> batch = new ArrayList<>();
         try {
             while (true) {
                 batch.add(outbox.take());

@@ -3,6 +3,7 @@ package org.rollout.testing;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -11,6 +12,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -121,7 +123,7 @@ public final class Fuzz {
             byte[] sample = s.get(which);
             if (kind < 6) {
                 int at = random.nextInt(sample.length + 1);
-                return Input.of("sample " + which + " cut at " + at, java.util.Arrays.copyOf(sample, at));
+                return Input.of("sample " + which + " cut at " + at, Arrays.copyOf(sample, at));
             }
             if (kind < 7) {
                 int other = random.nextInt(s.size());
@@ -214,7 +216,7 @@ public final class Fuzz {
         public Throwable run(Object input, Callable<?> action) throws InterruptedException {
             Future<?> f = executor.submit(action);
             try {
-                f.get(limit.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+                f.get(limit.toNanos(), TimeUnit.NANOSECONDS);
                 return null;
             } catch (ExecutionException e) {
                 return e.getCause();

@@ -9,6 +9,7 @@ import java.security.KeyStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
@@ -340,7 +341,7 @@ public record ClientConfig(
             path = path.substring(0, path.length() - 1);
         }
         try {
-            return new URI(scheme.toLowerCase(java.util.Locale.ROOT) + "://" + uri.getRawAuthority() + path);
+            return new URI(scheme.toLowerCase(Locale.ROOT) + "://" + uri.getRawAuthority() + path);
         } catch (URISyntaxException e) {
             throw new IllegalArgumentException("contact point '" + uri + "': " + e.getMessage(), e);
         }

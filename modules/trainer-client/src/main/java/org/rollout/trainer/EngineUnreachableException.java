@@ -2,6 +2,7 @@ package org.rollout.trainer;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -15,7 +16,7 @@ public class EngineUnreachableException extends RuntimeException {
 
     public EngineUnreachableException(String what, Duration retried, Map<URI, String> lastErrors) {
         super(message(what, retried, lastErrors));
-        this.lastErrors = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(lastErrors));
+        this.lastErrors = Collections.unmodifiableMap(new LinkedHashMap<>(lastErrors));
     }
 
     /** Contact point → its last error, in the order they were configured. */

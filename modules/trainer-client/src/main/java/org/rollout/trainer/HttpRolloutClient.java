@@ -4,23 +4,32 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
+import java.io.OutputStream;
 import java.net.ConnectException;
+import java.net.InetAddress;
 import java.net.SocketTimeoutException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -79,13 +88,12 @@ public final class HttpRolloutClient implements RolloutClient {
     private final AtomicInteger preferred = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Connections of batch pulls in flight over plain sockets: closed by {@link #close()}. */
-    private final java.util.Set<java.nio.channels.SocketChannel> plainOpen =
-            java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<SocketChannel> plainOpen = ConcurrentHashMap.newKeySet();
     /** Renews the lease of pulled batches until they are acknowledged; null without a lease. */
     private final LeaseKeeper leases;
 
     HttpRolloutClient(ClientConfig config) {
-        this.config = java.util.Objects.requireNonNull(config, "config");
+        this.config = Objects.requireNonNull(config, "config");
         HttpClient.Builder b = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(config.connectTimeout())
@@ -108,13 +116,12 @@ public final class HttpRolloutClient implements RolloutClient {
     private static String holderName() {
         String host;
         try {
-            host = java.net.InetAddress.getLocalHost().getHostName();
+            host = InetAddress.getLocalHost().getHostName();
         } catch (IOException e) {
             host = "localhost";
         }
         return host + ":" + ProcessHandle.current().pid() + ":"
-                + Long.toHexString(
-                        java.util.concurrent.ThreadLocalRandom.current().nextLong() & 0xffffffL);
+                + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
     }
 
     /** The configuration this client was connected with. */
@@ -178,8 +185,7 @@ public final class HttpRolloutClient implements RolloutClient {
                                         "&lease=%.3f",
                                         leases.lease().duration().toMillis() / 1000.0)
                                 + "&holder="
-                                + java.net.URLEncoder.encode(
-                                        leases.lease().holder(), java.nio.charset.StandardCharsets.UTF_8));
+                                + URLEncoder.encode(leases.lease().holder(), StandardCharsets.UTF_8));
         Duration timeout = wait.plus(config.requestTimeout());
         Sender viaHttpClient = viaHttpClient(base -> request(base, path, timeout)
                 .POST(HttpRequest.BodyPublishers.noBody())
@@ -193,7 +199,7 @@ public final class HttpRolloutClient implements RolloutClient {
                         : viaHttpClient.send(base),
                 (base, status, body, ambiguous) -> switch (status) {
                     case 204 -> {
-                        body.transferTo(java.io.OutputStream.nullOutputStream());
+                        body.transferTo(OutputStream.nullOutputStream());
                         yield Optional.empty();
                     }
                     case 200 -> {
@@ -337,8 +343,8 @@ public final class HttpRolloutClient implements RolloutClient {
     }
 
     /** The batches this client holds under its lease and renews (empty without a lease). */
-    public java.util.Set<Long> leasedBatches() {
-        return leases == null ? java.util.Set.of() : leases.held();
+    public Set<Long> leasedBatches() {
+        return leases == null ? Set.of() : leases.held();
     }
 
     @Override
@@ -382,7 +388,7 @@ public final class HttpRolloutClient implements RolloutClient {
                 leases.close();
             }
             http.shutdownNow();
-            for (java.nio.channels.SocketChannel c : plainOpen) {
+            for (SocketChannel c : plainOpen) {
                 try {
                     c.close();
                 } catch (IOException e) {

@@ -1,5 +1,7 @@
 package org.rollout.trainer;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.OptionalDouble;
 
@@ -35,7 +37,7 @@ public record VersionStats(
 
     public VersionStats {
         rejectedReasons = Map.copyOf(rejectedReasons);
-        scalars = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(scalars));
+        scalars = Collections.unmodifiableMap(new LinkedHashMap<>(scalars));
     }
 
     /** The scalar {@code key} (e.g. {@code reward}), or empty when the line has none. */

@@ -1,5 +1,6 @@
 package org.rollout.trainer;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 
@@ -9,8 +10,8 @@ import java.util.Locale;
  * batch, then every {@link #EVERY}.
  */
 final class WaitReport {
-    static final java.time.Duration FIRST = java.time.Duration.ofSeconds(30);
-    static final java.time.Duration EVERY = java.time.Duration.ofSeconds(60);
+    static final Duration FIRST = Duration.ofSeconds(30);
+    static final Duration EVERY = Duration.ofSeconds(60);
 
     private WaitReport() {}
 

@@ -18,6 +18,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.rollout.api.AgentEnv;
@@ -155,7 +156,7 @@ public final class LetterAgent implements AgentWorkflow {
     }
 
     private String viaMessages(List<Map<?, ?>> messages, AgentEnv env) {
-        Map<String, Object> body = new java.util.LinkedHashMap<>();
+        Map<String, Object> body = new LinkedHashMap<>();
         body.put("model", "rollout");
         body.put("max_tokens", maxCompletionTokens != null ? maxCompletionTokens : 512L);
         if (temperature != null) {

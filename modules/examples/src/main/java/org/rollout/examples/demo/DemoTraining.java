@@ -1,5 +1,6 @@
 package org.rollout.examples.demo;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -66,7 +67,7 @@ public final class DemoTraining {
         Path path = weightsDir.resolve("v0.rlm");
         try {
             Files.createDirectories(weightsDir);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new WeightFileException(path, "cannot create the weights directory: " + e.getMessage(), e);
         }
         weights.withVersion(0).write(path);

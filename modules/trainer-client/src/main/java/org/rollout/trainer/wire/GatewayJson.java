@@ -1,6 +1,7 @@
 package org.rollout.trainer.wire;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -11,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.rollout.trainer.BatchLease;
 import org.rollout.trainer.HeldBatch;
 import org.rollout.trainer.PublishResult;
@@ -33,11 +35,11 @@ import org.rollout.trainer.VersionStats;
 public final class GatewayJson {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** Reads {@code stats.jsonl} lines, which may hold NaN (JSON has none; Jackson writes it bare). */
-    private static final ObjectMapper LINES = new ObjectMapper()
-            .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS.mappedFeature());
+    private static final ObjectMapper LINES =
+            new ObjectMapper().enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS.mappedFeature());
     /** The keys of a statistics line that are not scalars. */
-    private static final java.util.Set<String> LINE_FIELDS =
-            java.util.Set.of("version", "scope", "groups", "accepted", "rejected", "rejected_reasons", "tokens");
+    private static final Set<String> LINE_FIELDS =
+            Set.of("version", "scope", "groups", "accepted", "rejected", "rejected_reasons", "tokens");
 
     private GatewayJson() {}
 
