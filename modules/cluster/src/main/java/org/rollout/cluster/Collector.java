@@ -1,11 +1,8 @@
 package org.rollout.cluster;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -37,13 +34,14 @@ import org.slf4j.Logger;
  *                                   └─ unacknowledged after batch_ack_timeout ──► delivered again
  * </pre>
  *
- * <p>It is a shell over two plain classes whose decisions it carries out (the journal, the log,
- * the coordinator, replies): {@link CollectorIntake} says which outcome is a task's end (the first
+ * <p>It is a shell over plain classes whose decisions it carries out (the journal, the log, the
+ * coordinator, replies): {@link CollectorIntake} says which outcome is a task's end (the first
  * wins: every task the coordinator admitted ends in one batch or one rejection, the first
- * invariant in docs/reliability.md), and {@link BatchBook} keeps accepted groups until their
- * batch is acknowledged (nothing here ever drops an accepted group; pulls that cannot be served
- * wait until enough groups arrive or their deadline passes). Evaluation groups are not batched:
- * they only feed statistics.
+ * invariant in docs/reliability.md), {@link BatchBook} keeps accepted groups until their batch is
+ * acknowledged (nothing here ever drops an accepted group; pulls that cannot be served wait until
+ * enough groups arrive or their deadline passes), {@link TakeOverRules} says what a coordinator's
+ * attaching and a trainer's acknowledgement do after a take-over, and {@link OutcomeTally} counts
+ * for the status. Evaluation groups are not batched: they only feed statistics.
  *
  * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
  * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
@@ -271,8 +269,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private ActorRef<RolloutCoordinator.Command> coordinator;
     private final CollectorIntake intake;
     private final BatchBook<PullBatch> book;
-    /** Acknowledgements of a predecessor's batches that came before a coordinator attached. */
-    private final List<Ack> earlyAcks = new ArrayList<>();
+    private final TakeOverRules<PullBatch> takeOver;
 
     private final OutcomeTally tally = new OutcomeTally();
 
@@ -329,6 +326,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         this.stats = stats;
         this.intake = new CollectorIntake(ackTimeout, awaitAttach);
         this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit);
+        this.takeOver = new TakeOverRules<>(intake, book);
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }
 
@@ -375,29 +373,18 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .build();
     }
 
+    /** A coordinator attached: {@link TakeOverRules#attach} says what follows, carried out in order. */
     private Behavior<Command> onAttach(Attach a) {
-        boolean first = !intake.attached() || coordinator == null;
         coordinator = a.coordinator();
-        List<GroupFinished> early =
-                intake.attach(a.firstNewTaskId(), a.open(), a.possiblyDelivered(), first, System.nanoTime());
-        book.attach(a.incarnation(), first);
-        if (!first) {
-            // A new coordinator incarnation attached while this collector lived on (the
-            // coordinator was restarted): an outcome whose TaskFinished may have been lost with
-            // the failed incarnation is announced again, or forgotten to be taken again.
-            intake.reannounce(a.open(), book.groupsHeld())
-                    .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
-                            g.taskId(), g.attempt(), false, true, null, book.backlog())));
-            // A restarted coordinator counts these tasks as running: it learns again that their
-            // outcome is held (it does not run them, it still counts in the staleness bound).
-            intake.heldTasks().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
-            // A hand-out the failed incarnation was writing is asked of the new one.
-            book.marking().forEach(this::markHandOut);
-        }
-        early.forEach(this::onGroupFinished);
-        List<Ack> acks = List.copyOf(earlyAcks);
-        earlyAcks.clear();
-        acks.forEach(this::onAck);
+        TakeOverRules.Attached at = takeOver.attach(
+                a.incarnation(), a.firstNewTaskId(), a.open(), a.possiblyDelivered(), System.nanoTime());
+        at.announceAgain()
+                .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
+                        g.taskId(), g.attempt(), false, true, null, book.backlog())));
+        at.held().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
+        at.marking().forEach(this::markHandOut);
+        at.early().forEach(this::onGroupFinished);
+        at.acks().forEach(this::onAck);
         return this;
     }
 
@@ -539,48 +526,36 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /**
      * The trainer consumed a batch: the coordinator removes its tasks from the durable ledger and
      * only then answers, so an acknowledged batch is never delivered again, even by a successor.
+     * One that comes before a coordinator attached, or is of a predecessor's batch, is decided by
+     * {@link TakeOverRules#acknowledge}.
      */
     private Behavior<Command> onAck(Ack ack) {
-        TrainingBatch batch = book.acknowledge(ack.batchId());
-        if (batch == null && !ack.taskIds().isEmpty() && coordinator == null && !intake.attached()) {
-            // A successor whose coordinator is still recovering: only the coordinator can retire
-            // the tasks, so the acknowledgement waits for it (answering "unknown" now would have
-            // the batch's tasks delivered again).
-            earlyAcks.add(ack);
-            return this;
-        }
-        if (batch == null && !ack.taskIds().isEmpty() && coordinator != null) {
-            // Handed out by a predecessor: its groups may be here again (delivered again by their
-            // runners); they are taken out so they are not handed out twice, and an outcome of
-            // theirs that arrives later is a duplicate.
-            Set<Long> ids = new HashSet<>(ack.taskIds());
-            if (book.retire(ids)) {
-                coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
+        switch (takeOver.acknowledge(ack)) {
+            case TakeOverRules.Waits w -> {} // until a coordinator attaches: only it can retire the tasks
+            case TakeOverRules.Answered a -> ack.replyTo().tell(new AckReply(ack.batchId(), a.known()));
+            case TakeOverRules.Consumed c ->
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), c.taskIds(), ack.replyTo()));
+            case TakeOverRules.PredecessorsBatch p -> {
+                if (p.backlogChanged()) {
+                    coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
+                }
+                for (GroupFinished held : p.superseded()) {
+                    TaskJournal.superseded(held.taskId(), held.attempt());
+                    log().info(
+                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
+                                    held.taskId(),
+                                    held.attempt(),
+                                    ack.batchId());
+                }
+                for (long heldBy : p.heldAgainBy()) {
+                    log().warn(
+                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
+                                    ack.batchId(),
+                                    heldBy);
+                }
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
             }
-            for (GroupFinished held : intake.deliveredByPredecessor(ids)) {
-                // Delivered after all: the held outcome is not the task's end.
-                TaskJournal.superseded(held.taskId(), held.attempt());
-                log().info(
-                                "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
-                                held.taskId(),
-                                held.attempt(),
-                                ack.batchId());
-            }
-            for (long heldBy : book.handedOutWithAnyOf(ids)) {
-                log().warn(
-                                "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
-                                ack.batchId(),
-                                heldBy);
-            }
-            coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ack.taskIds(), ack.replyTo()));
-            return this;
         }
-        if (batch == null || coordinator == null) {
-            ack.replyTo().tell(new AckReply(ack.batchId(), batch != null));
-            return this;
-        }
-        List<Long> ids = batch.groups().stream().map(TrainingGroup::taskId).toList();
-        coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ids, ack.replyTo()));
         return this;
     }
 
