@@ -17,7 +17,6 @@ import org.apache.pekko.stream.SourceRef;
 import org.apache.pekko.util.ByteString;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
-import org.rollout.api.WorkflowContext;
 import org.rollout.trainer.HeldBatch;
 import org.slf4j.Logger;
 
@@ -43,11 +42,8 @@ import org.slf4j.Logger;
  * attaching and a trainer's acknowledgement do after a take-over, and {@link OutcomeTally} counts
  * for the status. Evaluation groups are not batched: they only feed statistics.
  *
- * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
- * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
- * ({@link StreamedGroupFinished}, {@link StreamedBatchReply}, see {@link LargePayloads}); a streamed
- * group is read back here before it is handled like any other, and one that cannot be read is
- * rejected as {@code failed}.
+ * <p>Across nodes: groups and batches travel as Kryo, everything else as CBOR; a big group or batch
+ * for another node is streamed, and a streamed group is read back here ({@link CollectorTransfers}).
  */
 final class Collector extends AbstractBehavior<Collector.Command> {
 
@@ -277,21 +273,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * @param stalenessLimit with {@code staleness_policy = cancel}, η: a buffered group whose
      *     dispatch version is more than this behind the version at hand-out is dropped as {@code
      *     stale}; {@link Long#MAX_VALUE} (AReaL's admission policy) never drops
-     */
-    static Behavior<Command> create(
-            int consumerBatchSize,
-            Duration ackTimeout,
-            long stalenessLimit,
-            StatsBook stats,
-            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic) {
-        return create(consumerBatchSize, ackTimeout, stalenessLimit, stats, versionTopic, null, false);
-    }
-
-    /**
      * @param coordinator told who this collector is at start (a proxy in a cluster), or null when
      *     the coordinator introduces itself ({@link Introduce})
      * @param awaitAttach hold outcomes until a coordinator attaches (it decides which tasks are
-     *     still wanted); false for a collector used on its own
+     *     still wanted); false for a collector used on its own (with no coordinator: null)
      */
     static Behavior<Command> create(
             int consumerBatchSize,
@@ -340,14 +325,22 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                                         getContext().getSelf()))))
                 .onMessage(Attach.class, this::onAttach)
                 .onMessage(GroupFinished.class, this::onGroupFinished)
-                .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
+                .onMessage(
+                        StreamedGroupFinished.class,
+                        s -> same(() -> getContext()
+                                .pipeToSelf(
+                                        CollectorTransfers.receive(s, payloads),
+                                        (finished, error) -> new Reassembled(s, finished, error))))
                 .onMessage(Reassembled.class, this::onReassembled)
                 .onMessage(AcceptRecorded.class, r -> carryOut(book.acceptRecorded(r.taskId(), System.nanoTime())))
                 .onMessage(HandOutRecorded.class, r -> carryOut(book.handOutRecorded(r.batchId(), System.nanoTime())))
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(Release.class, this::onRelease)
-                .onMessage(RenewLease.class, this::onRenewLease)
+                .onMessage(
+                        RenewLease.class,
+                        r -> same(() -> r.replyTo()
+                                .tell(new LeaseRenewed(book.renew(r.holder(), r.leaseMillis(), System.nanoTime())))))
                 .onMessage(VersionChanged.class, this::onVersionChanged)
                 .onMessage(EvalPassFinished.class, e -> same(() -> stats.flushEval(e.version())))
                 .onMessage(Tick.class, t -> onTick())
@@ -404,13 +397,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             }
             case HELD -> {
-                // A task that a trainer may still acknowledge from a predecessor's batch: its
-                // outcome re-sent by the runner that held it, or its re-run's. That
-                // acknowledgement drops it (the task is delivered), and when none came within
-                // batch_ack_timeout it is taken as any other.
-                if (coordinator != null) {
-                    coordinator.tell(new RolloutCoordinator.OutcomeHeld(g.taskId()));
-                }
+                toCoordinator(new RolloutCoordinator.OutcomeHeld(g.taskId()));
                 log().info(
                                 "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
                                 g.taskId(),
@@ -427,9 +414,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private void take(CollectorIntake.Decision d) {
         GroupFinished g = d.finished();
         tally.taken(g);
-        String scope = g.isEval() ? WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
-        int statsVersion = g.isEval() ? g.dispatchVersion() : g.completionVersion();
-        stats.record(statsVersion, scope, g);
+        stats.record(g);
         String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
             logRejection(g, r);
@@ -438,29 +423,19 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         if (d.buffered()) {
             carryOut(book.accept(g.taskId(), ((Accepted) g.outcome()).group(), System.nanoTime()));
         }
-        if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.TaskFinished(
-                    g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
-        }
+        toCoordinator(new RolloutCoordinator.TaskFinished(
+                g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
     }
 
-    /** Says why a group was rejected, naming its task ({@link OutcomeTally#loudness}). */
+    /** Says why a group was rejected, naming its task, as loudly as {@link OutcomeTally#loudness} says. */
     private void logRejection(GroupFinished g, Rejected r) {
-        String format = "task {} attempt {}: rejected as {}: {}";
-        Object[] args = {g.taskId(), g.attempt(), r.reason().wireName(), OutcomeTally.shortened(r.detail())};
-        switch (OutcomeTally.loudness(r.reason())) {
-            case WARN -> log().warn(format, args);
-            case INFO -> log().info(format, args);
-            default -> log().debug(format, args);
-        }
-    }
-
-    private Behavior<Command> onStreamedGroupFinished(StreamedGroupFinished s) {
-        getContext()
-                .pipeToSelf(
-                        CollectorTransfers.receive(s, payloads),
-                        (finished, error) -> new Reassembled(s, finished, error));
-        return this;
+        log().atLevel(OutcomeTally.loudness(r.reason()))
+                .log(
+                        "task {} attempt {}: rejected as {}: {}",
+                        g.taskId(),
+                        g.attempt(),
+                        r.reason().wireName(),
+                        OutcomeTally.shortened(r.detail()));
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
@@ -474,9 +449,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private Behavior<Command> onPull(PullBatch pull) {
-        if (pull.knownVersion() > book.version()) {
-            onVersionChanged(new VersionChanged(pull.knownVersion()));
-        }
+        onVersionChanged(new VersionChanged(pull.knownVersion())); // never older than the trainer's
         long now = System.nanoTime();
         return carryOut(book.pull(
                 pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));
@@ -487,11 +460,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         for (BatchBook.Step<PullBatch> step : steps) {
             switch (step) {
                 case BatchBook.DroppedStale<PullBatch> s -> droppedStale(s);
-                case BatchBook.Formed<PullBatch> f -> {
-                    if (coordinator != null) {
-                        coordinator.tell(new RolloutCoordinator.Backlog(f.backlog()));
-                    }
-                }
+                case BatchBook.Formed<PullBatch> f -> toCoordinator(new RolloutCoordinator.Backlog(f.backlog()));
                 case BatchBook.MarkHandOut<PullBatch> m -> markHandOut(m.batch());
                 case BatchBook.HandOut<PullBatch> h ->
                     CollectorTransfers.reply(h.puller().replyTo(), h.batch(), payloads);
@@ -511,9 +480,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                         g.dispatchVersion(),
                         s.version(),
                         stalenessLimit);
-        if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
-        }
+        toCoordinator(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
     }
 
     private void markHandOut(TrainingBatch batch) {
@@ -606,12 +573,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         return this;
     }
 
-    private Behavior<Command> onRenewLease(RenewLease r) {
-        List<Long> renewed = r.leaseMillis() > 0
-                ? book.renew(r.holder(), Duration.ofMillis(r.leaseMillis()), System.nanoTime())
-                : List.of();
-        r.replyTo().tell(new LeaseRenewed(renewed));
-        return this;
+    /** Tells the coordinator, once one attached (a collector used on its own has none). */
+    private void toCoordinator(RolloutCoordinator.Command message) {
+        if (coordinator != null) {
+            coordinator.tell(message);
+        }
     }
 
     private Behavior<Command> same(Runnable action) {
