@@ -3,13 +3,20 @@ package org.rollout.cluster;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -71,8 +78,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
 
     /** The runner's dispatcher and its counting mailbox ({@link MailboxDepths}). */
-    public static final org.apache.pekko.actor.typed.Props PROPS =
-            DISPATCHER.withMailboxFromConfig(MailboxDepths.configPath("runner"));
+    public static final Props PROPS = DISPATCHER.withMailboxFromConfig(MailboxDepths.configPath("runner"));
 
     /** Where the coordinator and the weight version find runners. */
     public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
@@ -144,8 +150,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     public record Held(long taskId, int attempt, boolean finished, boolean accepted) implements CborSerializable {}
 
     /** The reply to {@link GetHoldings}. */
-    public record Holdings(ActorRef<Command> runner, String node, java.util.List<Held> held)
-            implements CborSerializable {}
+    public record Holdings(ActorRef<Command> runner, String node, List<Held> held) implements CborSerializable {}
 
     /** Deliver the held outcomes of {@code taskIds} again, to {@code collector}. */
     public record Resend(List<Long> taskIds, ActorRef<Collector.Command> collector)
@@ -168,13 +173,13 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
     private final Map<String, Running> groups;
-    private final java.util.Set<String> cancelled;
+    private final Set<String> cancelled;
     private final Map<Long, Collector.GroupFinished> outbox;
     private final Kept kept;
     private final Supervision.Faults faults;
     private final boolean cancelStale;
     private final LargePayloads payloads;
-    private final java.util.concurrent.atomic.LongAdder started;
+    private final LongAdder started;
 
     /**
      * What the runner holds, kept across its restarts: its groups in flight and its pool of group
@@ -183,10 +188,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
-        final java.util.Set<String> cancelled = new java.util.HashSet<>();
-        final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        final Set<String> cancelled = new HashSet<>();
+        final Map<Long, Collector.GroupFinished> outbox = new LinkedHashMap<>();
         /** The node's idle group actors (children of the runner), the last to go idle first. */
-        final java.util.ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new java.util.ArrayDeque<>();
+        final ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new ArrayDeque<>();
 
         int groupActors;
 
@@ -208,7 +213,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout) {
-        return create(svc, node, capacity, versionTopic, updateTimeout, new java.util.concurrent.atomic.LongAdder());
+        return create(svc, node, capacity, versionTopic, updateTimeout, new LongAdder());
     }
 
     /** As above, counting the groups this runner starts into {@code started}. */
@@ -218,7 +223,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started) {
+            LongAdder started) {
         return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Faults.NONE);
     }
 
@@ -236,7 +241,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started,
+            LongAdder started,
             Supervision.Faults faults) {
         return Behaviors.setup(outer -> {
             Kept kept = new Kept();
@@ -264,7 +269,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             String node,
             int capacity,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started,
+            LongAdder started,
             Kept kept,
             Supervision.Faults faults) {
         super(ctx);
@@ -405,7 +410,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private Behavior<Command> onDrain(Drain drain) {
         if (kept.drainWaiters == null) {
-            kept.drainWaiters = new java.util.ArrayList<>();
+            kept.drainWaiters = new ArrayList<>();
             getContext()
                     .getSystem()
                     .receptionist()
@@ -435,7 +440,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      */
     private Behavior<Command> onGroupActorStopped(GroupActorStopped s) {
         kept.idleGroups.remove(s.group());
-        List<Running> orphans = new java.util.ArrayList<>();
+        List<Running> orphans = new ArrayList<>();
         for (Running r : groups.values()) {
             if (r.group().equals(s.group())) {
                 orphans.add(r);
@@ -449,7 +454,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
         kept.collector = get.collector();
-        java.util.List<Held> held = new java.util.ArrayList<>();
+        List<Held> held = new ArrayList<>();
         for (Running g : groups.values()) {
             held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
         }
