@@ -22,6 +22,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.ReceiveBuilder;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
@@ -55,10 +56,11 @@ import org.rollout.config.StalenessPolicy;
  * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
  * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
- * <p>Draining ({@link Drain}, when its node shuts down gracefully): the runner leaves the
- * Receptionist, so the coordinator takes no more groups here and dispatches the ones in flight
- * again elsewhere (the first attempt to finish wins, semantics §6); it replies when its groups have
- * ended, and its node then leaves the cluster.
+ * <p>Two behaviours: taking groups, and draining ({@link Drain}, when its node shuts down
+ * gracefully; see {@code Draining}): the runner leaves the Receptionist, so the coordinator takes
+ * no more groups here and dispatches the ones in flight again elsewhere (the first attempt to
+ * finish wins, semantics §6); it replies when its groups have ended, and its node then leaves the
+ * cluster. A runner restarted while draining stays draining.
  *
  * <p>When the runner stops (its node shuts down), its group actors stop with it: each interrupts
  * its slots' episodes and releases its cache; the coordinator re-dispatches their
@@ -197,8 +199,13 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
         ActorRef<Collector.Command> collector;
         long pausedFor = -1;
-        /** Who waits for the groups in flight to end ({@link Drain}); null while not draining. */
-        List<ActorRef<Drained>> drainWaiters;
+        /**
+         * Draining rather than taking groups ({@link Drain}): the runner's behaviour, kept so that a
+         * restarted runner comes back draining, off the Receptionist.
+         */
+        boolean draining;
+        /** Who waits for the groups in flight to end ({@link Drain}), while draining. */
+        final List<ActorRef<Drained>> drainWaiters = new ArrayList<>();
     }
 
     /**
@@ -247,7 +254,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             Kept kept = new Kept();
             AtomicBoolean first = new AtomicBoolean(true);
             Behavior<Command> runner = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-                ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                if (!kept.draining) {
+                    // A draining runner stays off the Receptionist, also once restarted.
+                    ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                }
                 ActorRef<WeightVersion.VersionChanged> adapter = ctx.messageAdapter(
                         WeightVersion.VersionChanged.class, v -> new NewVersion(v.version(), v.path()));
                 versionTopic.tell(Topic.subscribe(adapter));
@@ -255,7 +265,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 if (!first.getAndSet(false)) {
                     r.restarted();
                 }
-                return r;
+                return kept.draining ? r.new Draining() : r;
             }));
             return Behaviors.supervise(faults.around("runner", runner))
                     .onFailure(Supervision.restart().withStopChildren(false));
@@ -299,41 +309,91 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (kept.pausedFor >= 0) {
             timers.startSingleTimer("pause", new PauseExpired(kept.pausedFor), updateTimeout);
         }
+        if (kept.draining) {
+            getContext().getLog().info("runner on {} is still draining", node);
+        }
     }
 
     /** A group in flight: its task, its actor and its run. */
     private record Running(RunGroup task, ActorRef<GroupRun.Command> group, GroupRun.Run run) {}
 
+    /**
+     * Taking groups: listed with the Receptionist, where the coordinator finds it; {@link Drain}
+     * makes it draining ({@code Draining}).
+     */
     @Override
     public Receive<Command> createReceive() {
-        return newReceiveBuilder()
-                .onMessage(RunGroup.class, this::onRunGroup)
+        return serving(newReceiveBuilder())
+                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
+                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
+                .onMessage(Drain.class, this::startDraining)
+                .build();
+    }
+
+    /**
+     * Draining, its node shutting down gracefully: off the Receptionist, so the coordinator
+     * dispatches no more groups here and those in flight here again elsewhere. It still runs and
+     * reports its groups, keeps its outbox and answers everything a taking runner answers; every
+     * {@link Drain} is answered once no group is in flight (at once when none is), and a runner
+     * restarted while draining stays draining. A {@link RunGroup} that arrives now is run as when
+     * taking: the coordinator sent it before it learnt that the runner left, and once it learns
+     * it dispatches the task again elsewhere, where the first attempt to finish wins. Run here, it
+     * may finish first and spare the other; the drain then waits for it too (for at most the
+     * shutdown phase's timeout, after which the stop ends it and the other attempt stands).
+     * Refusing it with a rejection would be wrong: a rejection that came first would end the task.
+     */
+    private final class Draining extends AbstractBehavior<Command> {
+        Draining() {
+            super(GroupRunner.this.getContext());
+        }
+
+        @Override
+        public Receive<Command> createReceive() {
+            return serving(newReceiveBuilder())
+                    .onMessage(Ended.class, e -> {
+                        ended(e.name(), e.finished(), e.reusable());
+                        return replyIfDrained();
+                    })
+                    .onMessage(GroupActorStopped.class, s -> {
+                        onGroupActorStopped(s);
+                        return replyIfDrained();
+                    })
+                    .onMessage(Drain.class, d -> {
+                        kept.drainWaiters.add(d.replyTo());
+                        return replyIfDrained();
+                    })
+                    .build();
+        }
+    }
+
+    /**
+     * What a runner does taking groups or draining: all but a group's end and {@link Drain}. Their
+     * handlers stay in the behaviour at hand ({@code Behaviors.same()}; {@code this} is taking).
+     */
+    private ReceiveBuilder<Command> serving(ReceiveBuilder<Command> builder) {
+        return builder.onMessage(RunGroup.class, this::onRunGroup)
                 .onMessage(CancelGroup.class, this::onCancelGroup)
                 .onMessage(GetInfo.class, g -> {
                     g.replyTo().tell(new Info(getContext().getSelf(), node, capacity, groups.size()));
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(PrepareWeightUpdate.class, this::onPrepare)
                 .onMessage(AbandonWeightUpdate.class, a -> {
                     if (kept.pausedFor == a.updateId()) {
                         openGate();
                     }
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
-                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
                     }
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(GetHoldings.class, this::onGetHoldings)
-                .onMessage(Resend.class, this::onResend)
-                .onMessage(Drain.class, this::onDrain)
-                .build();
+                .onMessage(Resend.class, this::onResend);
     }
 
     private Behavior<Command> onRunGroup(RunGroup run) {
@@ -342,7 +402,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             getContext()
                     .getLog()
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
-            return this;
+            return Behaviors.same();
         }
         kept.collector = run.collector();
         if (run.dispatchVersion() > svc.engine().version()) {
@@ -382,7 +442,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         g.startEpisodes();
         groups.put(name, new Running(run, group, g));
         started.increment();
-        return this;
+        return Behaviors.same();
     }
 
     /**
@@ -393,7 +453,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private Behavior<Command> ended(String name, Collector.GroupFinished g, boolean reusable) {
         Running ended = groups.remove(name);
         if (ended == null) {
-            return this;
+            return Behaviors.same();
         }
         if (reusable) {
             kept.idleGroups.addFirst(ended.group());
@@ -404,34 +464,32 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (kept.collector != null) {
             CollectorTransfers.deliver(kept.collector, g, payloads);
         }
-        replyIfDrained();
-        return this;
+        return Behaviors.same();
     }
 
-    private Behavior<Command> onDrain(Drain drain) {
-        if (kept.drainWaiters == null) {
-            kept.drainWaiters = new ArrayList<>();
-            getContext()
-                    .getSystem()
-                    .receptionist()
-                    .tell(Receptionist.deregister(SERVICE_KEY, getContext().getSelf()));
-            getContext()
-                    .getLog()
-                    .info("runner on {} draining: no new groups; {} group(s) in flight", node, groups.size());
-        }
+    /** Taking to draining: leaves the Receptionist; {@code drain} is answered once no group is in flight. */
+    private Behavior<Command> startDraining(Drain drain) {
+        kept.draining = true;
+        getContext()
+                .getSystem()
+                .receptionist()
+                .tell(Receptionist.deregister(SERVICE_KEY, getContext().getSelf()));
+        getContext().getLog().info("runner on {} draining: no new groups; {} group(s) in flight", node, groups.size());
         kept.drainWaiters.add(drain.replyTo());
         replyIfDrained();
-        return this;
+        return new Draining();
     }
 
-    private void replyIfDrained() {
-        if (kept.drainWaiters != null && groups.isEmpty() && !kept.drainWaiters.isEmpty()) {
+    /** While draining: answers whoever waits once no group is in flight. */
+    private Behavior<Command> replyIfDrained() {
+        if (groups.isEmpty() && !kept.drainWaiters.isEmpty()) {
             getContext().getLog().info("runner on {} drained: no group in flight", node);
             for (ActorRef<Drained> w : kept.drainWaiters) {
                 w.tell(new Drained(node));
             }
             kept.drainWaiters.clear();
         }
+        return Behaviors.same();
     }
 
     /**
@@ -449,7 +507,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         for (Running r : orphans) {
             ended(r.run().name, r.run().stopped(), false);
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
@@ -462,7 +520,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
         }
         get.replyTo().tell(new Holdings(getContext().getSelf(), node, held));
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onResend(Resend resend) {
@@ -473,7 +531,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 CollectorTransfers.deliver(kept.collector, g, payloads);
             }
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onCancelGroup(CancelGroup cancel) {
@@ -484,7 +542,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             cancelled.add(name);
             group.group().tell(new GroupRun.Abandon(group.run(), cancel.reason(), cancel.detail()));
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onPrepare(PrepareWeightUpdate prepare) {
@@ -494,7 +552,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         prepare.replyTo()
                 .tell(new WeightVersion.RunnerPrepared(
                         prepare.updateId(), getContext().getSelf()));
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onNewVersion(NewVersion v) {
@@ -511,7 +569,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 }
             }
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onPauseExpired(PauseExpired expired) {
@@ -525,7 +583,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                             svc.engine().version());
             openGate();
         }
-        return this;
+        return Behaviors.same();
     }
 
     private void openGate() {
