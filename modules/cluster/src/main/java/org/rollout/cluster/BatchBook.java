@@ -278,9 +278,13 @@ final class BatchBook<P> {
         return due;
     }
 
-    /** Renews, at {@code now}, the lease of every batch {@code holder} pulled under a lease; their ids. */
-    List<Long> renew(String holder, Duration lease, long now) {
-        return outstanding.renew(holder, lease, now);
+    /**
+     * Renews, at {@code now}, for {@code leaseMillis}, the lease of every batch {@code holder}
+     * pulled under a lease; their ids. A renewal without a lease ({@code leaseMillis} 0 or less)
+     * renews nothing.
+     */
+    List<Long> renew(String holder, long leaseMillis, long now) {
+        return leaseMillis > 0 ? outstanding.renew(holder, Duration.ofMillis(leaseMillis), now) : List.of();
     }
 
     /** The pullers waiting, in arrival order. */

@@ -1,11 +1,8 @@
 package org.rollout.cluster;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -20,7 +17,6 @@ import org.apache.pekko.stream.SourceRef;
 import org.apache.pekko.util.ByteString;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
-import org.rollout.api.WorkflowContext;
 import org.rollout.trainer.HeldBatch;
 import org.slf4j.Logger;
 
@@ -37,19 +33,17 @@ import org.slf4j.Logger;
  *                                   └─ unacknowledged after batch_ack_timeout ──► delivered again
  * </pre>
  *
- * <p>It is a shell over two plain classes whose decisions it carries out (the journal, the log,
- * the coordinator, replies): {@link CollectorIntake} says which outcome is a task's end (the first
+ * <p>It is a shell over plain classes whose decisions it carries out (the journal, the log, the
+ * coordinator, replies): {@link CollectorIntake} says which outcome is a task's end (the first
  * wins: every task the coordinator admitted ends in one batch or one rejection, the first
- * invariant in docs/reliability.md), and {@link BatchBook} keeps accepted groups until their
- * batch is acknowledged (nothing here ever drops an accepted group; pulls that cannot be served
- * wait until enough groups arrive or their deadline passes). Evaluation groups are not batched:
- * they only feed statistics.
+ * invariant in docs/reliability.md), {@link BatchBook} keeps accepted groups until their batch is
+ * acknowledged (nothing here ever drops an accepted group; pulls that cannot be served wait until
+ * enough groups arrive or their deadline passes), {@link TakeOverRules} says what a coordinator's
+ * attaching and a trainer's acknowledgement do after a take-over, and {@link OutcomeTally} counts
+ * for the status. Evaluation groups are not batched: they only feed statistics.
  *
- * <p>Across nodes: groups and batches travel as Kryo ({@link KryoSerializable}), everything else as
- * CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is streamed
- * ({@link StreamedGroupFinished}, {@link StreamedBatchReply}, see {@link LargePayloads}); a streamed
- * group is read back here before it is handled like any other, and one that cannot be read is
- * rejected as {@code failed}.
+ * <p>Across nodes: groups and batches travel as Kryo, everything else as CBOR; a big group or batch
+ * for another node is streamed, and a streamed group is read back here ({@link CollectorTransfers}).
  */
 final class Collector extends AbstractBehavior<Collector.Command> {
 
@@ -271,8 +265,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private ActorRef<RolloutCoordinator.Command> coordinator;
     private final CollectorIntake intake;
     private final BatchBook<PullBatch> book;
-    /** Acknowledgements of a predecessor's batches that came before a coordinator attached. */
-    private final List<Ack> earlyAcks = new ArrayList<>();
+    private final TakeOverRules<PullBatch> takeOver;
 
     private final OutcomeTally tally = new OutcomeTally();
 
@@ -280,21 +273,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * @param stalenessLimit with {@code staleness_policy = cancel}, η: a buffered group whose
      *     dispatch version is more than this behind the version at hand-out is dropped as {@code
      *     stale}; {@link Long#MAX_VALUE} (AReaL's admission policy) never drops
-     */
-    static Behavior<Command> create(
-            int consumerBatchSize,
-            Duration ackTimeout,
-            long stalenessLimit,
-            StatsBook stats,
-            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic) {
-        return create(consumerBatchSize, ackTimeout, stalenessLimit, stats, versionTopic, null, false);
-    }
-
-    /**
      * @param coordinator told who this collector is at start (a proxy in a cluster), or null when
      *     the coordinator introduces itself ({@link Introduce})
      * @param awaitAttach hold outcomes until a coordinator attaches (it decides which tasks are
-     *     still wanted); false for a collector used on its own
+     *     still wanted); false for a collector used on its own (with no coordinator: null)
      */
     static Behavior<Command> create(
             int consumerBatchSize,
@@ -329,6 +311,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         this.stats = stats;
         this.intake = new CollectorIntake(ackTimeout, awaitAttach);
         this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit);
+        this.takeOver = new TakeOverRules<>(intake, book);
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }
 
@@ -342,14 +325,22 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                                         getContext().getSelf()))))
                 .onMessage(Attach.class, this::onAttach)
                 .onMessage(GroupFinished.class, this::onGroupFinished)
-                .onMessage(StreamedGroupFinished.class, this::onStreamedGroupFinished)
+                .onMessage(
+                        StreamedGroupFinished.class,
+                        s -> same(() -> getContext()
+                                .pipeToSelf(
+                                        CollectorTransfers.receive(s, payloads),
+                                        (finished, error) -> new Reassembled(s, finished, error))))
                 .onMessage(Reassembled.class, this::onReassembled)
                 .onMessage(AcceptRecorded.class, r -> carryOut(book.acceptRecorded(r.taskId(), System.nanoTime())))
                 .onMessage(HandOutRecorded.class, r -> carryOut(book.handOutRecorded(r.batchId(), System.nanoTime())))
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
                 .onMessage(Release.class, this::onRelease)
-                .onMessage(RenewLease.class, this::onRenewLease)
+                .onMessage(
+                        RenewLease.class,
+                        r -> same(() -> r.replyTo()
+                                .tell(new LeaseRenewed(book.renew(r.holder(), r.leaseMillis(), System.nanoTime())))))
                 .onMessage(VersionChanged.class, this::onVersionChanged)
                 .onMessage(EvalPassFinished.class, e -> same(() -> stats.flushEval(e.version())))
                 .onMessage(Tick.class, t -> onTick())
@@ -375,29 +366,18 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 .build();
     }
 
+    /** A coordinator attached: {@link TakeOverRules#attach} says what follows, carried out in order. */
     private Behavior<Command> onAttach(Attach a) {
-        boolean first = !intake.attached() || coordinator == null;
         coordinator = a.coordinator();
-        List<GroupFinished> early =
-                intake.attach(a.firstNewTaskId(), a.open(), a.possiblyDelivered(), first, System.nanoTime());
-        book.attach(a.incarnation(), first);
-        if (!first) {
-            // A new coordinator incarnation attached while this collector lived on (the
-            // coordinator was restarted): an outcome whose TaskFinished may have been lost with
-            // the failed incarnation is announced again, or forgotten to be taken again.
-            intake.reannounce(a.open(), book.groupsHeld())
-                    .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
-                            g.taskId(), g.attempt(), false, true, null, book.backlog())));
-            // A restarted coordinator counts these tasks as running: it learns again that their
-            // outcome is held (it does not run them, it still counts in the staleness bound).
-            intake.heldTasks().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
-            // A hand-out the failed incarnation was writing is asked of the new one.
-            book.marking().forEach(this::markHandOut);
-        }
-        early.forEach(this::onGroupFinished);
-        List<Ack> acks = List.copyOf(earlyAcks);
-        earlyAcks.clear();
-        acks.forEach(this::onAck);
+        TakeOverRules.Attached at = takeOver.attach(
+                a.incarnation(), a.firstNewTaskId(), a.open(), a.possiblyDelivered(), System.nanoTime());
+        at.announceAgain()
+                .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
+                        g.taskId(), g.attempt(), false, true, null, book.backlog())));
+        at.held().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
+        at.marking().forEach(this::markHandOut);
+        at.early().forEach(this::onGroupFinished);
+        at.acks().forEach(this::onAck);
         return this;
     }
 
@@ -417,13 +397,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
             }
             case HELD -> {
-                // A task that a trainer may still acknowledge from a predecessor's batch: its
-                // outcome re-sent by the runner that held it, or its re-run's. That
-                // acknowledgement drops it (the task is delivered), and when none came within
-                // batch_ack_timeout it is taken as any other.
-                if (coordinator != null) {
-                    coordinator.tell(new RolloutCoordinator.OutcomeHeld(g.taskId()));
-                }
+                toCoordinator(new RolloutCoordinator.OutcomeHeld(g.taskId()));
                 log().info(
                                 "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
                                 g.taskId(),
@@ -440,9 +414,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private void take(CollectorIntake.Decision d) {
         GroupFinished g = d.finished();
         tally.taken(g);
-        String scope = g.isEval() ? WorkflowContext.EVAL_ROLLOUT_SCOPE : "rollout";
-        int statsVersion = g.isEval() ? g.dispatchVersion() : g.completionVersion();
-        stats.record(statsVersion, scope, g);
+        stats.record(g);
         String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
             logRejection(g, r);
@@ -451,29 +423,19 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         if (d.buffered()) {
             carryOut(book.accept(g.taskId(), ((Accepted) g.outcome()).group(), System.nanoTime()));
         }
-        if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.TaskFinished(
-                    g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
-        }
+        toCoordinator(new RolloutCoordinator.TaskFinished(
+                g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
     }
 
-    /** Says why a group was rejected, naming its task ({@link OutcomeTally#loudness}). */
+    /** Says why a group was rejected, naming its task, as loudly as {@link OutcomeTally#loudness} says. */
     private void logRejection(GroupFinished g, Rejected r) {
-        String format = "task {} attempt {}: rejected as {}: {}";
-        Object[] args = {g.taskId(), g.attempt(), r.reason().wireName(), OutcomeTally.shortened(r.detail())};
-        switch (OutcomeTally.loudness(r.reason())) {
-            case WARN -> log().warn(format, args);
-            case INFO -> log().info(format, args);
-            default -> log().debug(format, args);
-        }
-    }
-
-    private Behavior<Command> onStreamedGroupFinished(StreamedGroupFinished s) {
-        getContext()
-                .pipeToSelf(
-                        CollectorTransfers.receive(s, payloads),
-                        (finished, error) -> new Reassembled(s, finished, error));
-        return this;
+        log().atLevel(OutcomeTally.loudness(r.reason()))
+                .log(
+                        "task {} attempt {}: rejected as {}: {}",
+                        g.taskId(),
+                        g.attempt(),
+                        r.reason().wireName(),
+                        OutcomeTally.shortened(r.detail()));
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
@@ -487,9 +449,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     }
 
     private Behavior<Command> onPull(PullBatch pull) {
-        if (pull.knownVersion() > book.version()) {
-            onVersionChanged(new VersionChanged(pull.knownVersion()));
-        }
+        onVersionChanged(new VersionChanged(pull.knownVersion())); // never older than the trainer's
         long now = System.nanoTime();
         return carryOut(book.pull(
                 pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));
@@ -500,11 +460,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         for (BatchBook.Step<PullBatch> step : steps) {
             switch (step) {
                 case BatchBook.DroppedStale<PullBatch> s -> droppedStale(s);
-                case BatchBook.Formed<PullBatch> f -> {
-                    if (coordinator != null) {
-                        coordinator.tell(new RolloutCoordinator.Backlog(f.backlog()));
-                    }
-                }
+                case BatchBook.Formed<PullBatch> f -> toCoordinator(new RolloutCoordinator.Backlog(f.backlog()));
                 case BatchBook.MarkHandOut<PullBatch> m -> markHandOut(m.batch());
                 case BatchBook.HandOut<PullBatch> h ->
                     CollectorTransfers.reply(h.puller().replyTo(), h.batch(), payloads);
@@ -524,9 +480,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                         g.dispatchVersion(),
                         s.version(),
                         stalenessLimit);
-        if (coordinator != null) {
-            coordinator.tell(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
-        }
+        toCoordinator(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
     }
 
     private void markHandOut(TrainingBatch batch) {
@@ -539,48 +493,36 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /**
      * The trainer consumed a batch: the coordinator removes its tasks from the durable ledger and
      * only then answers, so an acknowledged batch is never delivered again, even by a successor.
+     * One that comes before a coordinator attached, or is of a predecessor's batch, is decided by
+     * {@link TakeOverRules#acknowledge}.
      */
     private Behavior<Command> onAck(Ack ack) {
-        TrainingBatch batch = book.acknowledge(ack.batchId());
-        if (batch == null && !ack.taskIds().isEmpty() && coordinator == null && !intake.attached()) {
-            // A successor whose coordinator is still recovering: only the coordinator can retire
-            // the tasks, so the acknowledgement waits for it (answering "unknown" now would have
-            // the batch's tasks delivered again).
-            earlyAcks.add(ack);
-            return this;
-        }
-        if (batch == null && !ack.taskIds().isEmpty() && coordinator != null) {
-            // Handed out by a predecessor: its groups may be here again (delivered again by their
-            // runners); they are taken out so they are not handed out twice, and an outcome of
-            // theirs that arrives later is a duplicate.
-            Set<Long> ids = new HashSet<>(ack.taskIds());
-            if (book.retire(ids)) {
-                coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
+        switch (takeOver.acknowledge(ack)) {
+            case TakeOverRules.Waits w -> {} // until a coordinator attaches: only it can retire the tasks
+            case TakeOverRules.Answered a -> ack.replyTo().tell(new AckReply(ack.batchId(), a.known()));
+            case TakeOverRules.Consumed c ->
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), c.taskIds(), ack.replyTo()));
+            case TakeOverRules.PredecessorsBatch p -> {
+                if (p.backlogChanged()) {
+                    coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
+                }
+                for (GroupFinished held : p.superseded()) {
+                    TaskJournal.superseded(held.taskId(), held.attempt());
+                    log().info(
+                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
+                                    held.taskId(),
+                                    held.attempt(),
+                                    ack.batchId());
+                }
+                for (long heldBy : p.heldAgainBy()) {
+                    log().warn(
+                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
+                                    ack.batchId(),
+                                    heldBy);
+                }
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
             }
-            for (GroupFinished held : intake.deliveredByPredecessor(ids)) {
-                // Delivered after all: the held outcome is not the task's end.
-                TaskJournal.superseded(held.taskId(), held.attempt());
-                log().info(
-                                "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
-                                held.taskId(),
-                                held.attempt(),
-                                ack.batchId());
-            }
-            for (long heldBy : book.handedOutWithAnyOf(ids)) {
-                log().warn(
-                                "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
-                                ack.batchId(),
-                                heldBy);
-            }
-            coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ack.taskIds(), ack.replyTo()));
-            return this;
         }
-        if (batch == null || coordinator == null) {
-            ack.replyTo().tell(new AckReply(ack.batchId(), batch != null));
-            return this;
-        }
-        List<Long> ids = batch.groups().stream().map(TrainingGroup::taskId).toList();
-        coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), ids, ack.replyTo()));
         return this;
     }
 
@@ -631,12 +573,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         return this;
     }
 
-    private Behavior<Command> onRenewLease(RenewLease r) {
-        List<Long> renewed = r.leaseMillis() > 0
-                ? book.renew(r.holder(), Duration.ofMillis(r.leaseMillis()), System.nanoTime())
-                : List.of();
-        r.replyTo().tell(new LeaseRenewed(renewed));
-        return this;
+    /** Tells the coordinator, once one attached (a collector used on its own has none). */
+    private void toCoordinator(RolloutCoordinator.Command message) {
+        if (coordinator != null) {
+            coordinator.tell(message);
+        }
     }
 
     private Behavior<Command> same(Runnable action) {

@@ -32,7 +32,12 @@ final class CollectorIntake {
         DONE_BY_PREDECESSOR,
         /** Its task's outcome was taken already: a late duplicate. */
         DUPLICATE,
-        /** A trainer may still acknowledge the task from a predecessor's batch: held ({@link #releaseDue}). */
+        /**
+         * A trainer may still acknowledge the task from a predecessor's batch: its outcome re-sent
+         * by the runner that held it, or its re-run's, is held. That acknowledgement drops it (the
+         * task is delivered: {@link #deliveredByPredecessor}), and when none came within {@code
+         * batch_ack_timeout} it is taken as any other ({@link #releaseDue}).
+         */
         HELD,
         /** The task's outcome. */
         TAKEN

@@ -18,6 +18,12 @@ import org.rollout.cluster.Collector.StreamedGroupFinished;
  * is in this actor system or the message is small, else streamed in chunks ({@link
  * LargePayloads}); and how a streamed outcome is read back, or rejected as {@code failed} when it
  * cannot be.
+ *
+ * <p>Across nodes, groups and batches travel as Kryo ({@link KryoSerializable}), everything else
+ * as CBOR. A group or batch above {@code rollout.large_payload_threshold} for another node is
+ * streamed ({@link Collector.StreamedGroupFinished}, {@link Collector.StreamedBatchReply}); the
+ * collector reads a streamed group back before it handles it like any other, and one that cannot
+ * be read is rejected as {@code failed}.
  */
 final class CollectorTransfers {
     private CollectorTransfers() {}

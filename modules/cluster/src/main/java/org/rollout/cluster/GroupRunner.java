@@ -3,18 +3,26 @@ package org.rollout.cluster;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.ReceiveBuilder;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
@@ -48,10 +56,11 @@ import org.rollout.config.StalenessPolicy;
  * timer and reports its one outcome ({@link Ended}). A group is supervised with stop: one that
  * throws reports itself {@code failed} as it stops, and the runner carries on.
  *
- * <p>Draining ({@link Drain}, when its node shuts down gracefully): the runner leaves the
- * Receptionist, so the coordinator takes no more groups here and dispatches the ones in flight
- * again elsewhere (the first attempt to finish wins, semantics §6); it replies when its groups have
- * ended, and its node then leaves the cluster.
+ * <p>Two behaviours: taking groups, and draining ({@link Drain}, when its node shuts down
+ * gracefully; see {@code Draining}): the runner leaves the Receptionist, so the coordinator takes
+ * no more groups here and dispatches the ones in flight again elsewhere (the first attempt to
+ * finish wins, semantics §6); it replies when its groups have ended, and its node then leaves the
+ * cluster. A runner restarted while draining stays draining.
  *
  * <p>When the runner stops (its node shuts down), its group actors stop with it: each interrupts
  * its slots' episodes and releases its cache; the coordinator re-dispatches their
@@ -71,8 +80,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             DispatcherSelector.fromConfig("pekko.actor.rollout-runner-dispatcher");
 
     /** The runner's dispatcher and its counting mailbox ({@link MailboxDepths}). */
-    public static final org.apache.pekko.actor.typed.Props PROPS =
-            DISPATCHER.withMailboxFromConfig(MailboxDepths.configPath("runner"));
+    public static final Props PROPS = DISPATCHER.withMailboxFromConfig(MailboxDepths.configPath("runner"));
 
     /** Where the coordinator and the weight version find runners. */
     public static final ServiceKey<Command> SERVICE_KEY = ServiceKey.create(Command.class, "rollout-group-runner");
@@ -144,8 +152,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     public record Held(long taskId, int attempt, boolean finished, boolean accepted) implements CborSerializable {}
 
     /** The reply to {@link GetHoldings}. */
-    public record Holdings(ActorRef<Command> runner, String node, java.util.List<Held> held)
-            implements CborSerializable {}
+    public record Holdings(ActorRef<Command> runner, String node, List<Held> held) implements CborSerializable {}
 
     /** Deliver the held outcomes of {@code taskIds} again, to {@code collector}. */
     public record Resend(List<Long> taskIds, ActorRef<Collector.Command> collector)
@@ -168,13 +175,13 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final Duration updateTimeout;
     private final TimerScheduler<Command> timers;
     private final Map<String, Running> groups;
-    private final java.util.Set<String> cancelled;
+    private final Set<String> cancelled;
     private final Map<Long, Collector.GroupFinished> outbox;
     private final Kept kept;
     private final Supervision.Faults faults;
     private final boolean cancelStale;
     private final LargePayloads payloads;
-    private final java.util.concurrent.atomic.LongAdder started;
+    private final LongAdder started;
 
     /**
      * What the runner holds, kept across its restarts: its groups in flight and its pool of group
@@ -183,17 +190,22 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      */
     private static final class Kept {
         final Map<String, Running> groups = new HashMap<>();
-        final java.util.Set<String> cancelled = new java.util.HashSet<>();
-        final Map<Long, Collector.GroupFinished> outbox = new java.util.LinkedHashMap<>();
+        final Set<String> cancelled = new HashSet<>();
+        final Map<Long, Collector.GroupFinished> outbox = new LinkedHashMap<>();
         /** The node's idle group actors (children of the runner), the last to go idle first. */
-        final java.util.ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new java.util.ArrayDeque<>();
+        final ArrayDeque<ActorRef<GroupRun.Command>> idleGroups = new ArrayDeque<>();
 
         int groupActors;
 
         ActorRef<Collector.Command> collector;
         long pausedFor = -1;
-        /** Who waits for the groups in flight to end ({@link Drain}); null while not draining. */
-        List<ActorRef<Drained>> drainWaiters;
+        /**
+         * Draining rather than taking groups ({@link Drain}): the runner's behaviour, kept so that a
+         * restarted runner comes back draining, off the Receptionist.
+         */
+        boolean draining;
+        /** Who waits for the groups in flight to end ({@link Drain}), while draining. */
+        final List<ActorRef<Drained>> drainWaiters = new ArrayList<>();
     }
 
     /**
@@ -208,7 +220,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout) {
-        return create(svc, node, capacity, versionTopic, updateTimeout, new java.util.concurrent.atomic.LongAdder());
+        return create(svc, node, capacity, versionTopic, updateTimeout, new LongAdder());
     }
 
     /** As above, counting the groups this runner starts into {@code started}. */
@@ -218,7 +230,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started) {
+            LongAdder started) {
         return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Faults.NONE);
     }
 
@@ -236,13 +248,16 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             int capacity,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started,
+            LongAdder started,
             Supervision.Faults faults) {
         return Behaviors.setup(outer -> {
             Kept kept = new Kept();
             AtomicBoolean first = new AtomicBoolean(true);
             Behavior<Command> runner = Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-                ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                if (!kept.draining) {
+                    // A draining runner stays off the Receptionist, also once restarted.
+                    ctx.getSystem().receptionist().tell(Receptionist.register(SERVICE_KEY, ctx.getSelf()));
+                }
                 ActorRef<WeightVersion.VersionChanged> adapter = ctx.messageAdapter(
                         WeightVersion.VersionChanged.class, v -> new NewVersion(v.version(), v.path()));
                 versionTopic.tell(Topic.subscribe(adapter));
@@ -250,7 +265,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 if (!first.getAndSet(false)) {
                     r.restarted();
                 }
-                return r;
+                return kept.draining ? r.new Draining() : r;
             }));
             return Behaviors.supervise(faults.around("runner", runner))
                     .onFailure(Supervision.restart().withStopChildren(false));
@@ -264,7 +279,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             String node,
             int capacity,
             Duration updateTimeout,
-            java.util.concurrent.atomic.LongAdder started,
+            LongAdder started,
             Kept kept,
             Supervision.Faults faults) {
         super(ctx);
@@ -294,41 +309,91 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (kept.pausedFor >= 0) {
             timers.startSingleTimer("pause", new PauseExpired(kept.pausedFor), updateTimeout);
         }
+        if (kept.draining) {
+            getContext().getLog().info("runner on {} is still draining", node);
+        }
     }
 
     /** A group in flight: its task, its actor and its run. */
     private record Running(RunGroup task, ActorRef<GroupRun.Command> group, GroupRun.Run run) {}
 
+    /**
+     * Taking groups: listed with the Receptionist, where the coordinator finds it; {@link Drain}
+     * makes it draining ({@code Draining}).
+     */
     @Override
     public Receive<Command> createReceive() {
-        return newReceiveBuilder()
-                .onMessage(RunGroup.class, this::onRunGroup)
+        return serving(newReceiveBuilder())
+                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
+                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
+                .onMessage(Drain.class, this::startDraining)
+                .build();
+    }
+
+    /**
+     * Draining, its node shutting down gracefully: off the Receptionist, so the coordinator
+     * dispatches no more groups here and those in flight here again elsewhere. It still runs and
+     * reports its groups, keeps its outbox and answers everything a taking runner answers; every
+     * {@link Drain} is answered once no group is in flight (at once when none is), and a runner
+     * restarted while draining stays draining. A {@link RunGroup} that arrives now is run as when
+     * taking: the coordinator sent it before it learnt that the runner left, and once it learns
+     * it dispatches the task again elsewhere, where the first attempt to finish wins. Run here, it
+     * may finish first and spare the other; the drain then waits for it too (for at most the
+     * shutdown phase's timeout, after which the stop ends it and the other attempt stands).
+     * Refusing it with a rejection would be wrong: a rejection that came first would end the task.
+     */
+    private final class Draining extends AbstractBehavior<Command> {
+        Draining() {
+            super(GroupRunner.this.getContext());
+        }
+
+        @Override
+        public Receive<Command> createReceive() {
+            return serving(newReceiveBuilder())
+                    .onMessage(Ended.class, e -> {
+                        ended(e.name(), e.finished(), e.reusable());
+                        return replyIfDrained();
+                    })
+                    .onMessage(GroupActorStopped.class, s -> {
+                        onGroupActorStopped(s);
+                        return replyIfDrained();
+                    })
+                    .onMessage(Drain.class, d -> {
+                        kept.drainWaiters.add(d.replyTo());
+                        return replyIfDrained();
+                    })
+                    .build();
+        }
+    }
+
+    /**
+     * What a runner does taking groups or draining: all but a group's end and {@link Drain}. Their
+     * handlers stay in the behaviour at hand ({@code Behaviors.same()}; {@code this} is taking).
+     */
+    private ReceiveBuilder<Command> serving(ReceiveBuilder<Command> builder) {
+        return builder.onMessage(RunGroup.class, this::onRunGroup)
                 .onMessage(CancelGroup.class, this::onCancelGroup)
                 .onMessage(GetInfo.class, g -> {
                     g.replyTo().tell(new Info(getContext().getSelf(), node, capacity, groups.size()));
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(PrepareWeightUpdate.class, this::onPrepare)
                 .onMessage(AbandonWeightUpdate.class, a -> {
                     if (kept.pausedFor == a.updateId()) {
                         openGate();
                     }
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(NewVersion.class, this::onNewVersion)
                 .onMessage(PauseExpired.class, this::onPauseExpired)
-                .onMessage(Ended.class, e -> ended(e.name(), e.finished(), e.reusable()))
-                .onMessage(GroupActorStopped.class, this::onGroupActorStopped)
                 .onMessage(Forget.class, f -> {
                     for (Long id : f.taskIds()) {
                         outbox.remove(id);
                     }
-                    return this;
+                    return Behaviors.same();
                 })
                 .onMessage(GetHoldings.class, this::onGetHoldings)
-                .onMessage(Resend.class, this::onResend)
-                .onMessage(Drain.class, this::onDrain)
-                .build();
+                .onMessage(Resend.class, this::onResend);
     }
 
     private Behavior<Command> onRunGroup(RunGroup run) {
@@ -337,7 +402,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             getContext()
                     .getLog()
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
-            return this;
+            return Behaviors.same();
         }
         kept.collector = run.collector();
         if (run.dispatchVersion() > svc.engine().version()) {
@@ -377,7 +442,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         g.startEpisodes();
         groups.put(name, new Running(run, group, g));
         started.increment();
-        return this;
+        return Behaviors.same();
     }
 
     /**
@@ -388,7 +453,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private Behavior<Command> ended(String name, Collector.GroupFinished g, boolean reusable) {
         Running ended = groups.remove(name);
         if (ended == null) {
-            return this;
+            return Behaviors.same();
         }
         if (reusable) {
             kept.idleGroups.addFirst(ended.group());
@@ -399,34 +464,32 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (kept.collector != null) {
             CollectorTransfers.deliver(kept.collector, g, payloads);
         }
-        replyIfDrained();
-        return this;
+        return Behaviors.same();
     }
 
-    private Behavior<Command> onDrain(Drain drain) {
-        if (kept.drainWaiters == null) {
-            kept.drainWaiters = new java.util.ArrayList<>();
-            getContext()
-                    .getSystem()
-                    .receptionist()
-                    .tell(Receptionist.deregister(SERVICE_KEY, getContext().getSelf()));
-            getContext()
-                    .getLog()
-                    .info("runner on {} draining: no new groups; {} group(s) in flight", node, groups.size());
-        }
+    /** Taking to draining: leaves the Receptionist; {@code drain} is answered once no group is in flight. */
+    private Behavior<Command> startDraining(Drain drain) {
+        kept.draining = true;
+        getContext()
+                .getSystem()
+                .receptionist()
+                .tell(Receptionist.deregister(SERVICE_KEY, getContext().getSelf()));
+        getContext().getLog().info("runner on {} draining: no new groups; {} group(s) in flight", node, groups.size());
         kept.drainWaiters.add(drain.replyTo());
         replyIfDrained();
-        return this;
+        return new Draining();
     }
 
-    private void replyIfDrained() {
-        if (kept.drainWaiters != null && groups.isEmpty() && !kept.drainWaiters.isEmpty()) {
+    /** While draining: answers whoever waits once no group is in flight. */
+    private Behavior<Command> replyIfDrained() {
+        if (groups.isEmpty() && !kept.drainWaiters.isEmpty()) {
             getContext().getLog().info("runner on {} drained: no group in flight", node);
             for (ActorRef<Drained> w : kept.drainWaiters) {
                 w.tell(new Drained(node));
             }
             kept.drainWaiters.clear();
         }
+        return Behaviors.same();
     }
 
     /**
@@ -435,7 +498,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      */
     private Behavior<Command> onGroupActorStopped(GroupActorStopped s) {
         kept.idleGroups.remove(s.group());
-        List<Running> orphans = new java.util.ArrayList<>();
+        List<Running> orphans = new ArrayList<>();
         for (Running r : groups.values()) {
             if (r.group().equals(s.group())) {
                 orphans.add(r);
@@ -444,12 +507,12 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         for (Running r : orphans) {
             ended(r.run().name, r.run().stopped(), false);
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
         kept.collector = get.collector();
-        java.util.List<Held> held = new java.util.ArrayList<>();
+        List<Held> held = new ArrayList<>();
         for (Running g : groups.values()) {
             held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
         }
@@ -457,7 +520,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
         }
         get.replyTo().tell(new Holdings(getContext().getSelf(), node, held));
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onResend(Resend resend) {
@@ -468,7 +531,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 CollectorTransfers.deliver(kept.collector, g, payloads);
             }
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onCancelGroup(CancelGroup cancel) {
@@ -479,7 +542,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             cancelled.add(name);
             group.group().tell(new GroupRun.Abandon(group.run(), cancel.reason(), cancel.detail()));
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onPrepare(PrepareWeightUpdate prepare) {
@@ -489,7 +552,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         prepare.replyTo()
                 .tell(new WeightVersion.RunnerPrepared(
                         prepare.updateId(), getContext().getSelf()));
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onNewVersion(NewVersion v) {
@@ -506,7 +569,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 }
             }
         }
-        return this;
+        return Behaviors.same();
     }
 
     private Behavior<Command> onPauseExpired(PauseExpired expired) {
@@ -520,7 +583,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                             svc.engine().version());
             openGate();
         }
-        return this;
+        return Behaviors.same();
     }
 
     private void openGate() {

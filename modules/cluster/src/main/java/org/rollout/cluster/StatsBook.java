@@ -125,6 +125,18 @@ public final class StatsBook {
         final ScalarStats scalars = new ScalarStats();
     }
 
+    /**
+     * Records a task's outcome: an evaluation group under its dispatch version and the eval scope,
+     * a training group under its completion version and the rollout scope.
+     */
+    public void record(Collector.GroupFinished g) {
+        if (g.isEval()) {
+            record(g.dispatchVersion(), WorkflowContext.EVAL_ROLLOUT_SCOPE, g);
+        } else {
+            record(g.completionVersion(), WorkflowContext.ROLLOUT_SCOPE, g);
+        }
+    }
+
     /** Records one finished group under {@code version} and {@code scope}. */
     public synchronized void record(int version, String scope, Collector.GroupFinished g) {
         Page p = open.computeIfAbsent(version, v -> new LinkedHashMap<>()).computeIfAbsent(scope, s -> new Page());

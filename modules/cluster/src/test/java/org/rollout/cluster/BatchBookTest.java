@@ -207,10 +207,13 @@ class BatchBookTest {
         BatchBook<String> book = onItsOwn(1);
         book.pull("a", "trainer-a", 10_000, 100 * S, 0);
         book.accept(1, group(1), 0);
-        assertThat(book.renew("trainer-a", Duration.ofSeconds(10), 8 * S)).hasSize(1);
+        assertThat(book.renew("trainer-a", 0, 8 * S))
+                .as("a renewal without a lease")
+                .isEmpty();
+        assertThat(book.renew("trainer-a", 10_000, 8 * S)).hasSize(1);
         assertThat(book.returnDue(17 * S)).isEmpty();
         assertThat(book.returnDue(18 * S)).hasSize(1);
-        assertThat(book.renew("trainer-a", Duration.ofSeconds(10), 19 * S)).isEmpty();
+        assertThat(book.renew("trainer-a", 10_000, 19 * S)).isEmpty();
     }
 
     @Test

@@ -50,7 +50,9 @@ class BatchRelayTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         return kit.spawn(
-                Collector.create(batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic), name);
+                Collector.create(
+                        batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                name);
     }
 
     private LocalRolloutClient pullerOnB(ActorRef<Collector.Command> collectorOnA) {

@@ -30,8 +30,9 @@ class CollectorTest {
     private ActorRef<Collector.Command> collector(String name, ActorRef<RolloutCoordinator.Command> coordinator) {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
-        ActorRef<Collector.Command> c =
-                kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), name);
+        ActorRef<Collector.Command> c = kit.spawn(
+                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                name);
         c.tell(new Collector.Attach(coordinator, 0, 0, java.util.List.of(), java.util.List.of()));
         return c;
     }

@@ -5,13 +5,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.ActorIdentity;
 import org.apache.pekko.actor.Identify;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -109,38 +112,114 @@ class GroupRunnerProtocolTest {
         n.collector().expectNoMessage(Duration.ofMillis(200));
     }
 
+    /** Whether {@code runner} is listed with the Receptionist now. */
+    private boolean listed(ActorRef<GroupRunner.Command> runner) {
+        TestProbe<Receptionist.Listing> listing = kit.createTestProbe();
+        kit.system().receptionist().tell(Receptionist.find(GroupRunner.SERVICE_KEY, listing.getRef()));
+        return listing.receiveMessage(WAIT)
+                .getServiceInstances(GroupRunner.SERVICE_KEY)
+                .contains(runner);
+    }
+
     @Test
-    void drainLeavesTheReceptionistAndRepliesOnceTheGroupsInFlightHaveEnded() {
+    void drainLeavesTheReceptionistAndRepliesToEveryDrainOnceTheGroupsInFlightHaveEnded() {
         Node n = node();
-        TestProbe<org.apache.pekko.actor.typed.receptionist.Receptionist.Listing> listings = kit.createTestProbe();
-        kit.system()
-                .receptionist()
-                .tell(org.apache.pekko.actor.typed.receptionist.Receptionist.subscribe(
-                        GroupRunner.SERVICE_KEY, listings.getRef()));
+        TestProbe<Receptionist.Listing> listings = kit.createTestProbe();
+        kit.system().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listings.getRef()));
         listings.fishForMessage(
                 WAIT,
                 l -> l.getServiceInstances(GroupRunner.SERVICE_KEY).contains(n.runner())
-                        ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete()
-                        : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore());
+                        ? FishingOutcomes.complete()
+                        : FishingOutcomes.continueAndIgnore());
         n.runner().tell(run(n, 8, BLOCKING));
         TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
 
         TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
+        TestProbe<GroupRunner.Drained> again = kit.createTestProbe();
         n.runner().tell(new GroupRunner.Drain(drained.getRef()));
         // No longer listed: the coordinator dispatches no more groups here.
         listings.fishForMessage(
                 WAIT,
                 l -> l.getServiceInstances(GroupRunner.SERVICE_KEY).contains(n.runner())
-                        ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore()
-                        : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete());
-        // Not drained while the group runs.
+                        ? FishingOutcomes.continueAndIgnore()
+                        : FishingOutcomes.complete());
+        n.runner().tell(new GroupRunner.Drain(again.getRef()));
+        // Not drained while the group runs; a draining runner still answers.
         drained.expectNoMessage(Duration.ofMillis(300));
+        again.expectNoMessage(Duration.ofMillis(1));
+        TestProbe<GroupRunner.Info> info = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.GetInfo(info.getRef()));
+        assertThat(info.receiveMessage(WAIT).running()).isEqualTo(1);
         n.runner().tell(new GroupRunner.CancelGroup(8, 0, RejectReason.CANCELLED, "dispatched again elsewhere"));
         n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
         assertThat(drained.receiveMessage(WAIT).node()).startsWith("runner-");
-        // A second drain of an idle runner answers at once.
+        assertThat(again.receiveMessage(WAIT).node()).startsWith("runner-");
+        drained.expectNoMessage(Duration.ofMillis(200));
+        again.expectNoMessage(Duration.ofMillis(1));
+        // A drain of an idle draining runner answers at once.
         n.runner().tell(new GroupRunner.Drain(drained.getRef()));
         drained.receiveMessage(WAIT);
+        assertThat(listed(n.runner())).isFalse();
+    }
+
+    @Test
+    void drainWithNothingInFlightRepliesAtOnceAndAGroupDispatchedMeanwhileStillRunsAndIsReported() {
+        Node n = node();
+        TestRollout.await("the runner listed", WAIT, () -> listed(n.runner()));
+        TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.Drain(drained.getRef()));
+        assertThat(drained.receiveMessage(WAIT).node()).startsWith("runner-");
+        assertThat(listed(n.runner())).isFalse();
+
+        // Sent before the coordinator learnt that the runner left: run, reported and held.
+        n.runner().tell(run(n, 12, "p12"));
+        Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(g.taskId()).isEqualTo(12);
+        assertThat(g.outcome()).isInstanceOf(Collector.Accepted.class);
+        assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(12, 0, true, true));
+        n.runner().tell(new GroupRunner.Drain(drained.getRef()));
+        drained.receiveMessage(WAIT);
+        assertThat(listed(n.runner())).as("still draining").isFalse();
+    }
+
+    @Test
+    void aRunnerRestartedWhileDrainingStaysDrainingOffTheReceptionistWithItsGroupAndItsWaiter() {
+        TestRollout t = new TestRollout();
+        SupervisionTest.ThrowOnce fault = new SupervisionTest.ThrowOnce("runner", GroupRunner.GetInfo.class, 1);
+        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
+                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "restarted-topic"), "restarted-topic");
+        ActorRef<GroupRunner.Command> runner = kit.spawn(
+                GroupRunner.create(
+                        t.spec().services(), "restarted", 4, topic, Duration.ofSeconds(60), new LongAdder(), fault),
+                "restarted");
+        Node n = new Node(t, runner, kit.createTestProbe());
+        TestRollout.await("the runner listed", WAIT, () -> listed(runner));
+        runner.tell(run(n, 13, BLOCKING));
+        TestRollout.await("the slots to block", WAIT, () -> t.engine.blocked.get() == 4);
+        TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
+        runner.tell(new GroupRunner.Drain(drained.getRef()));
+        TestRollout.await("the runner off the Receptionist", WAIT, () -> !listed(runner));
+
+        // The runner throws on this GetInfo and is restarted.
+        TestProbe<GroupRunner.Info> info = kit.createTestProbe();
+        runner.tell(new GroupRunner.GetInfo(info.getRef()));
+        info.expectNoMessage(Duration.ofMillis(300));
+        assertThat(fault.fired()).isTrue();
+        runner.tell(new GroupRunner.GetInfo(info.getRef()));
+        assertThat(info.receiveMessage(WAIT).running())
+                .as("its group carries on")
+                .isEqualTo(1);
+        assertThat(listed(runner))
+                .as("a restarted draining runner does not register again")
+                .isFalse();
+
+        drained.expectNoMessage(Duration.ofMillis(200));
+        runner.tell(new GroupRunner.CancelGroup(13, 0, RejectReason.CANCELLED, "dispatched again elsewhere"));
+        n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
+        assertThat(drained.receiveMessage(WAIT).node()).isEqualTo("restarted");
+        runner.tell(new GroupRunner.Drain(drained.getRef()));
+        drained.receiveMessage(WAIT);
+        assertThat(listed(runner)).isFalse();
     }
 
     @Test

@@ -48,7 +48,9 @@ class LargePayloadTransferTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         return kit.spawn(
-                Collector.create(batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic), name);
+                Collector.create(
+                        batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                name);
     }
 
     @Test

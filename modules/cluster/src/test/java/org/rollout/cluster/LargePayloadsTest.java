@@ -68,8 +68,9 @@ class LargePayloadsTest {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "lp-topic"), "lp-topic");
-        ActorRef<Collector.Command> c =
-                kit.spawn(Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic), "lp");
+        ActorRef<Collector.Command> c = kit.spawn(
+                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                "lp");
         c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         try (LogCapture log = new LogCapture()) {
             var broken = payloads.offer(new CrossNodeTest.Unregistered(1), "task 5 attempt 2");

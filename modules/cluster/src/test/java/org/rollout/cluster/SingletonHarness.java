@@ -628,7 +628,7 @@ public final class SingletonHarness {
     /**
      * As {@link #collector(int, int, TensorDict, Config)}, but the feeder runs on a second cluster
      * node in this JVM (Artery TCP on 127.0.0.1): every group reaches the collector as a runner on
-     * another node sends it ({@code Collector.deliver}: Kryo in one frame, or streamed in chunks
+     * another node sends it ({@code CollectorTransfers.deliver}: Kryo in one frame, or streamed in chunks
      * above {@code rollout.large_payload_threshold}) and is decoded on the collector's node. The
      * trainer thread pulls on the collector's node.
      */
