@@ -3,42 +3,26 @@ package org.rollout.cli;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
-import com.typesafe.config.ConfigValueFactory;
 import java.io.PrintStream;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import org.apache.pekko.actor.CoordinatedShutdown;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
-import org.rollout.cluster.EngineMetrics;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.ReplicatedServerList;
-import org.rollout.cluster.RolloutCoordinator;
 import org.rollout.config.ConfigErrors;
-import org.rollout.config.InferenceConfig;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
 import org.rollout.config.ServerAddress;
-import org.rollout.config.ServerLaunch;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
-import org.rollout.inference.ServerLauncher;
-import org.rollout.trainer.RolloutStatus;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -57,15 +41,17 @@ import picocli.CommandLine.Parameters;
  * rollout.*}, {@code gconfig}) as for {@code rollout local}: {@code --config} file, then {@code
  * key=value}; {@code --demo} puts the letters task's defaults underneath. Every node with the
  * coordinator role must be given the same run configuration.
+ *
+ * <p>This class parses and checks the flags and assembles the node; the Pekko layers are {@link
+ * NodePekkoConfig}'s, the port checks {@link NodePorts}', the engine's servers {@link
+ * NodeInferenceConfig}'s, the status line {@link NodeProgress}'s and the exit status after SIGTERM
+ * {@link NodeExitStatus}'.
  */
 @Command(
         name = "node",
         mixinStandardHelpOptions = true,
         description = "Join a rollout cluster as one node (coordinator, rollout and/or gateway roles).")
 final class NodeCommand implements Callable<Integer> {
-    /** The periodic status as a structured log line (INFO; logback.xml, logback-json.xml). */
-    private static final Logger STATUS_LOG = LoggerFactory.getLogger("org.rollout.node.status");
-
     @Option(
             names = "--roles",
             split = ",",
@@ -194,9 +180,9 @@ final class NodeCommand implements Callable<Integer> {
         if (name == null) {
             name = "node-" + port;
         }
-        if (discovery != null && !DISCOVERY_METHODS.containsKey(discovery)) {
+        if (discovery != null && !NodePekkoConfig.DISCOVERY_METHODS.containsKey(discovery)) {
             System.err.println("invalid value for '--discovery': \"" + discovery + "\" (allowed: "
-                    + String.join(", ", DISCOVERY_METHODS.keySet()) + ")");
+                    + String.join(", ", NodePekkoConfig.DISCOVERY_METHODS.keySet()) + ")");
             return 2;
         }
         if (discovery != null && !seedNodes.isEmpty()) {
@@ -227,7 +213,7 @@ final class NodeCommand implements Callable<Integer> {
         try {
             settings =
                     RolloutConfig.load(config, overrides, demo ? LocalCommand.profile("demo") : ConfigFactory.empty());
-            pekko = pekkoConfig(settings);
+            pekko = NodePekkoConfig.of(this, settings);
         } catch (InvalidConfigException | ConfigErrors e) {
             System.err.println("configuration error: " + e.getMessage());
             return 2;
@@ -258,7 +244,7 @@ final class NodeCommand implements Callable<Integer> {
         }
         try {
             // A port another process holds is refused now, before the node joins and says it is up.
-            requirePortsFree(settings, pekko, assembly);
+            NodePorts.requireFree(this, settings, pekko, assembly);
         } catch (PortInUseException e) {
             System.err.println(e.getMessage());
             if (debug) {
@@ -267,7 +253,8 @@ final class NodeCommand implements Callable<Integer> {
             return 1;
         }
         try {
-            RemoteInferenceEngine engine = new RemoteInferenceEngine(inferenceConfig(settings, fromFile, toClose, out));
+            RemoteInferenceEngine engine =
+                    new RemoteInferenceEngine(NodeInferenceConfig.of(settings, fromFile, toClose, out));
             toClose.add(engine);
             engine.initialize(message -> {
                 out.println(message);
@@ -277,7 +264,7 @@ final class NodeCommand implements Callable<Integer> {
             LocalRollout.Spec spec = assembly.spec(engine, runDir.resolve("stats-" + name + ".jsonl"));
             ClusterRollout node = ClusterRollout.start(spec, name, pekko, Duration.ofSeconds(5));
             toClose.add(node);
-            exitZeroAfterSigterm(node, closed);
+            NodeExitStatus.exitZeroAfterSigterm(node, closed);
             if (managementOn()) {
                 NodeManagement management = NodeManagement.start(
                         node.system(),
@@ -336,7 +323,7 @@ final class NodeCommand implements Callable<Integer> {
                 }
                 GatewayConfig gatewayConfig = gc;
                 TrainerGateway gateway = PortInUseException.binding(
-                        GATEWAY,
+                        NodePorts.GATEWAY,
                         "--gateway-port",
                         gatewayHost,
                         gatewayPort,
@@ -347,8 +334,8 @@ final class NodeCommand implements Callable<Integer> {
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
             } else if (settings.metrics().port() >= 0) {
                 URI metrics = PortInUseException.binding(
-                        METRICS,
-                        METRICS_KEY,
+                        NodePorts.METRICS,
+                        NodePorts.METRICS_KEY,
                         settings.metrics().host(),
                         settings.metrics().port(),
                         () -> observability.listen(
@@ -356,56 +343,7 @@ final class NodeCommand implements Callable<Integer> {
                 out.println("metrics on " + metrics + "/metrics, dashboard on " + metrics + "/dashboard");
             }
             out.flush();
-            ScheduledExecutorService progress = Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "node-progress");
-                t.setDaemon(true);
-                return t;
-            });
-            toClose.add(progress::shutdownNow);
-            boolean terminal = System.console() != null;
-            StatusLine statusLine = new StatusLine(0, System.nanoTime());
-            Runnable tick = () -> {
-                String line;
-                try {
-                    RolloutStatus st = node.client().status(EngineMetrics.STATUS_TIMEOUT);
-                    RolloutCoordinator.Status c = node.client().coordinatorStatus(EngineMetrics.STATUS_TIMEOUT);
-                    line = statusLine.renderNode(name, node.groupsStarted(), st, c);
-                    if (!terminal) {
-                        // One structured line per period for log collectors (JSON with logback-json.xml).
-                        STATUS_LOG
-                                .atInfo()
-                                .setMessage("node status")
-                                .addKeyValue("node", name)
-                                .addKeyValue("groups_started_here", node.groupsStarted())
-                                .addKeyValue("version", st.version())
-                                .addKeyValue("accepted", st.accepted())
-                                .addKeyValue("rejected", st.rejected())
-                                .addKeyValue("running", st.running())
-                                .addKeyValue("capacity", st.capacity())
-                                .addKeyValue("tokens_generated", st.tokensGenerated())
-                                .addKeyValue(
-                                        "reward",
-                                        st.lastStats()
-                                                .getOrDefault("rollout", Map.of())
-                                                .get("reward"))
-                                .log();
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                } catch (RuntimeException e) {
-                    line = "node " + name + ": " + node.groupsStarted() + " groups started here | status unavailable: "
-                            + e.getMessage();
-                }
-                if (terminal) {
-                    out.print("\r" + line);
-                    out.flush();
-                } else {
-                    out.println(line);
-                }
-            };
-            long period = terminal ? 500 : Math.max(1, progressEverySeconds) * 1000L;
-            progress.scheduleAtFixedRate(tick, period, period, TimeUnit.MILLISECONDS);
+            toClose.add(NodeProgress.start(node, name, out, progressEverySeconds));
             // Runs until the actor system stops: SIGTERM (coordinated shutdown) or being downed.
             node.system().getWhenTerminated().toCompletableFuture().get();
             out.println("node stopped: " + name);
@@ -437,62 +375,6 @@ final class NodeCommand implements Callable<Integer> {
                 }
             }
             closed.countDown();
-        }
-    }
-
-    private static final String GATEWAY = "the trainer gateway";
-    private static final String METRICS = "the metrics endpoint";
-    private static final String METRICS_KEY = "rollout.metrics.port";
-
-    /**
-     * Refuses each fixed port this node will listen on that another process holds: the cluster
-     * port (TCP transports), the trainer gateway's or else the metrics endpoint's, the management
-     * endpoint's, and the agent proxy's when an agent runs.
-     */
-    private void requirePortsFree(RolloutSettings settings, Config pekko, NodeAssembly assembly)
-            throws PortInUseException {
-        String transport = pekko.hasPath("pekko.remote.artery.transport")
-                ? pekko.getString("pekko.remote.artery.transport")
-                : "tcp";
-        if (transport.equals("tcp") || transport.equals("tls-tcp")) {
-            // The port this node binds: bind.port when set (a node behind a proxy advertises the
-            // proxy's port as its canonical one, which is in use by design), else the canonical one.
-            String bindPort = pekko.hasPath("pekko.remote.artery.bind.port")
-                    ? pekko.getString("pekko.remote.artery.bind.port")
-                    : "";
-            String bindHost = pekko.hasPath("pekko.remote.artery.bind.hostname")
-                    ? pekko.getString("pekko.remote.artery.bind.hostname")
-                    : "";
-            PortInUseException.requireFree(
-                    "the cluster",
-                    bindPort.isBlank() ? "--port, pekko.remote.artery.canonical.port" : "pekko.remote.artery.bind.port",
-                    bindHost.isBlank() ? pekko.getString("pekko.remote.artery.canonical.hostname") : bindHost,
-                    bindPort.isBlank()
-                            ? pekko.getInt("pekko.remote.artery.canonical.port")
-                            : Integer.parseInt(bindPort.strip()));
-        }
-        if (roles.contains(ClusterRollout.ROLE_GATEWAY)) {
-            PortInUseException.requireFree(GATEWAY, "--gateway-port", gatewayHost, gatewayPort);
-        } else {
-            PortInUseException.requireFree(
-                    METRICS,
-                    METRICS_KEY,
-                    settings.metrics().host(),
-                    settings.metrics().port());
-        }
-        if (managementOn()) {
-            PortInUseException.requireFree(
-                    "the management endpoint",
-                    "--management-port, pekko.management.http.port",
-                    pekko.getString("pekko.management.http.hostname"),
-                    pekko.getInt("pekko.management.http.port"));
-        }
-        if (assembly.runsAgentProxy()) {
-            PortInUseException.requireFree(
-                    "the agent proxy",
-                    "rollout.agent.proxy_port",
-                    settings.agentLaunch().proxyHost(),
-                    settings.agentLaunch().proxyPort());
         }
     }
 
@@ -551,136 +433,7 @@ final class NodeCommand implements Callable<Integer> {
         toClose.clear();
     }
 
-    /** How long a SIGTERM'd node may take to drain, leave and close before the JVM's own status stands. */
-    private static final Duration STOP_DEADLINE = Duration.ofSeconds(120);
-
-    /**
-     * A node stopped by SIGTERM (or SIGINT) exits 0 once it has drained, left the cluster and
-     * closed what it runs: the JVM would otherwise report the signal (143), since a shutdown begun
-     * by a signal ignores the exit status asked for later. A node stopped for any other reason
-     * (downed, failed) keeps its own status.
-     */
-    private static void exitZeroAfterSigterm(ClusterRollout node, CountDownLatch closed) {
-        CoordinatedShutdown shutdown = CoordinatedShutdown.get(Adapter.toClassic(node.system()));
-        Runtime.getRuntime()
-                .addShutdownHook(new Thread(
-                        () -> {
-                            // Stopped for another reason (downed, failed): Pekko asked for this exit
-                            // from the thread that completes the system's termination, which is also
-                            // the one that would release the command's own thread; waiting here would
-                            // hold the exit for the whole deadline. The JVM's own status stands.
-                            if (shutdown.getShutdownReason()
-                                    .filter(r -> r != CoordinatedShutdown.jvmExitReason())
-                                    .isPresent()) {
-                                return;
-                            }
-                            try {
-                                if (closed.await(STOP_DEADLINE.toSeconds(), TimeUnit.SECONDS)
-                                        && shutdown.getShutdownReason()
-                                                .filter(r -> r == CoordinatedShutdown.jvmExitReason())
-                                                .isPresent()) {
-                                    System.out.flush();
-                                    System.err.flush();
-                                    Runtime.getRuntime().halt(0);
-                                }
-                            } catch (InterruptedException e) {
-                                Thread.currentThread().interrupt();
-                            }
-                        },
-                        "node-exit-status"));
-    }
-
-    /** --discovery's values and the Pekko discovery method each stands for. */
-    static final Map<String, String> DISCOVERY_METHODS =
-            Map.of("config", "config", "dns", "pekko-dns", "kubernetes-api", "kubernetes-api");
-
-    private boolean managementOn() {
+    boolean managementOn() {
         return managementPort != null || discovery != null;
-    }
-
-    private Config pekkoConfig(RolloutSettings settings) {
-        List<String> seeds = new ArrayList<>();
-        List<String> given = seedNodes.isEmpty() ? List.of(host + ":" + port) : seedNodes;
-        for (String s : discovery != null ? List.<String>of() : given) {
-            if (!s.matches("[^:/\\s]+:\\d+")) {
-                throw new InvalidConfigException("--seed-nodes", s, "host:port");
-            }
-            seeds.add("pekko://rollout@" + s);
-        }
-        Config flags = ConfigFactory.empty()
-                .withValue("pekko.cluster.roles", ConfigValueFactory.fromIterable(roles))
-                .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds))
-                .withValue("pekko.remote.artery.canonical.hostname", ConfigValueFactory.fromAnyRef(host))
-                .withValue("pekko.remote.artery.canonical.port", ConfigValueFactory.fromAnyRef(port));
-        if (managementOn()) {
-            flags = flags.withValue(
-                            "pekko.management.http.hostname",
-                            ConfigValueFactory.fromAnyRef(managementHost != null ? managementHost : host))
-                    .withValue(
-                            "pekko.management.http.port",
-                            ConfigValueFactory.fromAnyRef(managementPort != null ? managementPort : 8558))
-                    .withValue(
-                            "pekko.management.health-checks.readiness-checks.rollout-node",
-                            ConfigValueFactory.fromAnyRef(NodeReadiness.class.getName()));
-        }
-        if (discovery != null) {
-            String method = DISCOVERY_METHODS.get(discovery);
-            flags = flags.withValue(
-                            "pekko.management.cluster.bootstrap.contact-point-discovery.service-name",
-                            ConfigValueFactory.fromAnyRef(serviceName))
-                    .withValue(
-                            "pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method",
-                            ConfigValueFactory.fromAnyRef(method))
-                    .withValue("pekko.discovery.method", ConfigValueFactory.fromAnyRef(method));
-        }
-        Config layered = flags;
-        for (int i = profiles.size() - 1; i >= 0; i--) {
-            Path p = profiles.get(i);
-            if (!Files.isReadable(p)) {
-                throw new InvalidConfigException("--profile", p.toString(), "a readable HOCON file");
-            }
-            layered = layered.withFallback(ConfigFactory.parseFile(p.toFile()));
-        }
-        Config logging = ConfigFactory.parseString("""
-                pekko.loglevel = INFO
-                pekko.loggers = ["org.apache.pekko.event.slf4j.Slf4jLogger"]
-                pekko.logging-filter = "org.apache.pekko.event.slf4j.Slf4jLoggingFilter"
-                """);
-        return layered.withFallback(settings.config())
-                .withFallback(ConfigFactory.parseResources("cluster-config/local.conf"))
-                .withFallback(logging)
-                .withFallback(ConfigFactory.load())
-                .resolve();
-    }
-
-    /**
-     * The engine's configuration: {@code rollout.servers} plus the servers of {@code rollout.launch},
-     * started here (and stopped with the node) and awaited healthy for {@code launch.health_timeout}.
-     */
-    private static InferenceConfig inferenceConfig(
-            RolloutSettings settings, List<ServerAddress> fromFile, List<AutoCloseable> toClose, PrintStream out)
-            throws InterruptedException {
-        ServerLaunch launch = settings.launch();
-        List<ServerAddress> all = new ArrayList<>(settings.servers());
-        for (ServerAddress s : fromFile) {
-            if (!all.contains(s)) {
-                all.add(s);
-            }
-        }
-        if (launch.servers() == 0) {
-            return fromFile.isEmpty() ? settings.inferenceConfig() : settings.inferenceConfig(all);
-        }
-        ServerLauncher launcher = ServerLauncher.start(launch);
-        toClose.add(launcher);
-        out.println("launching " + launch.servers() + " inference server(s) at " + launcher.addresses() + ", logs in "
-                + launch.logDir());
-        out.flush();
-        launcher.awaitHealthy(launch.healthTimeout());
-        all.addAll(launcher.addresses());
-        // The launched servers read this node's disk: under weight_transfer = http they load a
-        // published file by its node-local path (shared_disk_servers).
-        return settings.inferenceConfig(all).toBuilder()
-                .launchedServers(launcher.addresses())
-                .build();
     }
 }

@@ -3,12 +3,10 @@ package org.rollout.inference;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -50,7 +48,8 @@ import org.slf4j.LoggerFactory;
  *       its last lease closes.
  * </ul>
  *
- * <p>Thread-safe: one lock guards all state; no I/O happens under it.
+ * <p>The choice of a server (stickiness and strategy) is {@link RoutingPolicy}'s; each server's
+ * state is a {@link ServerSlot}. Thread-safe: one lock guards all state; no I/O happens under it.
  */
 public final class ServerPool {
     /** How many rids the sticky map remembers (AReaL's {@code RID_CACHE_SIZE}). */
@@ -58,41 +57,16 @@ public final class ServerPool {
 
     private static final Logger log = LoggerFactory.getLogger(ServerPool.class);
 
-    private final RoutingStrategy strategy;
-    private final boolean stickyByRid;
-    private final int stickySlack;
-
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition rotationChanged = lock.newCondition();
     /** The servers in the pool, in the order they joined (configuration order first). Under the lock. */
-    private final List<Slot> slots = new ArrayList<>();
+    private final List<ServerSlot> slots = new ArrayList<>();
 
-    private final Map<ServerAddress, Slot> byAddress = new HashMap<>();
-    private final LinkedHashMap<String, Slot> stickyServer;
-    private int next;
+    private final Map<ServerAddress, ServerSlot> byAddress = new HashMap<>();
+    /** Chooses among {@link #slots}. Under the lock. */
+    private final RoutingPolicy routing;
+
     private boolean closed;
-
-    /** One server's state. Fields under the pool's lock. */
-    private static final class Slot {
-        final ServerAddress address;
-        int outstanding;
-        boolean ejected;
-        boolean resyncPending;
-        boolean draining;
-        boolean removed;
-        /** The weight version it serves as far as this engine knows; -1 until its first load. */
-        int version;
-
-        String lastError;
-        long requests;
-        long failures;
-        long ejections;
-
-        Slot(ServerAddress address, int version) {
-            this.address = address;
-            this.version = version;
-        }
-    }
 
     /**
      * A pool over {@code servers}, all in rotation.
@@ -110,7 +84,7 @@ public final class ServerPool {
             throw new IllegalArgumentException("a server pool needs at least one server");
         }
         for (ServerAddress a : initial) {
-            Slot slot = new Slot(a, 0);
+            ServerSlot slot = new ServerSlot(a, 0);
             if (byAddress.put(a, slot) != null) {
                 throw new IllegalArgumentException("duplicate server " + a);
             }
@@ -119,16 +93,8 @@ public final class ServerPool {
         if (stickySlack < 0) {
             throw new IllegalArgumentException("sticky_slack must be >= 0, not " + stickySlack);
         }
-        this.strategy = Objects.requireNonNull(strategy, "strategy");
-        this.stickyByRid = stickyByRid;
-        this.stickySlack = stickySlack;
-        stickyServer = new LinkedHashMap<>(RID_CACHE_SIZE * 2, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Slot> eldest) {
-                return size() > RID_CACHE_SIZE;
-            }
-        };
-        next = random.nextInt(initial.size());
+        Objects.requireNonNull(strategy, "strategy");
+        this.routing = new RoutingPolicy(strategy, stickyByRid, stickySlack, random.nextInt(initial.size()));
     }
 
     /** A pool for {@code config}'s addresses, strategy and stickiness. */
@@ -169,7 +135,7 @@ public final class ServerPool {
         lock.lock();
         try {
             ensureOpen("add " + server);
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s != null) {
                 if (!s.draining) {
                     return false;
@@ -179,7 +145,7 @@ public final class ServerPool {
                 rotationChanged.signalAll();
                 return true;
             }
-            s = new Slot(server, -1);
+            s = new ServerSlot(server, -1);
             s.resyncPending = true;
             s.lastError = "added at run time: waiting for the current weights";
             slots.add(s);
@@ -202,7 +168,7 @@ public final class ServerPool {
     public boolean drain(ServerAddress server) {
         lock.lock();
         try {
-            Slot s = slot(server);
+            ServerSlot s = slot(server);
             if (s.draining) {
                 return false;
             }
@@ -245,15 +211,12 @@ public final class ServerPool {
     }
 
     /** Removes a draining slot with nothing in flight. Called under the lock. */
-    private void removeIfDrained(Slot s) {
+    private void removeIfDrained(ServerSlot s) {
         if (s.draining && s.outstanding == 0 && !s.removed) {
             s.removed = true;
             slots.remove(s);
             byAddress.remove(s.address);
-            stickyServer.values().removeIf(v -> v == s);
-            if (!slots.isEmpty()) {
-                next = next % slots.size();
-            }
+            routing.removed(s, slots.size());
             log.info("inference server {} is drained and has left the pool", s.address);
             rotationChanged.signalAll();
         }
@@ -263,7 +226,7 @@ public final class ServerPool {
     public void setServerVersion(ServerAddress server, int version) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s != null) {
                 s.version = version;
             }
@@ -290,13 +253,11 @@ public final class ServerPool {
         try {
             while (true) {
                 ensureOpen("rid " + rid);
-                Slot chosen = choose(rid, avoid);
+                ServerSlot chosen = routing.choose(slots, rid, avoid);
                 if (chosen != null) {
                     chosen.outstanding++;
                     chosen.requests++;
-                    if (stickyByRid && rid != null) {
-                        stickyServer.put(rid, chosen);
-                    }
+                    routing.chosen(rid, chosen);
                     return new Lease(chosen);
                 }
                 long remaining = deadline - System.nanoTime();
@@ -328,62 +289,6 @@ public final class ServerPool {
         }
     }
 
-    /** The chosen server, or null when none is in rotation. Called under the lock. */
-    private Slot choose(String rid, Set<ServerAddress> avoid) {
-        int n = slots.size();
-        boolean anyPreferred = false;
-        boolean anyInRotation = false;
-        for (Slot s : slots) {
-            if (inRotation(s)) {
-                anyInRotation = true;
-                if (!avoid.contains(s.address)) {
-                    anyPreferred = true;
-                }
-            }
-        }
-        if (!anyInRotation) {
-            return null;
-        }
-        boolean useAvoided = !anyPreferred;
-        int least = Integer.MAX_VALUE;
-        for (Slot s : slots) {
-            if (candidate(s, avoid, useAvoided)) {
-                least = Math.min(least, s.outstanding);
-            }
-        }
-        if (stickyByRid && rid != null) {
-            Slot s = stickyServer.get(rid);
-            if (s != null && !s.removed && candidate(s, avoid, useAvoided) && s.outstanding <= least + stickySlack) {
-                return s;
-            }
-        }
-        int chosen = -1;
-        for (int k = 0; k < n; k++) {
-            int i = (next + k) % n;
-            Slot s = slots.get(i);
-            if (!candidate(s, avoid, useAvoided)) {
-                continue;
-            }
-            if (strategy == RoutingStrategy.ROUND_ROBIN) {
-                chosen = i;
-                break;
-            }
-            if (chosen < 0 || s.outstanding < slots.get(chosen).outstanding) {
-                chosen = i;
-            }
-        }
-        next = (chosen + 1) % n;
-        return slots.get(chosen);
-    }
-
-    private static boolean inRotation(Slot s) {
-        return !s.ejected && !s.resyncPending && !s.draining;
-    }
-
-    private static boolean candidate(Slot s, Set<ServerAddress> avoid, boolean useAvoided) {
-        return inRotation(s) && (useAvoided || !avoid.contains(s.address));
-    }
-
     /**
      * Records a failed attempt on {@code server}; with {@code eject} (a connection error, a timeout,
      * a 5xx or a malformed response) the server leaves rotation until {@link #readmit}. Ignored for a
@@ -392,7 +297,7 @@ public final class ServerPool {
     public void recordFailure(ServerAddress server, String error, boolean eject) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s == null) {
                 return;
             }
@@ -416,11 +321,11 @@ public final class ServerPool {
     public void eject(ServerAddress server, String reason) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s == null) {
                 return;
             }
-            if (inRotation(s)) {
+            if (s.inRotation()) {
                 s.lastError = reason;
             }
             if (!s.ejected) {
@@ -437,7 +342,7 @@ public final class ServerPool {
     public void readmit(ServerAddress server) {
         lock.lock();
         try {
-            Slot s = slot(server);
+            ServerSlot s = slot(server);
             if (s.ejected) {
                 s.ejected = false;
                 log.info("re-admitted inference server {}", server);
@@ -452,7 +357,7 @@ public final class ServerPool {
     public void markResyncPending(ServerAddress server, String reason) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s == null) {
                 return;
             }
@@ -470,7 +375,7 @@ public final class ServerPool {
     public void clearResyncPending(ServerAddress server) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             if (s != null && s.resyncPending) {
                 s.resyncPending = false;
                 log.info("inference server {} has current weights again", server);
@@ -485,7 +390,7 @@ public final class ServerPool {
     public boolean isResyncPending(ServerAddress server) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
+            ServerSlot s = byAddress.get(server);
             return s != null && s.resyncPending;
         } finally {
             lock.unlock();
@@ -500,8 +405,8 @@ public final class ServerPool {
         lock.lock();
         try {
             List<ServerAddress> out = new ArrayList<>();
-            for (Slot s : slots) {
-                if (!s.draining && !inRotation(s)) {
+            for (ServerSlot s : slots) {
+                if (!s.draining && !s.inRotation()) {
                     out.add(s.address);
                 }
             }
@@ -518,12 +423,7 @@ public final class ServerPool {
     public Optional<ServerAddress> stickyServer(String rid) {
         lock.lock();
         try {
-            for (Map.Entry<String, Slot> e : stickyServer.entrySet()) {
-                if (e.getKey().equals(rid)) {
-                    return Optional.of(e.getValue().address);
-                }
-            }
-            return Optional.empty();
+            return routing.stickyServer(rid);
         } finally {
             lock.unlock();
         }
@@ -534,8 +434,8 @@ public final class ServerPool {
         lock.lock();
         try {
             List<ServerStats> out = new ArrayList<>(slots.size());
-            for (Slot s : slots) {
-                out.add(statsOf(s));
+            for (ServerSlot s : slots) {
+                out.add(s.stats());
             }
             return out;
         } finally {
@@ -547,7 +447,7 @@ public final class ServerPool {
     public ServerStats stats(ServerAddress server) {
         lock.lock();
         try {
-            return statsOf(slot(server));
+            return slot(server).stats();
         } finally {
             lock.unlock();
         }
@@ -557,55 +457,27 @@ public final class ServerPool {
     public Optional<ServerStats> find(ServerAddress server) {
         lock.lock();
         try {
-            Slot s = byAddress.get(server);
-            return s == null ? Optional.empty() : Optional.of(statsOf(s));
+            ServerSlot s = byAddress.get(server);
+            return s == null ? Optional.empty() : Optional.of(s.stats());
         } finally {
             lock.unlock();
         }
     }
 
-    private static ServerStats statsOf(Slot s) {
-        return new ServerStats(
-                s.address,
-                s.outstanding,
-                s.ejected,
-                s.resyncPending,
-                Optional.ofNullable(s.lastError),
-                s.requests,
-                s.failures,
-                s.ejections,
-                s.draining,
-                s.version < 0 ? OptionalInt.empty() : OptionalInt.of(s.version));
-    }
-
     /** Every server with its state and last error, for "no server" messages. Called under the lock. */
     private String describeAll() {
         StringBuilder sb = new StringBuilder();
-        for (Slot s : slots) {
+        for (ServerSlot s : slots) {
             if (sb.length() > 0) {
                 sb.append("; ");
             }
-            sb.append(s.address).append(' ');
-            List<String> states = new ArrayList<>();
-            if (s.ejected) {
-                states.add("ejected");
-            }
-            if (s.resyncPending) {
-                states.add("waiting for a weight re-sync");
-            }
-            if (s.draining) {
-                states.add("draining");
-            }
-            sb.append(states.isEmpty() ? "in rotation" : String.join(", ", states));
-            sb.append(" (last error: ")
-                    .append(s.lastError == null ? "none" : s.lastError)
-                    .append(')');
+            sb.append(s.describe());
         }
         return sb.toString();
     }
 
-    private Slot slot(ServerAddress server) {
-        Slot s = byAddress.get(server);
+    private ServerSlot slot(ServerAddress server) {
+        ServerSlot s = byAddress.get(server);
         if (s == null) {
             throw new IllegalArgumentException("unknown server " + server + "; the pool has "
                     + slots.stream().map(o -> o.address).toList());
@@ -623,10 +495,10 @@ public final class ServerPool {
      * its last lease closes.
      */
     public final class Lease implements AutoCloseable {
-        private final Slot slot;
+        private final ServerSlot slot;
         private boolean closed;
 
-        private Lease(Slot slot) {
+        private Lease(ServerSlot slot) {
             this.slot = slot;
         }
 

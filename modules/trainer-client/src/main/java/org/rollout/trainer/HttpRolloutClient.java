@@ -1,39 +1,24 @@
 package org.rollout.trainer;
 
-import java.io.FilterInputStream;
+import static org.rollout.trainer.GatewayCalls.errorOf;
+import static org.rollout.trainer.GatewayCalls.parse;
+import static org.rollout.trainer.GatewayCalls.requestError;
+
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InterruptedIOException;
 import java.io.OutputStream;
-import java.net.ConnectException;
 import java.net.InetAddress;
-import java.net.SocketTimeoutException;
-import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
 import org.rollout.api.TrainingBatch;
 import org.rollout.trainer.wire.BatchFormatException;
 import org.rollout.trainer.wire.BatchWireFormat;
@@ -78,35 +63,17 @@ import org.rollout.trainer.wire.GatewayJson;
  */
 public final class HttpRolloutClient implements RolloutClient {
     private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
-    private static final int MAX_SMALL_BODY = 1 << 20;
     private static final Duration FOREVER = Duration.ofDays(365L * 100);
-    private static final String USER_AGENT = "rollout-trainer-client/1";
 
     private final ClientConfig config;
-    private final HttpClient http;
-    private final ScheduledExecutorService watchdog;
-    private final AtomicInteger preferred = new AtomicInteger();
-    private final AtomicBoolean closed = new AtomicBoolean();
-    /** Connections of batch pulls in flight over plain sockets: closed by {@link #close()}. */
-    private final Set<SocketChannel> plainOpen = ConcurrentHashMap.newKeySet();
+    /** Requests with failover and backoff over the contact points; the HTTP client and sockets. */
+    private final GatewayCalls calls;
     /** Renews the lease of pulled batches until they are acknowledged; null without a lease. */
     private final LeaseKeeper leases;
 
     HttpRolloutClient(ClientConfig config) {
         this.config = Objects.requireNonNull(config, "config");
-        HttpClient.Builder b = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(config.connectTimeout())
-                .followRedirects(HttpClient.Redirect.NEVER);
-        if (config.sslContext() != null) {
-            b.sslContext(config.sslContext());
-        }
-        this.http = b.build();
-        this.watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "rollout-client-read-watchdog");
-            t.setDaemon(true);
-            return t;
-        });
+        this.calls = new GatewayCalls(config);
         this.leases = config.lease() == null
                 ? null
                 : new LeaseKeeper(new BatchLease(holderName(), config.lease()), this::renewLease);
@@ -187,15 +154,15 @@ public final class HttpRolloutClient implements RolloutClient {
                                 + "&holder="
                                 + URLEncoder.encode(leases.lease().holder(), StandardCharsets.UTF_8));
         Duration timeout = wait.plus(config.requestTimeout());
-        Sender viaHttpClient = viaHttpClient(base -> request(base, path, timeout)
+        GatewayCalls.Sender viaHttpClient = calls.viaHttpClient(base -> calls.request(base, path, timeout)
                 .POST(HttpRequest.BodyPublishers.noBody())
                 .build());
-        return call(
+        return calls.call(
                 "pull a batch",
                 // A batch body is read from a plain socket by this thread (PlainHttpExchange); TLS
                 // goes through java.net.http.
                 base -> "http".equalsIgnoreCase(base.getScheme())
-                        ? plain(base, path, timeout)
+                        ? calls.plain(base, path, timeout)
                         : viaHttpClient.send(base),
                 (base, status, body, ambiguous) -> switch (status) {
                     case 204 -> {
@@ -244,12 +211,13 @@ public final class HttpRolloutClient implements RolloutClient {
         HttpRequest.BodyPublisher ids = taskIds.isEmpty()
                 ? HttpRequest.BodyPublishers.noBody()
                 : HttpRequest.BodyPublishers.ofByteArray(GatewayJson.ackRequest(taskIds));
-        GatewayJson.AckReply reply = call(
+        GatewayJson.AckReply reply = calls.call(
                 what,
-                viaHttpClient(base -> request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
-                        .header("Content-Type", "application/json")
-                        .POST(ids)
-                        .build()),
+                calls.viaHttpClient(
+                        base -> calls.request(base, "/v1/batches/" + batchId + "/ack", config.requestTimeout())
+                                .header("Content-Type", "application/json")
+                                .POST(ids)
+                                .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError(what, base, status, body);
@@ -293,9 +261,9 @@ public final class HttpRolloutClient implements RolloutClient {
     }
 
     private PublishResult publish(String what, byte[] json) throws InterruptedException {
-        return call(
+        return calls.call(
                 what,
-                viaHttpClient(base -> request(base, "/v1/weights", config.publishTimeout())
+                calls.viaHttpClient(base -> calls.request(base, "/v1/weights", config.publishTimeout())
                         .header("Content-Type", "application/json")
                         .POST(HttpRequest.BodyPublishers.ofByteArray(json))
                         .build()),
@@ -328,9 +296,9 @@ public final class HttpRolloutClient implements RolloutClient {
     @Override
     public List<Long> renewLease(BatchLease lease) throws InterruptedException {
         byte[] json = GatewayJson.renewRequest(lease);
-        return call(
+        return calls.call(
                 "renew the lease of " + lease.holder(),
-                viaHttpClient(base -> request(base, "/v1/leases/renew", config.requestTimeout())
+                calls.viaHttpClient(base -> calls.request(base, "/v1/leases/renew", config.requestTimeout())
                         .header("Content-Type", "application/json")
                         .POST(HttpRequest.BodyPublishers.ofByteArray(json))
                         .build()),
@@ -349,9 +317,9 @@ public final class HttpRolloutClient implements RolloutClient {
 
     @Override
     public RolloutStatus status() throws InterruptedException {
-        return call(
+        return calls.call(
                 "read status",
-                viaHttpClient(base -> request(base, "/v1/status", config.requestTimeout())
+                calls.viaHttpClient(base -> calls.request(base, "/v1/status", config.requestTimeout())
                         .GET()
                         .build()),
                 (base, status, body, ambiguous) -> {
@@ -367,11 +335,12 @@ public final class HttpRolloutClient implements RolloutClient {
         if (sinceVersion < 0) {
             throw new IllegalArgumentException("sinceVersion must be >= 0, got " + sinceVersion);
         }
-        return call(
+        return calls.call(
                 "read statistics",
-                viaHttpClient(base -> request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
-                        .GET()
-                        .build()),
+                calls.viaHttpClient(
+                        base -> calls.request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
+                                .GET()
+                                .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError("read statistics", base, status, body);
@@ -383,254 +352,16 @@ public final class HttpRolloutClient implements RolloutClient {
     /** Stops every request in flight and the connection pool; never throws; idempotent. */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        if (calls.markClosed()) {
             if (leases != null) {
                 leases.close();
             }
-            http.shutdownNow();
-            for (SocketChannel c : plainOpen) {
-                try {
-                    c.close();
-                } catch (IOException e) {
-                    log.log(System.Logger.Level.DEBUG, "closing a pull's connection: {0}", e);
-                }
-            }
-            watchdog.shutdownNow();
+            calls.shutdown();
         }
     }
 
     @Override
     public String toString() {
         return "HttpRolloutClient" + config.contactPoints();
-    }
-
-    /** Reads a response; {@code ambiguous} is the error of an earlier attempt that may have reached a gateway. */
-    @FunctionalInterface
-    private interface ResponseReader<T> {
-        T read(URI base, int status, InputStream body, String ambiguous) throws IOException;
-    }
-
-    /** A response's status and body. */
-    private record Reply(int status, InputStream body) {}
-
-    /** Sends one request to a contact point. */
-    private interface Sender {
-        Reply send(URI base) throws IOException, InterruptedException;
-    }
-
-    private Sender viaHttpClient(Function<URI, HttpRequest> request) {
-        return base -> {
-            HttpResponse<InputStream> response =
-                    http.send(request.apply(base), HttpResponse.BodyHandlers.ofInputStream());
-            return new Reply(response.statusCode(), response.body());
-        };
-    }
-
-    /** {@code POST path} with no body over a plain socket ({@link PlainHttpExchange}). */
-    private Reply plain(URI base, String path, Duration timeout) throws IOException {
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("User-Agent", USER_AGENT);
-        if (config.token() != null) {
-            headers.put("Authorization", "Bearer " + config.token());
-        }
-        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
-        PlainHttpExchange exchange =
-                PlainHttpExchange.post(base, prefix + path, headers, config.connectTimeout(), timeout, plainOpen);
-        return new Reply(exchange.status(), exchange.body());
-    }
-
-    /**
-     * Sends the request to the preferred contact point, failing over and backing off as the class
-     * comment says, and reads the response with {@code reader}.
-     */
-    private <T> T call(String what, Sender sender, ResponseReader<T> reader) throws InterruptedException {
-        if (closed.get()) {
-            throw new IllegalStateException("could not " + what + ": the client is closed");
-        }
-        var contacts = config.contactPoints();
-        Map<URI, String> lastErrors = new LinkedHashMap<>();
-        String ambiguous = null;
-        long firstFailure = 0;
-        boolean failed = false;
-        long backoff = config.retryInitialBackoff().toNanos();
-        while (true) {
-            int start = preferred.get();
-            for (int i = 0; i < contacts.size(); i++) {
-                int index = (start + i) % contacts.size();
-                URI base = contacts.get(index);
-                try {
-                    Reply response = sender.send(base);
-                    if (response.status() == 503) {
-                        try (InputStream body = response.body()) {
-                            GatewayJson.ErrorBody e = errorOf(body);
-                            lastErrors.put(base, "HTTP 503 " + e.code() + ": " + e.message());
-                        }
-                        continue;
-                    }
-                    preferred.set(index);
-                    try (InputStream body = new IdleGuardedStream(response.body(), base, what)) {
-                        return reader.read(base, response.status(), body, ambiguous);
-                    }
-                } catch (BatchFormatException e) {
-                    throwIfInterrupted(e);
-                    throw new IllegalStateException(
-                            "could not " + what + ": the trainer gateway at " + base + " sent a malformed batch: "
-                                    + e.getMessage(),
-                            e);
-                } catch (IOException e) {
-                    throwIfInterrupted(e);
-                    if (closed.get()) {
-                        throw new IllegalStateException("could not " + what + ": the client was closed", e);
-                    }
-                    String error = describe(e);
-                    lastErrors.put(base, error);
-                    if (!(e instanceof ConnectException || e instanceof HttpConnectTimeoutException)) {
-                        ambiguous = error;
-                    }
-                    log.log(System.Logger.Level.DEBUG, "could not {0} at {1}: {2}", what, base, error);
-                }
-            }
-            long now = System.nanoTime();
-            if (!failed) {
-                failed = true;
-                firstFailure = now;
-            }
-            if (now - firstFailure + backoff > config.retryDeadline().toNanos()) {
-                Map<URI, String> ordered = new LinkedHashMap<>();
-                for (URI c : contacts) {
-                    ordered.put(c, lastErrors.getOrDefault(c, "not tried"));
-                }
-                throw new EngineUnreachableException(what, Duration.ofNanos(now - firstFailure), ordered);
-            }
-            log.log(
-                    System.Logger.Level.INFO,
-                    "could not {0}: no trainer gateway answered ({1}); trying again in {2} ms",
-                    what,
-                    lastErrors,
-                    TimeUnit.NANOSECONDS.toMillis(backoff));
-            TimeUnit.NANOSECONDS.sleep(backoff);
-            backoff = Math.min(backoff * 2, config.retryMaxBackoff().toNanos());
-        }
-    }
-
-    private HttpRequest.Builder request(URI base, String path, Duration timeout) {
-        HttpRequest.Builder b =
-                HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout).header("User-Agent", USER_AGENT);
-        if (config.token() != null) {
-            b.header("Authorization", "Bearer " + config.token());
-        }
-        return b;
-    }
-
-    private static <T> T parse(String what, URI base, InputStream body, Function<byte[], T> parser) throws IOException {
-        byte[] bytes = body.readNBytes(MAX_SMALL_BODY);
-        try {
-            return parser.apply(bytes);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalStateException(
-                    "could not " + what + ": the trainer gateway at " + base + " answered with a malformed body: "
-                            + e.getMessage(),
-                    e);
-        }
-    }
-
-    private static GatewayJson.ErrorBody errorOf(InputStream body) throws IOException {
-        return GatewayJson.parseError(body.readNBytes(MAX_SMALL_BODY));
-    }
-
-    private static GatewayRequestException requestError(String what, URI base, int status, InputStream body)
-            throws IOException {
-        GatewayJson.ErrorBody e = errorOf(body);
-        return new GatewayRequestException(what, base, status, e.code(), e.message());
-    }
-
-    /** Interruption surfaces from the HTTP client as an IOException with the flag set or an InterruptedException cause. */
-    private static void throwIfInterrupted(IOException e) throws InterruptedException {
-        boolean interrupted = Thread.interrupted()
-                || (e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException))
-                || e.getCause() instanceof InterruptedException;
-        if (interrupted) {
-            InterruptedException ie = new InterruptedException("interrupted: " + e.getMessage());
-            ie.initCause(e);
-            throw ie;
-        }
-    }
-
-    private static String describe(IOException e) {
-        String m = e.getMessage();
-        if (e instanceof ConnectException && (m == null || m.isBlank())) {
-            return "connection refused";
-        }
-        return e.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
-    }
-
-    /**
-     * Abandons a body from which no byte arrives for {@code read_idle_timeout}: closing the HTTP
-     * client's stream wakes the blocked reader, which then fails with a message saying so.
-     */
-    private final class IdleGuardedStream extends FilterInputStream {
-        private final URI base;
-        private final String what;
-        private final ScheduledFuture<?> check;
-        private volatile long lastProgress = System.nanoTime();
-        private volatile boolean expired;
-
-        IdleGuardedStream(InputStream in, URI base, String what) {
-            super(in);
-            this.base = base;
-            this.what = what;
-            long period = Math.max(10, Math.min(1000, config.readIdleTimeout().toMillis() / 4));
-            this.check = watchdog.scheduleWithFixedDelay(this::checkIdle, period, period, TimeUnit.MILLISECONDS);
-        }
-
-        private void checkIdle() {
-            if (System.nanoTime() - lastProgress > config.readIdleTimeout().toNanos()) {
-                expired = true;
-                check.cancel(false);
-                try {
-                    in.close();
-                } catch (IOException e) {
-                    log.log(System.Logger.Level.DEBUG, "closing a stalled body from {0}: {1}", base, e);
-                }
-            }
-        }
-
-        @Override
-        public int read() throws IOException {
-            try {
-                int b = super.read();
-                lastProgress = System.nanoTime();
-                return b;
-            } catch (IOException e) {
-                throw stalled(e);
-            }
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) throws IOException {
-            try {
-                int n = super.read(b, off, len);
-                lastProgress = System.nanoTime();
-                return n;
-            } catch (IOException e) {
-                throw stalled(e);
-            }
-        }
-
-        private IOException stalled(IOException e) {
-            if (!expired) {
-                return e;
-            }
-            return new IOException(
-                    "no data from " + base + " for " + config.readIdleTimeout().toMillis()
-                            + " ms (read_idle_timeout) while trying to " + what,
-                    e);
-        }
-
-        @Override
-        public void close() throws IOException {
-            check.cancel(false);
-            super.close();
-        }
     }
 }
