@@ -91,15 +91,7 @@ final class WeightEndpoints {
         boolean published = false;
         try {
             Files.write(file, GatewayJson.tensorManifest(request.tensors()));
-            PublishResult result;
-            try {
-                result = engine.publishWeights(version, file);
-            } catch (WeightPublishException e) {
-                if (refused(e, version)) {
-                    throw new Refusal(409, "version_refused", e.getMessage());
-                }
-                throw new Refusal(502, "weights_not_loaded", e.getMessage());
-            }
+            PublishResult result = publish(version, file);
             published = true;
             keep(file);
             GatewayHttp.json(ex, 200, GatewayJson.publishResult(result));
@@ -107,6 +99,18 @@ final class WeightEndpoints {
             if (!published) {
                 Files.deleteIfExists(file);
             }
+        }
+    }
+
+    /** Publishes {@code file} as {@code version}: 409 when fenced, 502 when no server loaded it. */
+    private PublishResult publish(int version, Path file) throws Refusal, InterruptedException {
+        try {
+            return engine.publishWeights(version, file);
+        } catch (WeightPublishException e) {
+            if (refused(e, version)) {
+                throw new Refusal(409, "version_refused", e.getMessage());
+            }
+            throw new Refusal(502, "weights_not_loaded", e.getMessage());
         }
     }
 
@@ -129,15 +133,7 @@ final class WeightEndpoints {
                 throw new Refusal(
                         400, "bad_request", "weight upload: the body is empty (send the weight file's bytes)");
             }
-            PublishResult result;
-            try {
-                result = engine.publishWeights(version, file);
-            } catch (WeightPublishException e) {
-                if (refused(e, version)) {
-                    throw new Refusal(409, "version_refused", e.getMessage());
-                }
-                throw new Refusal(502, "weights_not_loaded", e.getMessage());
-            }
+            PublishResult result = publish(version, file);
             published = true;
             log.info("weight upload: {} bytes published as version {} from {}", bytes, version, file);
             keep(file);
