@@ -109,8 +109,18 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** A weight update began: admit nothing until the matching {@link ResumeAdmission}. */
     public record PauseAdmission(long updateId) implements Command, CborSerializable {}
 
-    /** A weight update ended; {@code version} is the version now current. */
-    public record ResumeAdmission(long updateId, int version) implements Command, CborSerializable {}
+    /**
+     * A weight update ended; {@code version} is the version now current. When {@code replyTo} is
+     * set, the coordinator answers it with the version it now admits at, once it took this one in:
+     * the weight version answers a publish only after that, so that no status read that begins
+     * after a publish returned can show the version before it.
+     */
+    public record ResumeAdmission(long updateId, int version, ActorRef<Integer> replyTo)
+            implements Command, CborSerializable {
+        public ResumeAdmission(long updateId, int version) {
+            this(updateId, version, null);
+        }
+    }
 
     /** The collector announces itself (its real ref, never a singleton proxy). */
     public record CollectorIs(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
@@ -505,6 +515,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             if (eval.dueAt(resume.version())) {
                 startEvalPass(resume.version());
             }
+        }
+        if (resume.replyTo() != null) {
+            resume.replyTo().tell(budget.version());
         }
         admit();
         return Behaviors.same();

@@ -31,7 +31,8 @@ import org.rollout.trainer.WeightPublishException;
  *     ├─► every runner: PrepareWeightUpdate ─► ack      engines send no new segment
  *     ├─► [virtual thread] WeightPublisher.update       servers: pause → load → continue (finally)
  *     ├─► topic: VersionChanged(v)                      engines take v, then resume
- *     └─► coordinator: ResumeAdmission(v)               staleness budget grows by B
+ *     ├─► coordinator: ResumeAdmission(v) ─► v          staleness budget grows by B
+ *     └─► publisher: PublishReply(v)                    once the coordinator admits at v
  * </pre>
  *
  * <p>Durability: the new version is written to {@link DurableState} after the servers loaded it
@@ -47,8 +48,9 @@ import org.rollout.trainer.WeightPublishException;
  *       (reads the durable version;             (runners close                      (servers load on a
  *        publishes and reads wait)               their gates)                        blocking thread)
  *                               ▲                                                         │ loaded
- *                               └──────────── version told, admission resumed ◄── persisting (record written)
- *                                             (or, when nothing loaded, the update abandoned)
+ *                               └── confirming ◄── version told ◄──────────────── persisting (record written)
+ *                        (publisher answered once the        (or, when nothing loaded, the update abandoned)
+ *                         coordinator admits at v)
  * </pre>
  *
  * A publish that arrives while another is under way is stashed and taken, in arrival order, when
@@ -105,6 +107,11 @@ public final class WeightVersion {
 
     private record Written(long updateId, PublishResult report, Throwable error) implements Command, NodeLocal {}
 
+    /** The coordinator took the version of update {@code updateId} in ({@code admitting} it now). */
+    private record AdmissionConfirmed(long updateId, int admitting) implements Command, NodeLocal {}
+
+    private record ConfirmTimedOut(long updateId) implements Command, NodeLocal {}
+
     /**
      * Publishes and version reads held while recovering or while an update is under way. Publishes
      * come from trainers one at a time each, reads from status polls: far below this.
@@ -112,6 +119,8 @@ public final class WeightVersion {
     static final int STASH_CAPACITY = 1_000;
 
     private static final String PREPARE_TIMER = "prepare";
+
+    private static final String CONFIRM_TIMER = "confirm";
 
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
@@ -260,6 +269,41 @@ public final class WeightVersion {
                 .build();
     }
 
+    /**
+     * {@code p} is the version, told to everyone; the publisher is answered once the coordinator
+     * confirms it admits at {@code p}'s version (or after {@code prepare_timeout}, when it could
+     * not: a coordinator that starts again reads the written version).
+     */
+    private Behavior<Command> confirming(Publish p, PublishResult report) {
+        long id = updateId;
+        ActorRef<Integer> confirm = ctx.messageAdapter(Integer.class, v -> new AdmissionConfirmed(id, v));
+        coordinator.tell(new RolloutCoordinator.ResumeAdmission(id, version, confirm));
+        timers.startSingleTimer(CONFIRM_TIMER, new ConfirmTimedOut(id), prepareTimeout);
+        return busy(p).onMessage(AdmissionConfirmed.class, c -> {
+                    if (c.updateId() != updateId) {
+                        return Behaviors.same();
+                    }
+                    timers.cancel(CONFIRM_TIMER);
+                    p.replyTo().tell(new PublishReply(version, null, report, null));
+                    return next();
+                })
+                .onMessage(ConfirmTimedOut.class, t -> {
+                    if (t.updateId() != updateId) {
+                        return Behaviors.same();
+                    }
+                    ctx.getLog()
+                            .warn(
+                                    "version {}: the coordinator did not confirm it within {}; answering the publisher,"
+                                            + " the coordinator reads the written version when it starts again",
+                                    version,
+                                    prepareTimeout);
+                    p.replyTo().tell(new PublishReply(version, null, report, null));
+                    return next();
+                })
+                .onMessage(Command.class, this::late)
+                .build();
+    }
+
     /** An update of {@code p} under way: further publishes wait their turn. */
     private BehaviorBuilder<Command> busy(Publish p) {
         return Behaviors.receive(Command.class)
@@ -395,9 +439,7 @@ public final class WeightVersion {
                             report.serverFailures());
         }
         topic.tell(Topic.publish(new VersionChanged(version, path)));
-        coordinator.tell(new RolloutCoordinator.ResumeAdmission(w.updateId(), version));
-        p.replyTo().tell(new PublishReply(version, null, report, null));
-        return next();
+        return confirming(p, report);
     }
 
     /** Idle again: the publishes held meanwhile are taken in arrival order. */

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterEach;
@@ -31,6 +32,23 @@ class WeightVersionProtocolTest {
     private final TestProbe<WeightVersion.PublishReply> trainer = kit.createTestProbe();
     private final List<Integer> loaded = new CopyOnWriteArrayList<>();
     private final DurableState state = DurableState.inMemory();
+    /** Whether the coordinator confirms a resumed version at once (else the test answers it). */
+    private volatile boolean confirming = true;
+
+    /** The coordinator as the weight version sees it: every message goes to the probe. */
+    private ActorRef<RolloutCoordinator.Command> coordinator() {
+        return kit.spawn(Behaviors.receiveMessage(m -> {
+            if (confirming && m instanceof RolloutCoordinator.ResumeAdmission r && r.replyTo() != null) {
+                r.replyTo().tell(r.version());
+            }
+            coordinator.getRef().tell(m);
+            return Behaviors.same();
+        }));
+    }
+
+    private static boolean resumes(RolloutCoordinator.Command m, long updateId, int version) {
+        return m instanceof RolloutCoordinator.ResumeAdmission r && r.updateId() == updateId && r.version() == version;
+    }
 
     @AfterEach
     void shutdown() {
@@ -47,13 +65,7 @@ class WeightVersionProtocolTest {
         topic.tell(Topic.subscribe(versions.getRef()));
         kit.system().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, runner.getRef()));
         return kit.spawn(WeightVersion.create(
-                0,
-                publisher,
-                coordinator.getRef(),
-                topic,
-                NodeServices.virtualThreads(),
-                Duration.ofMillis(500),
-                state));
+                0, publisher, coordinator(), topic, NodeServices.virtualThreads(), Duration.ofMillis(500), state));
     }
 
     private WeightPublisher loading() {
@@ -112,12 +124,71 @@ class WeightVersionProtocolTest {
         assertThat(loaded).as("nothing loaded before the runner paused").doesNotContain(published);
         prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
         versions.fishForMessage(WAIT, m -> outcome(m.version() == published));
-        coordinator.fishForMessage(
-                WAIT, m -> outcome(m.equals(new RolloutCoordinator.ResumeAdmission(prepare.updateId(), published))));
+        coordinator.fishForMessage(WAIT, m -> outcome(resumes(m, prepare.updateId(), published)));
         WeightVersion.PublishReply reply = replyToPublished();
         assertThat(reply.ok()).isTrue();
         assertThat(loaded).endsWith(published);
         assertThat(state.readVersion().toCompletableFuture().join().version()).isEqualTo(published);
+    }
+
+    @Test
+    void aPublishIsAnsweredOnlyOnceTheCoordinatorAdmitsAtTheNewVersion() {
+        // Found by the soak: a publish was answered while the coordinator had not yet taken the new
+        // version (its message was still on the way), and a status read that began after the
+        // answer showed the version before it.
+        ActorRef<WeightVersion.Command> wv = weightVersion(loading());
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        confirming = false;
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        RolloutCoordinator.ResumeAdmission[] resume = new RolloutCoordinator.ResumeAdmission[1];
+        coordinator.fishForMessage(WAIT, m -> {
+            if (resumes(m, prepare.updateId(), published)) {
+                resume[0] = (RolloutCoordinator.ResumeAdmission) m;
+                return outcome(true);
+            }
+            return outcome(false);
+        });
+        for (WeightVersion.PublishReply earlier : repliesWithin(Duration.ofMillis(300))) {
+            assertThat(earlier.version())
+                    .as("no answer to the publish of %d before the coordinator confirmed it", published)
+                    .isLessThan(published);
+        }
+        resume[0].replyTo().tell(published);
+        WeightVersion.PublishReply reply = replyToPublished();
+        assertThat(reply.ok()).isTrue();
+    }
+
+    /** Every reply the trainer gets within {@code window}. */
+    private List<WeightVersion.PublishReply> repliesWithin(Duration window) {
+        List<WeightVersion.PublishReply> seen = new java.util.ArrayList<>();
+        long until = System.nanoTime() + window.toNanos();
+        while (System.nanoTime() < until) {
+            try {
+                seen.add(trainer.receiveMessage(Duration.ofMillis(50)));
+            } catch (AssertionError none) {
+                // nothing in this slice of the window
+            }
+        }
+        return seen;
+    }
+
+    @Test
+    void aCoordinatorThatNeverConfirmsHoldsThePublisherNoLongerThanThePrepareTimeout() {
+        ActorRef<WeightVersion.Command> wv = weightVersion(loading());
+        GroupRunner.PrepareWeightUpdate prepare = publishUntilPrepared(wv);
+        confirming = false;
+        long start = System.nanoTime();
+        prepare.replyTo().tell(new WeightVersion.RunnerPrepared(prepare.updateId(), runner.getRef()));
+        WeightVersion.PublishReply reply = replyToPublished();
+        assertThat(reply.ok())
+                .as("the version was loaded and written: the publish succeeded")
+                .isTrue();
+        assertThat(Duration.ofNanos(System.nanoTime() - start))
+                .as("answered after the prepare timeout (500 ms), not at once")
+                .isGreaterThanOrEqualTo(Duration.ofMillis(450));
+        TestProbe<Integer> reader = kit.createTestProbe();
+        wv.tell(new WeightVersion.GetVersion(reader.getRef()));
+        assertThat(reader.expectMessageClass(Integer.class, WAIT)).isEqualTo(published);
     }
 
     @Test
@@ -169,8 +240,7 @@ class WeightVersionProtocolTest {
         assertThat(runner.expectMessageClass(GroupRunner.AbandonWeightUpdate.class, WAIT)
                         .updateId())
                 .isEqualTo(prepare.updateId());
-        coordinator.fishForMessage(
-                WAIT, m -> outcome(m.equals(new RolloutCoordinator.ResumeAdmission(prepare.updateId(), 0))));
+        coordinator.fishForMessage(WAIT, m -> outcome(resumes(m, prepare.updateId(), 0)));
         WeightVersion.PublishReply reply = replyToPublished();
         assertThat(reply.ok()).isFalse();
         assertThat(reply.error()).contains("server refused");
