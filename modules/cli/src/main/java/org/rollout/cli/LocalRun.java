@@ -359,7 +359,7 @@ final class LocalRun {
     /**
      * When an evaluation set is configured, waits (at most {@link #FINAL_EVALUATION_DEADLINE}) for
      * the pass over the final weights, which starts as the last version is published when {@code
-     * eval_every} divides it, so that the summary shows it.
+     * eval_every} divides it and is asked for otherwise, so that the summary shows it.
      *
      * @return a note for the summary when the final weights are not evaluated, else null
      */
@@ -370,8 +370,8 @@ final class LocalRun {
             return null;
         }
         if (version % every != 0) {
-            return "the final weights v" + version + " were not evaluated: evaluation passes run at multiples of"
-                    + " rollout.eval_every = " + every + " (choose --steps as a multiple of it)";
+            // Passes run at multiples of eval_every; the final weights are evaluated all the same.
+            rollout.client().evaluateNow(version);
         }
         out.println("  evaluating the final weights v" + version + "...");
         long deadline = System.nanoTime() + FINAL_EVALUATION_DEADLINE.toNanos();

@@ -80,13 +80,22 @@ final class Summary {
                 lines.add("    " + l);
             }
         }
-        String eval = run.history().stream()
+        List<StatsBook.Line> evalLines = run.history().stream()
                 .filter(l -> l.scope().equals("eval-rollout"))
-                .map(l -> String.format(
-                        Locale.ROOT, "v%d %.3f", l.version(), number(l.values().get("reward"))))
+                .toList();
+        String eval = evalLines.stream()
+                .map(l -> {
+                    double reward = number(l.values().get("reward"));
+                    return Double.isNaN(reward)
+                            ? String.format(Locale.ROOT, "v%d –", l.version())
+                            : String.format(Locale.ROOT, "v%d %.3f", l.version(), reward);
+                })
                 .collect(Collectors.joining(", "));
         if (!eval.isEmpty()) {
             lines.add("  evaluation (mean reward, eval-rollout scope): " + eval);
+            if (evalLines.stream().anyMatch(l -> Double.isNaN(number(l.values().get("reward"))))) {
+                lines.add("    (–: no evaluation group of that version was accepted, so it has no mean reward)");
+            }
         }
         if (run.finalEvaluation() != null) {
             lines.add("  note: " + run.finalEvaluation());

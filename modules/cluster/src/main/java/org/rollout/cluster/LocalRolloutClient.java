@@ -294,6 +294,14 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
         refs.coordinator().tell(new RolloutCoordinator.ResumeAdmission(id, version));
     }
 
+    /**
+     * Asks for an evaluation pass over the current weights, {@code version}, whether or not
+     * {@code eval_every} divides it; nothing happens when the version moved on or a pass runs.
+     */
+    public void evaluateNow(int version) {
+        refs.coordinator().tell(new RolloutCoordinator.EvaluateNow(version));
+    }
+
     /** The collector's full status (held outcomes, duplicates). */
     Collector.Status collectorStatus() throws InterruptedException {
         return ask(refs.collector(), Collector.GetStatus::new, CONTROL_TIMEOUT, "read status");

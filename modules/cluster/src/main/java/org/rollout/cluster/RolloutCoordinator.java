@@ -122,6 +122,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
     }
 
+    /**
+     * Starts an evaluation pass at {@code version} now, whether or not {@code eval_every} divides
+     * it (a local run's final weights): ignored unless {@code version} is the current version and
+     * no pass runs.
+     */
+    public record EvaluateNow(int version) implements Command, CborSerializable {}
+
     /** The collector announces itself (its real ref, never a singleton proxy). */
     public record CollectorIs(ActorRef<Collector.Command> collector) implements Command, CborSerializable {}
 
@@ -205,6 +212,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final OutcomeAccounting outcomes;
 
     private long incarnation;
+    /** A version whose evaluation was asked for while a pass ran ({@link EvaluateNow}); -1: none. */
+    private int evaluateAfterPass = -1;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -341,6 +350,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     return Behaviors.same();
                 })
                 .onMessage(ResumeAdmission.class, this::onResume)
+                .onMessage(EvaluateNow.class, this::onEvaluateNow)
                 .onMessage(GetStatus.class, this::onGetStatus)
                 // A late answer from a runner asked during recovery, or its deadline: done with.
                 .onMessage(HoldingsReceived.class, h -> Behaviors.same())
@@ -523,6 +533,22 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         return Behaviors.same();
     }
 
+    private Behavior<Command> onEvaluateNow(EvaluateNow now) {
+        if (now.version() != budget.version()) {
+            getContext()
+                    .getLog()
+                    .info("evaluation at version {} not started: the version is {}", now.version(), budget.version());
+        } else if (eval.running()) {
+            if (eval.version() != now.version()) {
+                evaluateAfterPass = now.version();
+            }
+        } else {
+            startEvalPass(now.version());
+            admit();
+        }
+        return Behaviors.same();
+    }
+
     private void startEvalPass(int version) {
         switch (eval.start(version)) {
             case STARTED -> {
@@ -541,6 +567,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (eval.finished()) {
             getContext().getLog().info("evaluation pass at version {} finished", eval.version());
             collector.tell(new Collector.EvalPassFinished(eval.version()));
+            if (evaluateAfterPass == budget.version()) {
+                startEvalPass(evaluateAfterPass);
+            }
+            evaluateAfterPass = -1;
         }
     }
 

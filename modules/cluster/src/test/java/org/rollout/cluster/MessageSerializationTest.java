@@ -92,6 +92,8 @@ class MessageSerializationTest {
                 new RolloutCoordinator.AcceptedDiscarded(6, 1),
                 new RolloutCoordinator.PauseAdmission(7),
                 new RolloutCoordinator.ResumeAdmission(7, 3),
+                new RolloutCoordinator.ResumeAdmission(8, 4, ref()),
+                new RolloutCoordinator.EvaluateNow(5),
                 new RolloutCoordinator.GetStatus(ref()),
                 new RolloutCoordinator.Status(
                         snapshot, 3, 1, true, false, 2, Map.of("node-a", 2, "node-b", 1), Duration.ofMillis(1500), 4),

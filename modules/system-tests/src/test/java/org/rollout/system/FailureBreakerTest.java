@@ -51,7 +51,9 @@ class FailureBreakerTest {
         assertThat(out)
                 .contains("the run cannot make progress: 200 of the last 200 groups failed (failed: 200)")
                 .contains("example: task ")
-                .contains("rollout local: stopped (exit 3)");
+                .contains("rollout local: stopped (exit 3)")
+                .as("an evaluation whose groups all failed has no mean reward, shown as such")
+                .doesNotContain("NaN");
         return out;
     }
 
