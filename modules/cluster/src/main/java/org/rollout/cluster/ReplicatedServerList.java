@@ -17,6 +17,9 @@ import org.apache.pekko.cluster.ddata.LWWMapKey;
 import org.apache.pekko.cluster.ddata.SelfUniqueAddress;
 import org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData;
 import org.apache.pekko.cluster.ddata.typed.javadsl.Replicator;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.SelfUp;
+import org.apache.pekko.cluster.typed.Subscribe;
 import org.rollout.config.ServerAddress;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.slf4j.Logger;
@@ -66,7 +69,7 @@ public final class ReplicatedServerList {
     public static ReplicatedServerList follow(ActorSystem<?> system, RemoteInferenceEngine engine, Duration timeout) {
         Objects.requireNonNull(engine, "engine");
         ReplicatedServerList list = new ReplicatedServerList(system, timeout);
-        system.systemActorOf(follower(list.replicator, engine), "rollout-server-list", Props.empty());
+        system.systemActorOf(follower(list.replicator, engine, timeout), "rollout-server-list", Props.empty());
         return list;
     }
 
@@ -103,17 +106,42 @@ public final class ReplicatedServerList {
                 });
     }
 
-    private static Behavior<Replicator.SubscribeResponse<LWWMap<String, String>>> follower(
-            ActorRef<Replicator.Command> replicator, RemoteInferenceEngine engine) {
+    /**
+     * Applies every change of the map, and, once this node is Up, the map as a majority of nodes
+     * hold it: a node that restarts with a drained server in its {@code rollout.servers} would
+     * otherwise use that server until gossip brings the entry, which took 18 s on a busy machine.
+     */
+    private static Behavior<Object> follower(
+            ActorRef<Replicator.Command> replicator, RemoteInferenceEngine engine, Duration timeout) {
         return Behaviors.setup(ctx -> {
-            replicator.tell(new Replicator.Subscribe<>(KEY, ctx.getSelf()));
+            replicator.tell(new Replicator.Subscribe<>(
+                    KEY,
+                    ctx.<Replicator.SubscribeResponse<LWWMap<String, String>>>getSelf()
+                            .narrow()));
+            Cluster.get(ctx.getSystem())
+                    .subscriptions()
+                    .tell(Subscribe.create(ctx.getSelf().narrow(), SelfUp.class));
             return Behaviors.receive((c, msg) -> {
-                if (msg instanceof Replicator.Changed<LWWMap<String, String>> changed) {
-                    apply(changed.dataValue().getEntries(), engine);
+                if (msg instanceof Replicator.Changed<?> changed) {
+                    apply(entries(changed.dataValue()), engine);
+                } else if (msg instanceof SelfUp) {
+                    replicator.tell(new Replicator.Get<>(
+                            KEY,
+                            new Replicator.ReadMajority(timeout),
+                            c.<Replicator.GetResponse<LWWMap<String, String>>>getSelf()
+                                    .narrow()));
+                } else if (msg instanceof Replicator.GetSuccess<?> got) {
+                    apply(entries(got.dataValue()), engine);
                 }
+                // NotFound: nothing was ever added or drained; GetFailure: gossip brings it later.
                 return Behaviors.same();
             });
         });
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, String> entries(Object map) {
+        return ((LWWMap<String, String>) map).getEntries();
     }
 
     /** Brings the engine's pool in line with the replicated entries. */

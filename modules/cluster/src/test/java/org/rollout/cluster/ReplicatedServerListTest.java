@@ -5,6 +5,7 @@ import static org.rollout.cluster.TestRollout.await;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
@@ -97,5 +98,30 @@ class ReplicatedServerListTest {
         assertThat(a.stats().requestsTotal())
                 .as("the drained server gets nothing more")
                 .isEqualTo(onA);
+    }
+
+    @Test
+    void anEngineThatStartsFollowingAfterADrainDropsTheDrainedServerOfItsConfiguration() throws Exception {
+        // A node restarted with the drained server still in its rollout.servers.
+        a = ModelServer.start(ModelServerConfig.defaults());
+        b = ModelServer.start(ModelServerConfig.defaults());
+        ServerAddress addressA = new ServerAddress("127.0.0.1", a.port());
+        engineOnA = new RemoteInferenceEngine(InferenceConfig.builder()
+                .addresses("127.0.0.1:" + a.port(), "127.0.0.1:" + b.port())
+                .healthCheckInterval(Duration.ofMillis(100))
+                .build());
+        // Node B's replicator runs (as on every node: the durable state uses it) before it follows.
+        DistributedData.get(nodes.b.system());
+        ReplicatedServerList listOnA = ReplicatedServerList.follow(nodes.a.system(), engineOnA, Duration.ofSeconds(30));
+        listOnA.drain(addressA, Duration.ofSeconds(1)).toCompletableFuture().get(40, TimeUnit.SECONDS);
+        await("server A to leave node A's pool", DEADLINE, () -> stats(engineOnA, addressA) == null);
+
+        engineOnB = new RemoteInferenceEngine(InferenceConfig.builder()
+                .addresses("127.0.0.1:" + a.port(), "127.0.0.1:" + b.port())
+                .healthCheckInterval(Duration.ofMillis(100))
+                .build());
+        assertThat(stats(engineOnB, addressA)).as("configured").isNotNull();
+        ReplicatedServerList.follow(nodes.b.system(), engineOnB, Duration.ofSeconds(30));
+        await("the drained server to leave the late engine's pool", DEADLINE, () -> stats(engineOnB, addressA) == null);
     }
 }
