@@ -12,6 +12,7 @@ import org.rollout.api.RolloutWorkflow;
 import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 import org.rollout.workflows.demo.LetterReward;
 import org.rollout.workflows.demo.LetterTask;
 
@@ -25,7 +26,7 @@ class BuiltinWorkflowsTest {
     void rlvrIsAnRlvrWorkflowWithTheGivenRewardFunction() throws Exception {
         RolloutWorkflow w = BuiltinWorkflows.create(
                 "rlvr", GCONFIG, TOK, Map.of("reward_fn", (RewardFunction) (p, c, pi, ci, d) -> 0.4));
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'a'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(new int[] {'a'}, 0, StopReason.LENGTH);
 
         TensorDict row = RLVRWorkflowTest.rowOf(w.runEpisode(engine, Map.of("prompt", "hi")));
 
@@ -46,7 +47,7 @@ class BuiltinWorkflowsTest {
         assertThat(((RLVRWorkflow) w).rewardFunction().timeout()).isEqualTo(java.time.Duration.ofMillis(200));
         assertThat(((RLVRWorkflow) w).rewardFunction().maxRetries()).isEqualTo(1);
 
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'a'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(new int[] {'a'}, 0, StopReason.LENGTH);
         long start = System.nanoTime();
         TensorDict row = RLVRWorkflowTest.rowOf(w.runEpisode(engine, Map.of("prompt", "hi")));
         long millis = (System.nanoTime() - start) / 1_000_000;
@@ -113,7 +114,8 @@ class BuiltinWorkflowsTest {
     @Test
     void demoIsRlvrWithTheLettersReward() throws Exception {
         RolloutWorkflow w = BuiltinWorkflows.create("demo", GCONFIG, TOK, Map.of());
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'q', 'q', 'x', 'X'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine =
+                ScriptedEngine.scripted().thenOutput(new int[] {'q', 'q', 'x', 'X'}, 0, StopReason.LENGTH);
 
         TensorDict row = RLVRWorkflowTest.rowOf(w.runEpisode(engine, LetterTask.itemFor('q')));
 

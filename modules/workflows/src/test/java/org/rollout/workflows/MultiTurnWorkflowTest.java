@@ -2,8 +2,8 @@ package org.rollout.workflows;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.workflows.ScriptedEngine.concat;
-import static org.rollout.workflows.ScriptedEngine.filled;
+import static org.rollout.workflows.IntArrays.concat;
+import static org.rollout.workflows.IntArrays.filled;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -24,6 +24,7 @@ import org.rollout.api.Tokenizer;
 import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
 import org.rollout.core.Tokenizers;
+import org.rollout.testengine.ScriptedEngine;
 
 /** {@link MultiTurnWorkflow}: retry with feedback, the discounted reward and the row's layout. */
 class MultiTurnWorkflowTest {
@@ -64,7 +65,7 @@ class MultiTurnWorkflowTest {
 
     @Test
     void stopsAtTheFirstRewardedTurnWithTheSameRowAsRlvr() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'4', EOS}, 2, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(new int[] {'4', EOS}, 2, StopReason.STOP);
         RecordingStats stats = new RecordingStats();
         MultiTurnWorkflow workflow = new MultiTurnWorkflow(new ScriptedReward(1.0), GCONFIG, TOK, 3, 0.5);
 
@@ -84,10 +85,10 @@ class MultiTurnWorkflowTest {
         int[] out0 = {'5', '5'}; // cut on length: the workflow closes the turn with EOS
         int[] out1 = {'3', EOS};
         int[] out2 = {'4', EOS};
-        ScriptedEngine engine = new ScriptedEngine()
-                .then(out0, 1, StopReason.LENGTH)
-                .then(out1, 2, StopReason.STOP)
-                .then(out2, 3, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted()
+                .thenOutput(out0, 1, StopReason.LENGTH)
+                .thenOutput(out1, 2, StopReason.STOP)
+                .thenOutput(out2, 3, StopReason.STOP);
         ScriptedReward reward = new ScriptedReward(0.0, 0.0, 0.8);
         RecordingStats stats = new RecordingStats();
         MultiTurnWorkflow workflow = new MultiTurnWorkflow(reward, GCONFIG, TOK, 3, 0.5);
@@ -126,9 +127,9 @@ class MultiTurnWorkflowTest {
 
     @Test
     void endsAfterMaxTurnsWithRewardZeroAndTruncationFromTheLastTurn() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine()
-                .then(new int[] {'x', EOS}, 0, StopReason.STOP)
-                .then(new int[] {'y', 'y'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine = ScriptedEngine.scripted()
+                .thenOutput(new int[] {'x', EOS}, 0, StopReason.STOP)
+                .thenOutput(new int[] {'y', 'y'}, 0, StopReason.LENGTH);
         RecordingStats stats = new RecordingStats();
         MultiTurnWorkflow workflow = new MultiTurnWorkflow(new ScriptedReward(0.0, 0.0), GCONFIG, TOK, 2, 0.9);
 
@@ -143,9 +144,9 @@ class MultiTurnWorkflowTest {
 
     @Test
     void anEmptyOutputGetsNoEosBeforeTheFeedback() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine()
-                .then(new int[0], 0, StopReason.STOP)
-                .then(new int[] {'4', EOS}, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted()
+                .thenOutput(new int[0], 0, StopReason.STOP)
+                .thenOutput(new int[] {'4', EOS}, 0, StopReason.STOP);
         MultiTurnWorkflow workflow = new MultiTurnWorkflow(new ScriptedReward(0.0, 1.0), GCONFIG, TOK, 2, 1.0);
 
         workflow.runEpisode(engine, DATA);
@@ -160,9 +161,9 @@ class MultiTurnWorkflowTest {
         int eos = hf.eosTokenId();
         int[] prompt = hf.encodeChat(List.of(Map.of("role", "user", "content", "2+2?")), true);
         int[] out0 = hf.encode("5");
-        ScriptedEngine engine = new ScriptedEngine()
-                .then(out0, 0, StopReason.LENGTH)
-                .then(concat(hf.encode("4"), new int[] {eos}), 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted()
+                .thenOutput(out0, 0, StopReason.LENGTH)
+                .thenOutput(concat(hf.encode("4"), new int[] {eos}), 0, StopReason.STOP);
 
         workflow.runEpisode(engine, DATA);
 

@@ -2,8 +2,8 @@ package org.rollout.workflows;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.rollout.workflows.ScriptedEngine.concat;
-import static org.rollout.workflows.ScriptedEngine.filled;
+import static org.rollout.workflows.IntArrays.concat;
+import static org.rollout.workflows.IntArrays.filled;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -22,6 +22,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
 import org.rollout.core.Tokenizers;
+import org.rollout.testengine.ScriptedEngine;
 
 /** {@link RLVRWorkflow} against a scripted engine: the exact row, the request, the reward call. */
 class RLVRWorkflowTest {
@@ -41,7 +42,7 @@ class RLVRWorkflowTest {
 
     @Test
     void returnsOneRowWithThePromptAsContextAndTheOutputAsTurnZero() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 3, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 3, StopReason.STOP);
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 0.75, GCONFIG, TOK, false);
 
         TensorDict row = rowOf(workflow.runEpisode(engine, DATA));
@@ -79,7 +80,7 @@ class RLVRWorkflowTest {
 
     @Test
     void marksTheRowTruncatedWhenTheGenerationStoppedOnLength() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'a', 'b'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(new int[] {'a', 'b'}, 0, StopReason.LENGTH);
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 0.0, GCONFIG, TOK, false);
 
         TensorDict row = rowOf(workflow.runEpisode(engine, DATA));
@@ -90,7 +91,7 @@ class RLVRWorkflowTest {
     @Test
     void sendsOneSampleWithAFreshRidAndThePadAndEosIdsAppendedToTheStopTokens() throws Exception {
         ScriptedEngine engine =
-                new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP).then(OUTPUT, 0, StopReason.STOP);
+                ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP).thenOutput(OUTPUT, 0, StopReason.STOP);
         GenerationConfig g = GCONFIG.toBuilder().stopTokenIds(List.of(7)).build();
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 1.0, g, TOK, false);
 
@@ -108,7 +109,7 @@ class RLVRWorkflowTest {
 
     @Test
     void passesThePromptTextWithSpecialTokensTheCompletionWithoutThemTheIdsAndTheData() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         List<Object> seen = new ArrayList<>();
         RLVRWorkflow workflow = new RLVRWorkflow(
                 (p, c, pi, ci, d) -> {
@@ -130,7 +131,7 @@ class RLVRWorkflowTest {
 
     @Test
     void decodesTheCompletionWithSpecialTokensWhenTheGconfigSaysNotToSkipThem() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         AtomicReference<String> completion = new AtomicReference<>();
         GenerationConfig g = GCONFIG.toBuilder().skipSpecialTokens(false).build();
         RLVRWorkflow workflow = new RLVRWorkflow(
@@ -149,7 +150,7 @@ class RLVRWorkflowTest {
 
     @Test
     void recordsTheRewardInTheEpisodesStatistics() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         RecordingStats stats = new RecordingStats();
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 0.5, GCONFIG, TOK, false);
 
@@ -161,7 +162,7 @@ class RLVRWorkflowTest {
 
     @Test
     void acceptsAPlainStringPromptUnderPromptAsOneUserMessage() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 1.0, GCONFIG, TOK, false);
 
         workflow.runEpisode(engine, Map.of("prompt", "Hi"));
@@ -171,7 +172,7 @@ class RLVRWorkflowTest {
 
     @Test
     void readsTheMessagesUnderAConfiguredPromptKey() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         RLVRWorkflow workflow =
                 new RLVRWorkflow((p, c, pi, ci, d) -> 1.0, GCONFIG, TOK, false).withPromptKey("conversation");
 
@@ -186,7 +187,7 @@ class RLVRWorkflowTest {
         WorkflowContext ctx = WorkflowContext.builder().taskId(12).build();
 
         assertThatThrownBy(() -> WorkflowContext.callWith(
-                        ctx, () -> workflow.runEpisode(new ScriptedEngine(), Map.of("question", "2+2?"))))
+                        ctx, () -> workflow.runEpisode(ScriptedEngine.scripted(), Map.of("question", "2+2?"))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("task 12")
                 .hasMessageContaining("'messages'")
@@ -198,14 +199,14 @@ class RLVRWorkflowTest {
     void refusesAMessageThatIsNotAnObjectNamingItsIndex() {
         RLVRWorkflow workflow = new RLVRWorkflow((p, c, pi, ci, d) -> 1.0, GCONFIG, TOK, false);
 
-        assertThatThrownBy(() -> workflow.runEpisode(new ScriptedEngine(), Map.of("messages", List.of("hello"))))
+        assertThatThrownBy(() -> workflow.runEpisode(ScriptedEngine.scripted(), Map.of("messages", List.of("hello"))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("'messages[0]' is not a message object");
     }
 
     @Test
     void aRewardFunctionFailingOnEveryAttemptFailsTheEpisodeWithItsException() {
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
         IllegalStateException boom = new IllegalStateException("grader down");
         RLVRWorkflow workflow = new RLVRWorkflow(
                 (p, c, pi, ci, d) -> {
@@ -233,7 +234,7 @@ class RLVRWorkflowTest {
         kwargs.put("tokenizer", TOK);
         kwargs.put("reward_fn", ConstantReward.class.getName());
         kwargs.put("enable_thinking", false);
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
 
         TensorDict row = rowOf(new RLVRWorkflow(kwargs).runEpisode(engine, DATA));
 
@@ -244,7 +245,7 @@ class RLVRWorkflowTest {
     void buildsFromKwargsWithAStaticRewardFunctionField() throws Exception {
         Map<String, Object> kwargs = Map.of(
                 "gconfig", GCONFIG, "tokenizer", "builtin", "reward_fn", ConstantReward.class.getName() + "#HALF");
-        ScriptedEngine engine = new ScriptedEngine().then(OUTPUT, 0, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(OUTPUT, 0, StopReason.STOP);
 
         TensorDict row = rowOf(new RLVRWorkflow(kwargs).runEpisode(engine, DATA));
 
@@ -360,7 +361,7 @@ class RLVRWorkflowTest {
         var hf = Tokenizers.load(tinyTokenizerDir().toString());
         int[] prompt = hf.encodeChat(MESSAGES, true);
         int[] output = concat(hf.encode("ok"), new int[] {hf.eosTokenId()});
-        ScriptedEngine engine = new ScriptedEngine().then(output, 1, StopReason.STOP);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(output, 1, StopReason.STOP);
         AtomicReference<String> completion = new AtomicReference<>();
         RLVRWorkflow workflow = new RLVRWorkflow(
                 (p, c, pi, ci, d) -> {

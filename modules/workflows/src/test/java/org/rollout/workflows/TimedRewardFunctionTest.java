@@ -17,6 +17,7 @@ import org.rollout.api.StopReason;
 import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * AReaL's reward-wrapper rules: each attempt on its own thread with a timeout, {@code max_retries}
@@ -199,7 +200,7 @@ class TimedRewardFunctionTest {
     void aWorkflowWhoseRewardTimesOutOnEveryAttemptRecordsRewardZero() throws Exception {
         AtomicInteger calls = new AtomicInteger();
         TimedRewardFunction f = new TimedRewardFunction(blocking(calls, new CountDownLatch(4)), SHORT, 3);
-        ScriptedEngine engine = new ScriptedEngine().then(new int[] {'x'}, 0, StopReason.LENGTH);
+        ScriptedEngine engine = ScriptedEngine.scripted().thenOutput(new int[] {'x'}, 0, StopReason.LENGTH);
         RLVRWorkflow workflow = new RLVRWorkflow(
                 f, GenerationConfig.builder().maxNewTokens(1).build(), ByteLevelTokenizer.INSTANCE, false);
 

@@ -1,6 +1,4 @@
-package org.rollout.cluster;
-
-import org.rollout.api.InferenceEngine;
+package org.rollout.api;
 
 /**
  * A node's inference engine as the runtime drives it: the workflow-facing {@link InferenceEngine}
