@@ -19,6 +19,7 @@ import org.rollout.cluster.PromptSource;
 import org.rollout.core.GroupMerger;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.GroupOutcome;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * End to end 1: what the actor pipeline costs per group when generation costs nothing.
@@ -29,7 +30,8 @@ import org.rollout.core.GroupOutcome;
  *                GroupMerger) → runner → collector → batch → trainer pull + ack   (LocalRollout)
  * </pre>
  *
- * <p>Both run the same {@link SingleGenerationWorkflow} against the same {@link InstantEngine}.
+ * <p>Both run the same {@link SingleGenerationWorkflow} against the same engine, which answers at once
+ * ({@link ScriptedEngine#generating}).
  * Throughput: groups per second of each over {@code --groups} groups after {@code --warmup-groups}
  * (the pipeline with {@code --concurrency} groups in flight and batches of {@code --batch}), in
  * {@code --rounds} alternating rounds (plain, pipeline, plain, …) so that both meet the same load on
@@ -102,7 +104,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
                 .maxNewTokens(Math.max(tokens, 1))
                 .build();
         SingleGenerationWorkflow workflow = new SingleGenerationWorkflow(gconfig, promptTokens);
-        InstantEngine engine = new InstantEngine(tokens);
+        ScriptedEngine engine = ScriptedEngine.generating(tokens);
 
         int rounds = f.integer("rounds", 1);
         int perRound = Math.max(1, groups / rounds);
@@ -211,7 +213,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
     /** Runs groups {@code first .. first + count − 1} on this thread; records each group's time when asked. */
     private static void plainLoop(
             SingleGenerationWorkflow workflow,
-            InstantEngine engine,
+            ScriptedEngine engine,
             GenerationConfig gconfig,
             long first,
             int count,
@@ -248,7 +250,7 @@ public final class OrchestrationBenchmark implements EndToEndBenchmark {
      */
     private static double pipeline(
             SingleGenerationWorkflow workflow,
-            InstantEngine engine,
+            ScriptedEngine engine,
             GenerationConfig gconfig,
             int batch,
             int concurrency,

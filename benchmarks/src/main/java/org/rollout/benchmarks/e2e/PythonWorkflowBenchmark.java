@@ -24,6 +24,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.api.WorkflowContext;
 import org.rollout.python.PythonWorkflow;
 import org.rollout.python.PythonWorkflowPool;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * Python workflows against the same workflow in Java, on the instant engine: episodes per second of
@@ -74,7 +75,7 @@ public final class PythonWorkflowBenchmark implements EndToEndBenchmark {
                         System.getProperty("rollout.repo.root", System.getenv().getOrDefault("ROLLOUT_HOME", "")))
                 .toAbsolutePath();
         GenerationConfig g = GenerationConfig.builder().maxNewTokens(tokens).build();
-        InstantEngine engine = new InstantEngine(tokens);
+        ScriptedEngine engine = ScriptedEngine.generating(tokens);
         PythonWorkflowPool.Settings settings = new PythonWorkflowPool.Settings(
                 python,
                 root.resolve("benchmarks/src/main/python").toString(),

@@ -30,6 +30,7 @@ import org.rollout.core.GroupMerger;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.GroupOutcome;
 import org.rollout.core.InteractionTensors;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * Agent episodes against the real built-in model (ModelServer + RemoteInferenceEngine over HTTP):
@@ -267,7 +268,8 @@ class AgentEpisodeTest {
 
     @Test
     void aSecondAttemptOfTheSameSlotGetsItsOwnSession() throws Exception {
-        proxy = OpenAIProxy.start(ProxyConfig.defaults(), new ScriptedEngine(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(), ScriptedEngine.scripted(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
         ProxySession first = proxy.openSession("12:3", Interaction.ChatTemplateType.HF);
         ProxySession second = proxy.openSession("12:3", Interaction.ChatTemplateType.HF);
         assertThat(first.id()).isEqualTo("12:3");
@@ -277,7 +279,8 @@ class AgentEpisodeTest {
 
     @Test
     void anEpisodeWithNoCompletionIsRejected() throws Exception {
-        proxy = OpenAIProxy.start(ProxyConfig.defaults(), new ScriptedEngine(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(), ScriptedEngine.scripted(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
         EpisodeResult r =
                 new ProxyAgentWorkflow(proxy, AgentOptions.defaults(), (data, env) -> 1.0).runEpisode(null, Map.of());
         assertThat(r).isEqualTo(EpisodeResult.rejected("no completions"));
@@ -285,7 +288,8 @@ class AgentEpisodeTest {
 
     @Test
     void anAgentRejectsItsEpisodeByThrowingEpisodeRejected() throws Exception {
-        proxy = OpenAIProxy.start(ProxyConfig.defaults(), new ScriptedEngine(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
+        proxy = OpenAIProxy.start(
+                ProxyConfig.defaults(), ScriptedEngine.scripted(), ByteLevelTokenizer.INSTANCE, DEFAULTS);
         EpisodeResult r = new ProxyAgentWorkflow(proxy, AgentOptions.defaults(), (data, env) -> {
                     throw new EpisodeRejectedException("the environment crashed");
                 })
@@ -329,7 +333,7 @@ class AgentEpisodeTest {
 
     @Test
     void interruptingTheEpisodeClosesTheSessionAndAbortsTheGeneration() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine().thenBlock();
+        ScriptedEngine engine = ScriptedEngine.scripted().thenBlock();
         proxy = OpenAIProxy.start(ProxyConfig.defaults(), engine, ByteLevelTokenizer.INSTANCE, DEFAULTS);
         CompletableFuture<Throwable> failure = new CompletableFuture<>();
         Thread t = Thread.ofVirtual().start(() -> {
@@ -344,7 +348,7 @@ class AgentEpisodeTest {
                 failure.complete(e);
             }
         });
-        assertThat(engine.blocked().await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(engine.awaitBlocking(1, Duration.ofSeconds(30))).isTrue();
         t.interrupt();
         assertThat(failure.get(30, TimeUnit.SECONDS)).isInstanceOf(InterruptedException.class);
         BuiltInModel.await("the session to close", Duration.ofSeconds(30), () -> proxy.openSessions() == 0);

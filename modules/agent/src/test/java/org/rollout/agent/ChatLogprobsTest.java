@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.ModelResponse;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Chat completions answer logprobs when asked, and refuse several choices with OpenAI's error. */
 class ChatLogprobsTest {
@@ -74,7 +75,7 @@ class ChatLogprobsTest {
 
     @Test
     void severalChoicesAreRefusedWithAnUnsupportedValueErrorOnN() throws Exception {
-        ProxySession s = session(new ScriptedEngine());
+        ProxySession s = session(ScriptedEngine.scripted());
         ProxyHttp.Reply r = ProxyHttp.post(
                 s.baseUrl() + "/chat/completions",
                 s.apiKey(),

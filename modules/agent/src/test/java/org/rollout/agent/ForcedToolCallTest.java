@@ -16,6 +16,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.Tokenizer;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * {@code tool_choice} that forces a call (required / any, or a named function) in the three APIs: the
@@ -153,7 +154,7 @@ class ForcedToolCallTest {
 
     @Test
     void aNamedFunctionThatIsNotATool400NamesTheField() throws Exception {
-        ProxySession s = session(new ScriptedEngine());
+        ProxySession s = session(ScriptedEngine.scripted());
 
         ProxyHttp.Reply r = chat(s, "{\"type\": \"function\", \"function\": {\"name\": \"mul\"}}");
 
@@ -164,7 +165,7 @@ class ForcedToolCallTest {
 
     @Test
     void aNamedToolThatIsNotATool400NamesTheFieldInMessages() throws Exception {
-        ProxySession s = session(new ScriptedEngine());
+        ProxySession s = session(ScriptedEngine.scripted());
 
         HttpResponse<String> r = messages(s, "{\"type\": \"tool\", \"name\": \"mul\"}");
 

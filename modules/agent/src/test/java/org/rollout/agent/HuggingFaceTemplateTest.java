@@ -14,6 +14,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.core.HuggingFaceTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** The proxy renders with a Hugging Face tokenizer's own Jinja chat template, tools included. */
 class HuggingFaceTemplateTest {
@@ -27,7 +28,7 @@ class HuggingFaceTemplateTest {
         tokenizer = HuggingFaceTokenizer.load(Path.of(HuggingFaceTemplateTest.class
                 .getResource("/tokenizers/tiny-qwen")
                 .toURI()));
-        engine = new ScriptedEngine(tokenizer).thenReply("hello world");
+        engine = ScriptedEngine.scripted(tokenizer).thenReply("hello world");
         proxy = OpenAIProxy.start(
                 ProxyConfig.defaults(),
                 engine,
@@ -84,7 +85,7 @@ class HuggingFaceTemplateTest {
         HuggingFaceTokenizer noTemplate = HuggingFaceTokenizer.load(dir);
         try (OpenAIProxy plain = OpenAIProxy.start(
                 ProxyConfig.defaults(),
-                new ScriptedEngine(noTemplate).thenReply("hi"),
+                ScriptedEngine.scripted(noTemplate).thenReply("hi"),
                 noTemplate,
                 GenerationConfig.builder().maxNewTokens(16).build())) {
             ProxySession s = plain.openSession("2:0", Interaction.ChatTemplateType.HF);

@@ -14,6 +14,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.ModelResponse;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Anthropic's Messages API on the wire: its key header, error shape, content blocks and stop reasons. */
 class MessagesProtocolTest {
@@ -71,7 +72,7 @@ class MessagesProtocolTest {
 
     @Test
     void aWrongKeyIsAnAuthenticationErrorInAnthropicsShape() throws Exception {
-        ProxySession s = session(new ScriptedEngine(), 128);
+        ProxySession s = session(ScriptedEngine.scripted(), 128);
         HttpResponse<String> r = post(s, "sk-wrong", HELLO);
         assertThat(r.statusCode()).isEqualTo(401);
         JsonNode e = ProxyHttp.JSON.readTree(r.body());
@@ -81,7 +82,7 @@ class MessagesProtocolTest {
 
     @Test
     void anImageBlockIsAnInvalidRequestErrorNamingTheBlock() throws Exception {
-        ProxySession s = session(new ScriptedEngine(), 128);
+        ProxySession s = session(ScriptedEngine.scripted(), 128);
         HttpResponse<String> r = post(
                 s,
                 s.apiKey(),
@@ -150,7 +151,7 @@ class MessagesProtocolTest {
 
     @Test
     void aBadMaxTokensIsReportedUnderItsOwnName() throws Exception {
-        ProxySession s = session(new ScriptedEngine(), 128);
+        ProxySession s = session(ScriptedEngine.scripted(), 128);
         HttpResponse<String> r = post(s, s.apiKey(), HELLO.replace("32", "0"));
         assertThat(r.statusCode()).isEqualTo(400);
         String message =
@@ -160,7 +161,7 @@ class MessagesProtocolTest {
 
     @Test
     void countTokensAnswersThePromptLengthWithoutGenerating() throws Exception {
-        ScriptedEngine engine = new ScriptedEngine();
+        ScriptedEngine engine = ScriptedEngine.scripted();
         ProxySession s = session(engine, 128);
         HttpRequest request = HttpRequest.newBuilder(URI.create(s.baseUrl() + "/messages/count_tokens"))
                 .timeout(Duration.ofSeconds(60))
@@ -230,7 +231,7 @@ class MessagesProtocolTest {
 
     @Test
     void anErrorUnderTheBaseWithoutV1IsInAnthropicsShape() throws Exception {
-        ProxySession s = session(new ScriptedEngine(), 128);
+        ProxySession s = session(ScriptedEngine.scripted(), 128);
         String base = s.baseUrl().toString().replaceAll("/v1$", "");
         HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/messages"))
                 .timeout(Duration.ofSeconds(60))

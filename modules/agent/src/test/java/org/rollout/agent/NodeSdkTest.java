@@ -16,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * The official Node SDKs ({@code openai}'s Responses client, {@code @anthropic-ai/sdk}'s Messages

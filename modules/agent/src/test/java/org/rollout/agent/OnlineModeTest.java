@@ -20,6 +20,7 @@ import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
 import org.rollout.core.ResolvedWorkflow;
 import org.rollout.core.WorkflowResolver;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Online mode and workflow resolution (semantics §8) with the proxy's AgentWrapping. */
 class OnlineModeTest {
@@ -121,7 +122,7 @@ class OnlineModeTest {
 
     @Test
     void aSecondRewardIsRefusedWith409WhileTheSessionIsOpen() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         ProxySession s = proxy.openOnlineSession("9:0", Interaction.ChatTemplateType.HF, Map.of());
         assertThat(ProxyHttp.post(s.baseUrl() + "/reward", s.apiKey(), "{\"reward\": 1}")
                         .status())
@@ -133,7 +134,7 @@ class OnlineModeTest {
 
     @Test
     void anOnlineEpisodeWithoutARewardInTimeIsRejected() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         EpisodeResult r = runInBackground(
                         new OnlineAgentWorkflow(proxy, ONLINE.withOnlineTimeout(Duration.ofMillis(300))), Map.of())
                 .get(30, TimeUnit.SECONDS);
@@ -145,7 +146,7 @@ class OnlineModeTest {
 
     @Test
     void anOnlineEpisodeEndsRejectedWhenTheProxyCloses() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         CompletableFuture<EpisodeResult> episode = runInBackground(new OnlineAgentWorkflow(proxy, ONLINE), Map.of());
         BuiltInModel.await("the online session to open", Duration.ofSeconds(30), () -> proxy.openSessions() == 1);
         proxy.close();
@@ -155,7 +156,7 @@ class OnlineModeTest {
 
     @Test
     void claimingNeedsTheAdminKey() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         ProxyHttp.Reply r = ProxyHttp.post(proxy.baseUrl() + "/online/claim", "sk-wrong", "{}");
         assertThat(r.status()).isEqualTo(401);
         assertThat(r.error().get("code").asText()).isEqualTo("invalid_api_key");
@@ -163,14 +164,14 @@ class OnlineModeTest {
 
     @Test
     void claimingWhenNoSessionWaitsAnswers204() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         ProxyHttp.Reply r = ProxyHttp.post(proxy.baseUrl() + "/online/claim", "areal-admin-key", "{\"timeout\": 0.1}");
         assertThat(r.status()).isEqualTo(204);
     }
 
     @Test
     void anAgentSessionTakesNoPostedReward() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         ProxySession s = proxy.openSession("9:1", Interaction.ChatTemplateType.HF);
         ProxyHttp.Reply r = ProxyHttp.post(s.baseUrl() + "/reward", s.apiKey(), "{\"reward\": 1}");
         assertThat(r.status()).isEqualTo(400);
@@ -191,7 +192,7 @@ class OnlineModeTest {
 
     @Test
     void anAgentClassResolvesToAProxyAgentWorkflow() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         ResolvedWorkflow r =
                 AgentWorkflows.resolver(proxy, AgentOptions.defaults()).resolve(EchoAgent.class, null);
         assertThat(r.workflow())
@@ -202,7 +203,7 @@ class OnlineModeTest {
 
     @Test
     void anAgentInstanceAndItsNameResolveBehindTheProxy() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         WorkflowResolver resolver = AgentWorkflows.resolver(proxy, AgentOptions.defaults());
         EchoAgent agent = new EchoAgent();
         assertThat(resolver.resolve(agent, Map.of()).workflow())
@@ -214,7 +215,7 @@ class OnlineModeTest {
 
     @Test
     void noWorkflowOutsideOnlineModeIsRefused() throws Exception {
-        start(new ScriptedEngine());
+        start(ScriptedEngine.scripted());
         WorkflowResolver resolver = AgentWorkflows.resolver(proxy, AgentOptions.defaults());
         assertThatThrownBy(() -> resolver.resolve(null, null))
                 .isInstanceOf(IllegalArgumentException.class)

@@ -31,6 +31,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.ModelResponse;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * The official OpenAI Java SDK talks to the proxy: plain and streamed completions from the real
@@ -248,7 +249,7 @@ class OpenAISdkTest {
 
     @Test
     void theSdkSeesAWrongKeyAsUnauthorized() throws Exception {
-        ProxySession s = scriptedSession(new ScriptedEngine());
+        ProxySession s = scriptedSession(ScriptedEngine.scripted());
         OpenAIClient wrong = OpenAIOkHttpClient.builder()
                 .baseUrl(s.baseUrl().toString())
                 .apiKey("sk-wrong")
@@ -268,7 +269,7 @@ class OpenAISdkTest {
 
     @Test
     void theSdkSeesBadRequestsWithTheirParam() throws Exception {
-        ProxySession s = scriptedSession(new ScriptedEngine());
+        ProxySession s = scriptedSession(ScriptedEngine.scripted());
         assertThatThrownBy(() -> client(s)
                         .chat()
                         .completions()
@@ -285,7 +286,7 @@ class OpenAISdkTest {
 
     @Test
     void theSdkSeesAClosedSessionAsNotFound() throws Exception {
-        ProxySession s = scriptedSession(new ScriptedEngine());
+        ProxySession s = scriptedSession(ScriptedEngine.scripted());
         OpenAIClient client = client(s);
         s.close();
         assertThatThrownBy(() -> client.chat()

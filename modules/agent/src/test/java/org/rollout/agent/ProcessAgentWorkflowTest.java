@@ -17,6 +17,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Agents as processes: a single-file Java program that calls the proxy, and bash scripts that fail. */
 class ProcessAgentWorkflowTest {

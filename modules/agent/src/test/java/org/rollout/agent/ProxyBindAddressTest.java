@@ -9,6 +9,7 @@ import java.net.Socket;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.GenerationConfig;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * The agents' OpenAI-compatible proxy (OpenAIProxy) binds 127.0.0.1 unless configured (nothing off the machine can reach it), and binds the
@@ -20,7 +21,7 @@ class ProxyBindAddressTest {
     void bindsTheLoopbackAddressByDefault() throws Exception {
         try (OpenAIProxy server = OpenAIProxy.start(
                 ProxyConfig.defaults(),
-                new ScriptedEngine(),
+                ScriptedEngine.scripted(),
                 ByteLevelTokenizer.INSTANCE,
                 GenerationConfig.builder().build())) {
             listensOnlyOn(server.address(), "127.0.0.1");
@@ -31,7 +32,7 @@ class ProxyBindAddressTest {
     void bindsAConfiguredAddress() throws Exception {
         try (OpenAIProxy server = OpenAIProxy.start(
                 ProxyConfig.defaults().withHost("127.0.0.2"),
-                new ScriptedEngine(),
+                ScriptedEngine.scripted(),
                 ByteLevelTokenizer.INSTANCE,
                 GenerationConfig.builder().build())) {
             listensOnlyOn(server.address(), "127.0.0.2");

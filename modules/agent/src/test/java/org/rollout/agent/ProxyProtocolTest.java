@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -14,13 +15,14 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.GenerationException;
 import org.rollout.api.Interaction;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Status codes, OpenAI error bodies and response shapes, over raw HTTP on 127.0.0.1. */
 class ProxyProtocolTest {
     private static final GenerationConfig DEFAULTS =
             GenerationConfig.builder().maxTokens(200).maxNewTokens(32).build();
 
-    private final ScriptedEngine engine = new ScriptedEngine();
+    private final ScriptedEngine engine = ScriptedEngine.scripted();
     private OpenAIProxy proxy;
     private ProxySession session;
 
@@ -266,7 +268,7 @@ class ProxyProtocolTest {
                 throw new IllegalStateException(e);
             }
         });
-        assertThat(engine.blocked().await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(engine.awaitBlocking(1, Duration.ofSeconds(30))).isTrue();
         session.close();
         ProxyHttp.Reply r = pending.get(30, TimeUnit.SECONDS);
         assertError(r, 404, "invalid_request_error", null, "session_not_found");
@@ -285,7 +287,7 @@ class ProxyProtocolTest {
                 throw new IllegalStateException(e);
             }
         });
-        assertThat(engine.blocked().await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(engine.awaitBlocking(1, Duration.ofSeconds(30))).isTrue();
         proxy.close();
         ProxyHttp.Reply r = pending.get(30, TimeUnit.SECONDS);
         assertError(r, 503, "server_error", null, "shutting_down");

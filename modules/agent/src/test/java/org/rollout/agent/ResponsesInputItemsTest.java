@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.rollout.api.Interaction;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** The Responses API's input items that name earlier output (item_reference) and the status of cut answers. */
 class ResponsesInputItemsTest {
@@ -116,7 +117,7 @@ class ResponsesInputItemsTest {
 
     @Test
     void anUnknownItemReferenceIs400NamingTheItemsId() throws Exception {
-        ProxySession s = session(new ScriptedEngine());
+        ProxySession s = session(ScriptedEngine.scripted());
         ProxyHttp.Reply r = post(
                 s,
                 "{\"input\": [{\"role\": \"user\", \"content\": \"Hi\"},"

@@ -27,6 +27,7 @@ import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.ModelResponse;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * The official OpenAI Java SDK's Responses client ({@code client.responses()}) against the proxy:
@@ -285,7 +286,7 @@ class ResponsesSdkTest {
 
     @Test
     void aBadMaxOutputTokensIsABadRequestNamingIt() throws Exception {
-        ProxySession s = scriptedSession(new ScriptedEngine());
+        ProxySession s = scriptedSession(ScriptedEngine.scripted());
         assertThatThrownBy(() -> client(s)
                         .responses()
                         .create(ResponseCreateParams.builder()
@@ -299,7 +300,7 @@ class ResponsesSdkTest {
 
     @Test
     void anUnknownPreviousResponseIdIsABadRequest() throws Exception {
-        ProxySession s = scriptedSession(new ScriptedEngine());
+        ProxySession s = scriptedSession(ScriptedEngine.scripted());
         assertThatThrownBy(() -> client(s)
                         .responses()
                         .create(ResponseCreateParams.builder()

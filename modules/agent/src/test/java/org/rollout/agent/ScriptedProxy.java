@@ -5,6 +5,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.Interaction;
 import org.rollout.api.Tokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /**
  * A proxy over a scripted engine for one test, closed after it: {@code @RegisterExtension final

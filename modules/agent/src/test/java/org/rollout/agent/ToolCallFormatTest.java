@@ -8,6 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.rollout.api.Tokenizer;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Each family's tool-call format, with examples written as the families document them. */
 class ToolCallFormatTest {

@@ -12,7 +12,7 @@ import java.util.Map;
  *           completion.strip().equals(data.get("answer")) ? 1.0 : 0.0;
  * </pre>
  *
- * <p>Threading: the workflows call it on a separate virtual thread per attempt (see the examples module's {@code
+ * <p>Threading: the workflows call it on a separate virtual thread per attempt (see the workflows module's {@code
  * TimedRewardFunction}), concurrently for the slots of a group, so it must be thread-safe. It may
  * block (call a grader service through {@code WorkflowContext.current().httpClient()}); an attempt
  * that takes longer than the timeout is interrupted and retried, so honour interruption.

@@ -2,8 +2,8 @@ package org.rollout.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import org.rollout.examples.demo.DemoConfig;
-import org.rollout.examples.demo.DemoTraining;
+import org.rollout.workflows.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoTraining;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 

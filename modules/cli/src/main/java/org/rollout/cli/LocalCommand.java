@@ -17,7 +17,7 @@ import org.rollout.api.InvalidConfigException;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
-import org.rollout.examples.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;

@@ -23,10 +23,6 @@ import org.rollout.cluster.LocalRollout;
 import org.rollout.cluster.LocalRolloutClient;
 import org.rollout.config.RolloutSettings;
 import org.rollout.config.ServerAddress;
-import org.rollout.examples.demo.DemoConfig;
-import org.rollout.examples.demo.DemoTraining;
-import org.rollout.examples.demo.GrpoTrainer;
-import org.rollout.examples.demo.StepReport;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
@@ -35,6 +31,10 @@ import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.workflows.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoTraining;
+import org.rollout.workflows.demo.GrpoTrainer;
+import org.rollout.workflows.demo.StepReport;
 
 /**
  * One {@code rollout local} run: everything it starts, in order, and the summary it prints.

@@ -40,13 +40,13 @@ import org.rollout.core.Tokenizers;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryFormatChecker;
 import org.rollout.core.WorkflowResolver;
-import org.rollout.examples.BuiltinWorkflows;
-import org.rollout.examples.PythonRewardPool;
-import org.rollout.examples.demo.LetterTask;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.python.PythonAgent;
 import org.rollout.python.PythonWorkflow;
 import org.rollout.python.PythonWorkflowPool;
+import org.rollout.workflows.BuiltinWorkflows;
+import org.rollout.workflows.demo.LetterTask;
+import org.rollout.workflows.python.PythonRewardPool;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

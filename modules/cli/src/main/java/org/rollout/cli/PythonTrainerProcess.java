@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.rollout.examples.demo.StepReport;
+import org.rollout.workflows.demo.StepReport;
 
 /**
  * {@code rollout local --trainer python}: the PyTorch GRPO trainer of {@code

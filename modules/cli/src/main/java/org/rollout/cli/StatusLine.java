@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.rollout.cluster.RolloutCoordinator;
-import org.rollout.examples.demo.StepReport;
 import org.rollout.trainer.HeldBatch;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.workflows.demo.StepReport;
 
 /**
  * The one line {@code rollout local} keeps updating while it runs: step, weight version, mean

@@ -13,8 +13,8 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.rollout.cluster.StatsBook;
-import org.rollout.examples.demo.StepReport;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.workflows.demo.StepReport;
 
 /**
  * What {@code rollout local} prints at the end: totals, the reward per step as a small chart, the

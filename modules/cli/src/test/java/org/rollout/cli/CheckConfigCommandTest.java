@@ -51,7 +51,7 @@ class CheckConfigCommandTest {
                   trial_name = "check"
                   fileroot = "%s"
                   workflow = "rlvr"
-                  workflow_kwargs.reward_fn = "org.rollout.examples.demo.LetterReward"
+                  workflow_kwargs.reward_fn = "org.rollout.workflows.demo.LetterReward"
                   tokenizer_path = "builtin"
                   dataset.train = ["%s"]
                   servers = ["127.0.0.1:9"]
@@ -67,7 +67,7 @@ class CheckConfigCommandTest {
         assertThat(r.out().lines().toList()).hasSize(1);
         assertThat(r.out())
                 .startsWith("ok: rollout local --config ")
-                .contains("workflow rlvr (reward_fn org.rollout.examples.demo.LetterReward)")
+                .contains("workflow rlvr (reward_fn org.rollout.workflows.demo.LetterReward)")
                 .contains("1 training and 0 evaluation file(s)", "tokenizer builtin", "nothing started");
         // Nothing was created for a run: no run directory claimed.
         assertThat(dir.resolve("runs")).doesNotExist();

@@ -22,8 +22,6 @@ import org.rollout.api.TrainingBatch;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
-import org.rollout.examples.demo.DemoConfig;
-import org.rollout.examples.demo.DemoTraining;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
@@ -31,6 +29,8 @@ import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.testing.SamePort;
 import org.rollout.trainer.WeightPublishException;
+import org.rollout.workflows.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoTraining;
 
 /**
  * The gateway's {@code GET /health} in front of a running engine with two real model servers: ok

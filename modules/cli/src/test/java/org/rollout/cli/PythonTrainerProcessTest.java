@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.rollout.examples.demo.StepReport;
+import org.rollout.workflows.demo.StepReport;
 
 class PythonTrainerProcessTest {
 

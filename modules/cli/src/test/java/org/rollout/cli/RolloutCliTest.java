@@ -144,7 +144,7 @@ class RolloutCliTest {
         "rollout.workflow=rlvr",
         "rollout.tokenizer_path=builtin",
         "rollout.dataset.train=../../examples/user-workflow/data/train.jsonl",
-        "rollout.workflow_kwargs.reward_fn=org.rollout.examples.demo.LetterReward"
+        "rollout.workflow_kwargs.reward_fn=org.rollout.workflows.demo.LetterReward"
     };
 
     @Test

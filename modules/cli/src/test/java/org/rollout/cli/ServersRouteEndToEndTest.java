@@ -22,14 +22,14 @@ import org.rollout.api.TrainingBatch;
 import org.rollout.cluster.LocalRollout;
 import org.rollout.config.RolloutConfig;
 import org.rollout.config.RolloutSettings;
-import org.rollout.examples.demo.DemoConfig;
-import org.rollout.examples.demo.DemoTraining;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.modelserver.ModelServer;
 import org.rollout.modelserver.ModelServerConfig;
 import org.rollout.trainer.WeightPublishException;
+import org.rollout.workflows.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoTraining;
 
 /**
  * {@code /v1/servers} on a node's gateway, in front of a running engine, a trainer publishing a

@@ -29,10 +29,6 @@ import org.rollout.core.AcceptFilters;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.Tokenizers;
-import org.rollout.examples.BuiltinWorkflows;
-import org.rollout.examples.demo.DemoConfig;
-import org.rollout.examples.demo.DemoTraining;
-import org.rollout.examples.demo.LetterTask;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
 import org.rollout.inference.RemoteInferenceEngine;
@@ -42,6 +38,10 @@ import org.rollout.modelserver.TinyLmWeights;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.RolloutStatus;
+import org.rollout.workflows.BuiltinWorkflows;
+import org.rollout.workflows.demo.DemoConfig;
+import org.rollout.workflows.demo.DemoTraining;
+import org.rollout.workflows.demo.LetterTask;
 import picocli.CommandLine;
 
 /**

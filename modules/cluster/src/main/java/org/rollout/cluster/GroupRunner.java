@@ -178,7 +178,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     private final Set<String> cancelled;
     private final Map<Long, Collector.GroupFinished> outbox;
     private final Kept kept;
-    private final Supervision.Faults faults;
+    private final Supervision.Wrapper wrapper;
     private final boolean cancelStale;
     private final LargePayloads payloads;
     private final LongAdder started;
@@ -231,16 +231,16 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
             LongAdder started) {
-        return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Faults.NONE);
+        return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Wrapper.IDENTITY);
     }
 
     /**
-     * As above, with {@code faults} inside the runner's supervision (tests). Supervision: restart,
-     * keeping what the runner holds ({@link Kept}) and its group actors: an exception in one message
-     * costs that message only; the groups run on, their outcomes are delivered and kept as before,
-     * the engine's gate is re-armed to open if a weight update was in progress. (Stopping instead
-     * would leave the coordinator dispatching to a dead runner; a restart from nothing would lose the
-     * outbox and orphan the groups.)
+     * As above, with the runner's behaviour and its group actors' passed through {@code wrapper}
+     * inside their supervision. Supervision: restart, keeping what the runner holds ({@link Kept})
+     * and its group actors: an exception in one message costs that message only; the groups run on,
+     * their outcomes are delivered and kept as before, the engine's gate is re-armed to open if a
+     * weight update was in progress. (Stopping instead would leave the coordinator dispatching to a
+     * dead runner; a restart from nothing would lose the outbox and orphan the groups.)
      */
     static Behavior<Command> create(
             NodeServices svc,
@@ -249,7 +249,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             Duration updateTimeout,
             LongAdder started,
-            Supervision.Faults faults) {
+            Supervision.Wrapper wrapper) {
         return Behaviors.setup(outer -> {
             Kept kept = new Kept();
             AtomicBoolean first = new AtomicBoolean(true);
@@ -261,13 +261,14 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                 ActorRef<WeightVersion.VersionChanged> adapter = ctx.messageAdapter(
                         WeightVersion.VersionChanged.class, v -> new NewVersion(v.version(), v.path()));
                 versionTopic.tell(Topic.subscribe(adapter));
-                GroupRunner r = new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started, kept, faults);
+                GroupRunner r =
+                        new GroupRunner(ctx, timers, svc, node, capacity, updateTimeout, started, kept, wrapper);
                 if (!first.getAndSet(false)) {
                     r.restarted();
                 }
                 return kept.draining ? r.new Draining() : r;
             }));
-            return Behaviors.supervise(faults.around("runner", runner))
+            return Behaviors.supervise(wrapper.wrap("runner", runner))
                     .onFailure(Supervision.restart().withStopChildren(false));
         });
     }
@@ -281,10 +282,10 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             Duration updateTimeout,
             LongAdder started,
             Kept kept,
-            Supervision.Faults faults) {
+            Supervision.Wrapper wrapper) {
         super(ctx);
         this.kept = kept;
-        this.faults = faults;
+        this.wrapper = wrapper;
         this.groups = kept.groups;
         this.cancelled = kept.cancelled;
         this.outbox = kept.outbox;
@@ -426,7 +427,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             // ends once, and it is not reused.
             group = getContext()
                     .spawn(
-                            Behaviors.supervise(faults.around(
+                            Behaviors.supervise(wrapper.wrap(
                                             "group",
                                             GroupRun.create(svc, getContext().getSelf())))
                                     .onFailure(SupervisorStrategy.stop()),

@@ -107,11 +107,11 @@ public final class LocalRollout implements AutoCloseable {
      * @param pekko the ActorSystem's configuration (dispatcher sizes, logging)
      */
     public static LocalRollout start(Spec spec, Config pekko) {
-        return start(spec, pekko, Supervision.Faults.NONE);
+        return start(spec, pekko, Supervision.Wrapper.IDENTITY);
     }
 
-    /** As above, with {@code faults} around each long-lived actor's behaviour (tests throw from inside them). */
-    static LocalRollout start(Spec spec, Config pekko, Supervision.Faults faults) {
+    /** As above, with each long-lived actor's behaviour passed through {@code wrapper} inside its supervision. */
+    static LocalRollout start(Spec spec, Config pekko, Supervision.Wrapper wrapper) {
         StatsBook stats = new StatsBook(spec.statsFile());
         CompletableFuture<Refs> started = new CompletableFuture<>();
         DurableState state = DurableState.inMemory();
@@ -121,14 +121,14 @@ public final class LocalRollout implements AutoCloseable {
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
             ActorRef<Collector.Command> collector = ctx.spawn(
                     Supervision.collector(
-                            faults.around("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
+                            wrapper.wrap("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
                     "collector",
                     MailboxDepths.mailbox("collector"));
             AtomicBoolean firstBudget = new AtomicBoolean(true);
             // The limits and initial version, untouched by the first incarnation's counting.
             StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
-                    Supervision.coordinator(faults.around(
+                    Supervision.coordinator(wrapper.wrap(
                             "coordinator",
                             Behaviors.setup(c -> RolloutCoordinator.create(
                                     // A restarted coordinator counts from the ledger, as a successor does.
@@ -145,7 +145,7 @@ public final class LocalRollout implements AutoCloseable {
                     MailboxDepths.mailbox("coordinator"));
             coordinatorRef.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
-                    Supervision.weightVersion(faults.around(
+                    Supervision.weightVersion(wrapper.wrap(
                             "weight-version",
                             WeightVersion.create(
                                     spec.initialVersion(),
@@ -165,7 +165,7 @@ public final class LocalRollout implements AutoCloseable {
                             topic,
                             spec.weightUpdateTimeout(),
                             new LongAdder(),
-                            faults),
+                            wrapper),
                     "runner",
                     GroupRunner.PROPS);
             started.complete(new Refs(coordinator, collector, weightVersion));

@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.rollout.api.AcceptFilter;
+import org.rollout.api.ControllableEngine;
 import org.rollout.api.RolloutWorkflow;
 import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;

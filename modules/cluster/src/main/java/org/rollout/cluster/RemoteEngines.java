@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.rollout.api.ControllableEngine;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;

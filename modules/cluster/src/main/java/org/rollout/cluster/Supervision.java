@@ -49,16 +49,21 @@ final class Supervision {
 
     private Supervision() {}
 
-    /** What tests put around a long-lived actor's behaviour (inside its supervision) to make it throw. */
-    interface Faults {
-        Faults NONE = new Faults() {
+    /**
+     * What a long-lived actor's behaviour passes through where it is spawned, inside its supervision,
+     * by the actor's name ({@code coordinator}, {@code collector}, {@code weight-version}, {@code
+     * runner}, {@code group}): {@link #IDENTITY} leaves it as it is; a wrapper that intercepts its
+     * messages sees (and may disturb) them as the actor does, under the same supervision.
+     */
+    interface Wrapper {
+        Wrapper IDENTITY = new Wrapper() {
             @Override
-            public <T> Behavior<T> around(String actor, Behavior<T> behavior) {
+            public <T> Behavior<T> wrap(String actor, Behavior<T> behavior) {
                 return behavior;
             }
         };
 
-        <T> Behavior<T> around(String actor, Behavior<T> behavior);
+        <T> Behavior<T> wrap(String actor, Behavior<T> behavior);
     }
 
     static RestartSupervisorStrategy restart() {

@@ -22,6 +22,7 @@ import org.rollout.api.TrainingGroup;
 import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.testengine.ScriptedEngine;
 
 /** Messages between two nodes: what is refused, and the real actors' path for a large group. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -85,7 +86,7 @@ class CrossNodeTest {
         RolloutWorkflow wf = (engine, data) -> EpisodeResult.trajectory(TrajectoryRows.singleTurn(
                 engine.generate(ModelRequest.of(new int[] {'p', 'q'}, g.withNSamples(1))), 1.0));
         NodeServices svc = new NodeServices(
-                new ScriptedEngine(tokens),
+                ScriptedEngine.generating(tokens),
                 wf,
                 wf,
                 GroupOptions.from(g, 1),

@@ -18,6 +18,7 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.rollout.testengine.ScriptedEngine;
 
 /** The runner's protocol, message by message, with probes for the collector and the coordinator. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -71,7 +72,7 @@ class GroupRunnerProtocolTest {
     void aRunningGroupIsHeldAsNotFinished() {
         Node n = node();
         n.runner().tell(run(n, 2, BLOCKING));
-        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocking() == 4);
         assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(2, 0, false, false));
     }
 
@@ -102,12 +103,11 @@ class GroupRunnerProtocolTest {
     void cancelGroupStopsItsSlotsAbortingTheirGenerationsAndReportsItRejectedWithoutKeepingIt() {
         Node n = node();
         n.runner().tell(run(n, 5, BLOCKING));
-        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocking() == 4);
         n.runner().tell(new GroupRunner.CancelGroup(5, 0, RejectReason.CANCELLED, "another attempt won"));
         Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
         assertThat(g.outcome()).isEqualTo(new Collector.Rejected(RejectReason.CANCELLED, "another attempt won"));
-        TestRollout.await(
-                "every slot interrupted", WAIT, () -> n.t().engine.interrupted.get() == 4);
+        TestRollout.await("every slot interrupted", WAIT, () -> n.t().engine.interrupted() == 4);
         assertThat(holdingsVia(n, kit.createTestProbe())).isEmpty();
         n.collector().expectNoMessage(Duration.ofMillis(200));
     }
@@ -132,7 +132,7 @@ class GroupRunnerProtocolTest {
                         ? FishingOutcomes.complete()
                         : FishingOutcomes.continueAndIgnore());
         n.runner().tell(run(n, 8, BLOCKING));
-        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocking() == 4);
 
         TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
         TestProbe<GroupRunner.Drained> again = kit.createTestProbe();
@@ -195,7 +195,7 @@ class GroupRunnerProtocolTest {
         Node n = new Node(t, runner, kit.createTestProbe());
         TestRollout.await("the runner listed", WAIT, () -> listed(runner));
         runner.tell(run(n, 13, BLOCKING));
-        TestRollout.await("the slots to block", WAIT, () -> t.engine.blocked.get() == 4);
+        TestRollout.await("the slots to block", WAIT, () -> t.engine.blocking() == 4);
         TestProbe<GroupRunner.Drained> drained = kit.createTestProbe();
         runner.tell(new GroupRunner.Drain(drained.getRef()));
         TestRollout.await("the runner off the Receptionist", WAIT, () -> !listed(runner));
@@ -244,7 +244,7 @@ class GroupRunnerProtocolTest {
         runner.tell(run(n, 7, BLOCKING));
         Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
         assertThat(((Collector.Rejected) g.outcome()).reason()).isEqualTo(RejectReason.TIMEOUT);
-        TestRollout.await("every slot interrupted", WAIT, () -> t.engine.interrupted.get() == 4);
+        TestRollout.await("every slot interrupted", WAIT, () -> t.engine.interrupted() == 4);
         assertThat(holdingsVia(n, kit.createTestProbe())).containsExactly(new GroupRunner.Held(7, 0, true, false));
     }
 
@@ -252,14 +252,13 @@ class GroupRunnerProtocolTest {
     void groupActorsAreReusedAndALateCancelNeverReachesTheNextGroupOnThem() {
         Node n = node();
         n.runner().tell(run(n, 8, BLOCKING));
-        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocked.get() == 4);
+        TestRollout.await("the slots to block", WAIT, () -> n.t().engine.blocking() == 4);
         n.runner().tell(new GroupRunner.CancelGroup(8, 0, RejectReason.CANCELLED, "another attempt won"));
         assertThat(n.collector()
                         .expectMessageClass(Collector.GroupFinished.class, WAIT)
                         .outcome())
                 .isInstanceOf(Collector.Rejected.class);
-        TestRollout.await(
-                "every slot interrupted", WAIT, () -> n.t().engine.interrupted.get() == 4);
+        TestRollout.await("every slot interrupted", WAIT, () -> n.t().engine.interrupted() == 4);
         // One group at a time: each runs on the same group actor as the cancelled one, and is
         // neither interrupted nor delivered twice; a group's slots are its own, not actors.
         for (long task = 9; task < 29; task++) {
@@ -269,7 +268,7 @@ class GroupRunnerProtocolTest {
             assertThat(g.outcome()).isInstanceOf(Collector.Accepted.class);
         }
         n.collector().expectNoMessage(Duration.ofMillis(200));
-        assertThat(n.t().engine.interrupted.get()).isEqualTo(4);
+        assertThat(n.t().engine.interrupted()).isEqualTo(4);
         assertThat(children(n, "group-*")).isEqualTo(1);
         assertThat(children(n, "slot-*")).isZero();
     }

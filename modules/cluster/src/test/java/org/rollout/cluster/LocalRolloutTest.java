@@ -27,6 +27,7 @@ import org.rollout.core.DumpRecord;
 import org.rollout.core.InvariantChecker;
 import org.rollout.core.TrajectoryDumpReader;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.testengine.ScriptedEngine;
 import org.rollout.trainer.RolloutStatus;
 import org.rollout.trainer.WeightPublishException;
 
@@ -124,7 +125,7 @@ class LocalRolloutTest {
         t.workflow = (e, data) -> {
             int slot = WorkflowContext.current().sampleIdx().orElseThrow();
             if (slot == 0) {
-                await("the three siblings to block in generate", DEADLINE, () -> engine.blocked.get() == 3);
+                await("the three siblings to block in generate", DEADLINE, () -> engine.blocking() == 3);
                 throw new IllegalStateException("tool crashed");
             }
             e.generate(ModelRequest.of(
@@ -137,7 +138,7 @@ class LocalRolloutTest {
                     "the group to be rejected as failed",
                     DEADLINE,
                     () -> status(client).rejectedByReason().getOrDefault("failed", 0L) == 1);
-            await("the three siblings' generations to be aborted", DEADLINE, () -> engine.interrupted.get() == 3);
+            await("the three siblings' generations to be aborted", DEADLINE, () -> engine.interrupted() == 3);
             assertThat(status(client).rejected()).isEqualTo(1);
             assertThat(status(client).running()).isZero();
         }
@@ -183,7 +184,7 @@ class LocalRolloutTest {
                     "a timeout rejection",
                     DEADLINE,
                     () -> status(client).rejectedByReason().getOrDefault("timeout", 0L) == 1);
-            await("every slot's generation to be aborted", DEADLINE, () -> t.engine.interrupted.get() == 4);
+            await("every slot's generation to be aborted", DEADLINE, () -> t.engine.interrupted() == 4);
         }
     }
 
@@ -200,13 +201,13 @@ class LocalRolloutTest {
         };
         try (LocalRollout rollout = t.start()) {
             var client = rollout.client();
-            await("all four slots to be generating", DEADLINE, () -> t.engine.blocked.get() == 4);
+            await("all four slots to be generating", DEADLINE, () -> t.engine.blocking() == 4);
             client.publishWeights(1, Path.of("w1"));
             await(
                     "a stale rejection",
                     DEADLINE,
                     () -> status(client).rejectedByReason().getOrDefault("stale", 0L) == 1);
-            await("every slot's generation to be aborted", DEADLINE, () -> t.engine.interrupted.get() == 4);
+            await("every slot's generation to be aborted", DEADLINE, () -> t.engine.interrupted() == 4);
         }
     }
 

@@ -70,7 +70,7 @@ class PythonWorkflowGroupTest {
                         "a failed group",
                         DEADLINE,
                         () -> LocalRolloutTest.status(client).rejectedByReason().getOrDefault("failed", 0L) == 1);
-                await("the three siblings' generations aborted", DEADLINE, () -> t.engine.interrupted.get() == 3);
+                await("the three siblings' generations aborted", DEADLINE, () -> t.engine.interrupted() == 3);
                 await("the three siblings' Python tasks cancelled", DEADLINE, () -> cancelledCount(log) == 3);
                 assertThat(cancelled(log)).containsExactlyInAnyOrder("1", "2", "3");
             }
@@ -88,13 +88,13 @@ class PythonWorkflowGroupTest {
             t.workflow = w;
             try (LocalRollout rollout = t.start()) {
                 var client = rollout.client();
-                await("all four slots generating", DEADLINE, () -> t.engine.blocked.get() == 4);
+                await("all four slots generating", DEADLINE, () -> t.engine.blocking() == 4);
                 client.publishWeights(1, Path.of("w1"));
                 await(
                         "a stale rejection",
                         DEADLINE,
                         () -> LocalRolloutTest.status(client).rejectedByReason().getOrDefault("stale", 0L) == 1);
-                await("every slot's generation aborted", DEADLINE, () -> t.engine.interrupted.get() == 4);
+                await("every slot's generation aborted", DEADLINE, () -> t.engine.interrupted() == 4);
                 await("every slot's Python task cancelled", DEADLINE, () -> cancelledCount(log) == 4);
             }
         }

@@ -28,7 +28,7 @@ class SupervisionTest {
     private static final Duration DEADLINE = Duration.ofSeconds(30);
 
     /** Throws once, from inside actor {@code actor}, at its {@code nth} message of class {@code kind}. */
-    static final class ThrowOnce implements Supervision.Faults {
+    static final class ThrowOnce implements Supervision.Wrapper {
         final String actor;
         final Class<?> kind;
         final int nth;
@@ -46,7 +46,7 @@ class SupervisionTest {
 
         @Override
         @SuppressWarnings("unchecked")
-        public <T> Behavior<T> around(String name, Behavior<T> behavior) {
+        public <T> Behavior<T> wrap(String name, Behavior<T> behavior) {
             if (!name.equals(actor)) {
                 return behavior;
             }

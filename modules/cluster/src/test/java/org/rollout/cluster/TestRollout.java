@@ -22,6 +22,7 @@ import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.testengine.ScriptedEngine;
 import org.rollout.trainer.PublishResult;
 
 /** Builds {@link LocalRollout}s for tests, with small, explicit defaults. */
@@ -72,7 +73,7 @@ final class TestRollout {
 
     TestRollout(int tokens) {
         this.tokens = tokens;
-        this.engine = new ScriptedEngine(tokens);
+        this.engine = ScriptedEngine.generating(tokens);
     }
 
     GenerationConfig gconfig() {

@@ -24,6 +24,7 @@ import org.rollout.config.StalenessPolicy;
 import org.rollout.core.GroupOptions;
 import org.rollout.core.StalenessBudget;
 import org.rollout.core.TrajectoryRows;
+import org.rollout.testengine.ScriptedEngine;
 import org.rollout.trainer.PublishResult;
 
 /**
@@ -60,7 +61,7 @@ final class TestRollout {
     final ScriptedEngine engine;
 
     TestRollout(int tokens) {
-        this.engine = new ScriptedEngine(tokens);
+        this.engine = ScriptedEngine.generating(tokens);
     }
 
     /** One generation per slot; reward = the slot index / 10. */

@@ -16,7 +16,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.rollout.api.Tokenizer;
 import org.rollout.core.Tokenizers;
-import org.rollout.examples.demo.LetterTask;
+import org.rollout.workflows.demo.LetterTask;
 
 /**
  * The tokenizer a Python workflow is given ({@code EngineTokenizer}, asking the engine over the

@@ -14,13 +14,13 @@ import org.rollout.agent.ExportStyle;
 import org.rollout.agent.OpenAIProxy;
 import org.rollout.agent.ProxyAgentWorkflow;
 import org.rollout.agent.ProxyConfig;
-import org.rollout.agent.ScriptedEngine;
 import org.rollout.api.EpisodeResult;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.Interaction;
 import org.rollout.api.WorkflowContext;
 import org.rollout.core.ByteLevelTokenizer;
+import org.rollout.testengine.ScriptedEngine;
 
 class CalculatorAgentTest {
     private static final ObjectMapper JSON = new ObjectMapper();
