@@ -288,6 +288,6 @@ public final class ClusterRollout implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             log.warn("node did not terminate within 30 s: {}", e.toString());
         }
-        stats.flushAll();
+        stats.close();
     }
 }

@@ -242,6 +242,7 @@ public final class LocalRollout implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             stats.flushAll();
         }
+        stats.close();
         system.terminate();
         try {
             system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);

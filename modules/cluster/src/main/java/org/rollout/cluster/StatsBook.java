@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -15,6 +16,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.rollout.api.TrainingGroup;
 import org.rollout.api.WorkflowContext;
 import org.slf4j.Logger;
@@ -37,8 +45,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Scalars are means with a {@code __count}. {@code staleness} of an accepted training group is
  * its completion version minus the smallest version of its generated tokens. Thread-safe.
+ *
+ * <p>Lines reach the file on a thread of the book's own, in the order they were made, so that the
+ * actor that records (the collector) never waits on the disk: {@link #awaitWritten} waits until
+ * every line made so far is in the file, and {@link #close} writes what is held and waits for it.
  */
-public final class StatsBook {
+public final class StatsBook implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(StatsBook.class);
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -55,10 +67,58 @@ public final class StatsBook {
     private final TreeSet<Integer> evalPending = new TreeSet<>();
 
     private volatile DistributionSummary stalenessSummary;
+    /** Appends lines to {@link #file} in order; null without a file. */
+    private final ExecutorService appender;
 
     /** @param file where lines are appended, or null to keep them in memory only */
     public StatsBook(Path file) {
         this.file = file;
+        this.appender = file == null
+                ? null
+                : Executors.newSingleThreadExecutor(
+                        Thread.ofPlatform().daemon().name("stats-appender").factory());
+    }
+
+    /**
+     * Waits until every line made so far is in the file (or could not be written, which is logged).
+     *
+     * @return false when {@code timeout} passed first
+     */
+    public boolean awaitWritten(Duration timeout) throws InterruptedException {
+        if (appender == null) {
+            return true;
+        }
+        Future<?> mark;
+        try {
+            mark = appender.submit(() -> {});
+        } catch (RejectedExecutionException closed) {
+            return true; // closed: close() waited for the lines
+        }
+        try {
+            mark.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /** Writes the statistics still held ({@link #flushAll}) and waits (up to 30 s) until they are in the file. */
+    @Override
+    public void close() {
+        flushAll();
+        if (appender == null) {
+            return;
+        }
+        appender.shutdown();
+        try {
+            if (!appender.awaitTermination(30, TimeUnit.SECONDS)) {
+                log.warn("statistics not all written to {} within 30 s", file);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** One written line: a version, a scope and its values in order. */
@@ -295,12 +355,20 @@ public final class StatsBook {
         history.add(new Line(version, scope, values));
         historyJson.add(json);
         highestVersion = Math.max(highestVersion, version);
-        if (file == null) {
+        if (appender == null) {
             return;
         }
+        byte[] line = (json + "\n").getBytes(StandardCharsets.UTF_8);
+        try {
+            appender.execute(() -> append(line));
+        } catch (RejectedExecutionException closed) {
+            append(line); // after close: on the caller's thread, not lost
+        }
+    }
+
+    private void append(byte[] line) {
         try {
             Files.createDirectories(file.toAbsolutePath().getParent());
-            byte[] line = (json + "\n").getBytes(StandardCharsets.UTF_8);
             Files.write(file, line, StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE);
         } catch (IOException | UncheckedIOException e) {
             log.warn("could not append statistics to {}: {}", file, e.toString());

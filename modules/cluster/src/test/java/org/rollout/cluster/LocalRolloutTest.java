@@ -369,6 +369,7 @@ class LocalRolloutTest {
                             "usable_slot_count",
                             "staleness_mean");
             assertThat((double) line.values().get("reward")).isCloseTo(0.15, org.assertj.core.data.Offset.offset(1e-9));
+            assertThat(rollout.stats().awaitWritten(DEADLINE)).isTrue();
             assertThat(Files.readAllLines(t.statsFile)).hasSizeGreaterThanOrEqualTo(1);
         }
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -64,6 +65,7 @@ class StatsBookSinceTest {
         StatsBook.Since all = book.since(0);
         assertThat(all.completeBelow()).isEqualTo(3);
 
+        assertThat(book.awaitWritten(Duration.ofSeconds(10))).isTrue();
         List<String> written = Files.readAllLines(file);
         assertThat(written).hasSize(3);
         // In the file: v0 rollout, v1 rollout, v0 eval; answered in version order, the same text.
@@ -79,7 +81,7 @@ class StatsBookSinceTest {
         book.evalStarted(3);
         book.record(3, TRAIN, accepted(5, 3, 3));
         assertThat(book.since(0).completeBelow()).isEqualTo(3);
-        book.flushAll(); // shutdown: everything held is written
+        book.close(); // shutdown: everything held is written, and in the file
         assertThat(book.since(0).completeBelow()).isEqualTo(4);
         assertThat(book.since(0).lines())
                 .hasSize(4)

@@ -122,6 +122,8 @@ class StatsRouteTest {
                 assertThat(r.statusCode()).isEqualTo(200);
                 assertThat(r.headers().firstValue("Content-Type")).hasValue("application/json");
                 body = JSON.readTree(r.body());
+                // Lines reach the file on the book's own thread: those served are in it after this.
+                assertThat(rollout.stats().awaitWritten(DEADLINE)).isTrue();
             } while (!before.equals(fileLines(t.statsFile, 0)));
             List<JsonNode> served = new ArrayList<>();
             body.get("lines").forEach(served::add);

@@ -90,12 +90,14 @@ class DistributionTest {
             assertThat(names).anyMatch(n -> n.startsWith("rollout-gateway-"));
             assertThat(names).allMatch(n -> n.endsWith(".jar"));
             // The benchmarks are run from a source checkout (bin/rollout bench), never shipped: no
-            // benchmarks jar, no JMH, no HdrHistogram, no test fixture.
+            // benchmarks jar, no JMH, no HdrHistogram, no test fixture or scripted engine.
             assertThat(names)
-                    .as("benchmark jars in the tarball's lib/")
+                    .as("benchmark and test jars in the tarball's lib/")
                     .noneMatch(n -> n.startsWith("rollout-benchmarks")
                             || n.startsWith("jmh-")
                             || n.startsWith("HdrHistogram")
+                            || n.startsWith("rollout-test-engine")
+                            || n.startsWith("rollout-test-support")
                             || n.endsWith("-tests.jar"));
         }
         String conf = Files.readString(home.resolve("conf/rollout.conf"));
