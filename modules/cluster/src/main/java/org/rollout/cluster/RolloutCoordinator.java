@@ -236,7 +236,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<Collector.Command> collector,
             DurableState state,
             Duration recoveryTimeout) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
+        int stashCapacity = stashCapacity(budget.maxConcurrentRollouts(), queueSize);
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(stashCapacity, stash -> {
             // One logger for the coordinator's lines, also those its parts log on its context.
             ctx.setLoggerName(RolloutCoordinator.class);
             TaskLedger<ActorRef<GroupRunner.Command>> tasks = new TaskLedger<>();
@@ -254,8 +255,18 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         })));
     }
 
-    /** Messages that wait while a coordinator recovers: outcomes, acknowledgements, weight updates. */
-    private static final int STASH_CAPACITY = 10_000;
+    /**
+     * How many messages wait while a coordinator recovers (outcomes, holds, acknowledgements, weight
+     * updates, status reads), sized for the run: each of the {@code maxConcurrentRollouts} groups in
+     * flight can report its end and a hold, and each buffered group ({@code queueSize}) a hand-out
+     * and an acknowledgement, plus room for the rest. With 160 000 groups in flight that is
+     * about 650 000 entries, a few tens of megabytes for the seconds a recovery takes; a coordinator
+     * that still overflows it fails and is restarted (it recovers from the ledger again).
+     */
+    static int stashCapacity(int maxConcurrentRollouts, int queueSize) {
+        long need = 4L * maxConcurrentRollouts + 2L * Math.max(0, queueSize) + 10_000;
+        return (int) Math.min(Integer.MAX_VALUE - 8, need);
+    }
 
     /**
      * The coordinator after recovery (or a fresh start), with the tasks and runners {@link

@@ -4,9 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -145,5 +148,52 @@ class CoordinatorProtocolTest {
             }
         }
         assertThat(forgotten).containsExactlyInAnyOrderElementsOf(ids);
+    }
+
+    @Test
+    void aRecoveringCoordinatorHoldsMoreMessagesThanItsOldFixedStashAndAnswersThemAll() {
+        // The stash is sized for the run (4 per group in flight, plus the buffer's share): 25 000
+        // status reads while the ledger is read overflowed the old fixed 10 000 and failed it.
+        int reads = 25_000;
+        assertThat(RolloutCoordinator.stashCapacity(12_000, 64)).isGreaterThan(reads);
+        DurableState fast = DurableState.inMemory();
+        CompletableFuture<DurableState.Ledger> ledger = new CompletableFuture<>();
+        DurableState slow = new DurableState() {
+            @Override
+            public CompletionStage<DurableState.VersionRecord> readVersion() {
+                return fast.readVersion();
+            }
+
+            @Override
+            public CompletionStage<Void> writeVersion(DurableState.VersionRecord record) {
+                return fast.writeVersion(record);
+            }
+
+            @Override
+            public CompletionStage<DurableState.Ledger> readLedger() {
+                return ledger;
+            }
+
+            @Override
+            public CompletionStage<Void> writeLedger(
+                    Collection<DurableState.OpenTask> put, Collection<Long> remove, DurableState.Cursor cursor) {
+                return fast.writeLedger(put, remove, cursor);
+            }
+        };
+        TestProbe<Collector.Command> collector = kit.createTestProbe("collector");
+        PromptSource prompts = index -> Optional.of(Map.of("prompt", "p" + index));
+        ActorRef<RolloutCoordinator.Command> c = kit.spawn(RolloutCoordinator.create(
+                new StalenessBudget(12_000, 2, 0), prompts, List.of(), 0, 1, 64, collector.getRef(), slow, WAIT));
+        TestProbe<RolloutCoordinator.Status> reader = kit.createTestProbe("reader");
+        for (int i = 0; i < reads; i++) {
+            c.tell(new RolloutCoordinator.GetStatus(reader.getRef()));
+        }
+        reader.expectNoMessage(Duration.ofMillis(200));
+        fast.readLedger().thenAccept(ledger::complete);
+        Collector.Introduce hello = collector.expectMessageClass(Collector.Introduce.class, WAIT);
+        hello.coordinator().tell(new RolloutCoordinator.CollectorIs(collector.getRef()));
+        assertThat(reader.receiveSeveralMessages(reads, Duration.ofSeconds(60)))
+                .as("every status read held during recovery is answered")
+                .hasSize(reads);
     }
 }
