@@ -283,6 +283,7 @@ class SoakTest {
                             "heap pressure: episodes / rewards that ran out of heap (retried, or the task failed)",
                             chaos.heapEpisodes() + " / " + chaos.tasksOutOfHeap())
                     .with("node faults started on a cluster not settled within " + SETTLED_WITHIN, chaos.unsettled())
+                    .with("nodes that exited on their own (downed by the cluster), restarted", chaos.nodesThatLeft())
                     .with(
                             "wall time: under faults / in all (s)",
                             String.format("%.0f / %.0f", (chaosEnded - started) / 1e9, seconds))
@@ -373,6 +374,8 @@ class SoakTest {
 
         private final java.util.concurrent.atomic.AtomicLong fdExhausted = new java.util.concurrent.atomic.AtomicLong();
         private final java.util.concurrent.atomic.AtomicLong fdDowned = new java.util.concurrent.atomic.AtomicLong();
+        private final java.util.concurrent.atomic.AtomicLong nodesThatLeft =
+                new java.util.concurrent.atomic.AtomicLong();
 
         /** Heap-pressure episodes, and the rewards that ran out of heap in them. */
         private final java.util.concurrent.atomic.AtomicLong heapEpisodes =
@@ -418,6 +421,10 @@ class SoakTest {
 
         long unsettled() {
             return unsettled.get();
+        }
+
+        long nodesThatLeft() {
+            return nodesThatLeft.get();
         }
 
         long heapEpisodes() {
@@ -471,11 +478,28 @@ class SoakTest {
 
         // ---- the nodes' lane ----
 
+        /**
+         * Restarts, as a node's supervisor would, every node that exited without this lane stopping
+         * it: the cluster downed it (on a busy machine the resolver has downed a node that was still
+         * reachable from one side, beside a killed one), which the run reports as it counts.
+         */
+        private void restartNodesThatLeft() throws Exception {
+            for (int i = 1; i <= c.nodeCount(); i++) {
+                if (!c.isAlive(i)) {
+                    nodesThatLeft.incrementAndGet();
+                    TestCluster.log("node-" + i + " exited on its own (downed by the cluster); restarting it");
+                    c.restartNode(i);
+                    nodeBackAt = System.nanoTime();
+                }
+            }
+        }
+
         private void nodeFault(SplittableRandom random) throws Exception {
             pause(random, 1000, 3000);
             if (!running) {
                 return;
             }
+            restartNodesThatLeft();
             if (namespaces) {
                 // A fault starts on a settled cluster: a partition while the last fault's link is still
                 // recovering makes the resolver down every node (docs/reliability.md, "Partitions").
