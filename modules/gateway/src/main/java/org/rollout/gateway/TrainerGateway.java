@@ -47,8 +47,8 @@ import org.slf4j.LoggerFactory;
  * <p>Delivery: the gateway adds nothing to the engine's rules. A batch whose stream breaks (the
  * trainer went away mid-batch) stays unacknowledged and comes again after the engine's {@code
  * batch_ack_timeout}, with the same id. A pull whose trainer disconnects while it waits still takes
- * the next batch from the engine (the JDK server cannot see the disconnect), which then also comes
- * again after {@code batch_ack_timeout}.
+ * the next batch from the engine; its response then fails at the status line and the batch goes
+ * to the next pull at once.
  *
  * <p>Security: binds 127.0.0.1 unless configured otherwise; with a token, every endpoint but {@code
  * /health} and the routes a node adds ({@link GatewayExtras}: {@code /metrics}, {@code /dashboard},
