@@ -116,7 +116,9 @@ public final class OpenAIProxy implements AutoCloseable {
         // The server starts first (the sessions' URLs name its port); requests before the proxy
         // is built get 503.
         AtomicReference<OpenAIProxy> started = new AtomicReference<>();
-        Http1Server.Options options = Http1Server.Options.DEFAULT.withErrors(OpenAIProxy::errorBody);
+        // Bodies are read by JsonBodies, up to rollout.agent.max_request_bytes (413 past it), not by the server.
+        Http1Server.Options options =
+                Http1Server.Options.DEFAULT.withErrors(OpenAIProxy::errorBody).withStreamBody(r -> true);
         Http1Server server;
         try {
             server = Http1Server.start(

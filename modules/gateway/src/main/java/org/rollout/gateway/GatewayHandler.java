@@ -112,8 +112,8 @@ final class GatewayHandler implements Http1Server.Handler {
         batches.interruptPulls();
     }
 
-    /** Whether the request's body is handed over as a stream, not read first: a weight upload. */
-    static boolean streamsBody(Request req) {
+    /** Whether a request is a weight upload, whose body is copied to disk as it arrives. */
+    static boolean isUpload(Request req) {
         return req.path().equals("/v1/weights") && WeightEndpoints.isUpload(req);
     }
 
@@ -123,7 +123,7 @@ final class GatewayHandler implements Http1Server.Handler {
         String method = req.method();
         String path = req.path();
         try {
-            if (streamsBody(req)) {
+            if (isUpload(req)) {
                 authorize(req); // before a single byte is spooled
                 GatewayHttp.expect(req, "POST");
                 weights.upload(req, ex);

@@ -1,13 +1,14 @@
 package org.rollout.gateway;
 
 import java.io.IOException;
+import java.io.InputStream;
 import org.rollout.http.Http1Server.Exchange;
 import org.rollout.http.Http1Server.Request;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The gateway's exchange plumbing: a request body of at most {@link GatewayHandler#MAX_REQUEST_BYTES}
+ * The gateway's exchange plumbing: a request body read up to {@link GatewayHandler#MAX_REQUEST_BYTES}
  * (413 past it), a JSON answer sent whole, an error sent unless a response has begun, a method check
  * (405 with {@code Allow}).
  */
@@ -17,15 +18,18 @@ final class GatewayHttp {
 
     private GatewayHttp() {}
 
-    static byte[] readBody(Request req) throws Refusal {
-        byte[] body = req.body();
-        if (body.length > GatewayHandler.MAX_REQUEST_BYTES) {
-            throw new Refusal(
-                    413,
-                    "payload_too_large",
-                    "request bodies are limited to " + GatewayHandler.MAX_REQUEST_BYTES + " bytes");
+    /** The body, read from the connection up to one byte past the limit, never more. */
+    static byte[] readBody(Request req) throws IOException, Refusal {
+        try (InputStream in = req.bodyStream()) {
+            byte[] body = in.readNBytes(GatewayHandler.MAX_REQUEST_BYTES + 1);
+            if (body.length > GatewayHandler.MAX_REQUEST_BYTES) {
+                throw new Refusal(
+                        413,
+                        "payload_too_large",
+                        "request bodies are limited to " + GatewayHandler.MAX_REQUEST_BYTES + " bytes");
+            }
+            return body;
         }
-        return body;
     }
 
     static void json(Exchange ex, int status, byte[] body) throws IOException {

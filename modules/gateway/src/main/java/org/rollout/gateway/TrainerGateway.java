@@ -93,7 +93,9 @@ public final class TrainerGateway implements AutoCloseable {
         GatewayHandler handler = new GatewayHandler(engine, config, extras);
         Http1Server.Options options = Http1Server.Options.DEFAULT
                 .withErrors(TrainerGateway::errorBody)
-                .withStreamBody(GatewayHandler::streamsBody);
+                // Every body is read by the handler: an upload copied to disk as it arrives, any
+                // other up to GatewayHandler.MAX_REQUEST_BYTES (413 past it), never held whole.
+                .withStreamBody(r -> true);
         if (config.tls()) {
             options = options.withTls(sslContext(config));
         }
