@@ -27,6 +27,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
 import org.slf4j.Logger;
@@ -427,6 +428,7 @@ public final class Http1Server {
             while (!closing) {
                 Request request;
                 CompletableFuture<Void> bodyRead = new CompletableFuture<>();
+                BooleanSupplier settle = () -> true;
                 deadline.within(timeouts.request());
                 try {
                     Http1RequestReader.Head head = Http1RequestReader.readHead(in, remote);
@@ -435,8 +437,10 @@ public final class Http1Server {
                     }
                     Http1RequestReader.continueIfExpected(head, out);
                     if (options.streamBody().test(head.request(new byte[0]))) {
-                        request = head.request(
-                                Http1RequestReader.bodyStream(in, head.headers(), () -> bodyRead.complete(null)));
+                        InputStream body =
+                                Http1RequestReader.bodyStream(in, head.headers(), () -> bodyRead.complete(null));
+                        request = head.request(body);
+                        settle = () -> settle(body, bodyRead);
                         deadline.eachRead(timeouts.idle());
                     } else {
                         request = head.request(Http1RequestReader.readBody(in, head.headers()));
@@ -452,7 +456,7 @@ public final class Http1Server {
                 }
                 boolean keepAlive = keepAlive(request);
                 Exchange exchange =
-                        new Exchange(out, keepAlive, request.version().equals("HTTP/1.0"));
+                        new Exchange(out, keepAlive, request.version().equals("HTTP/1.0"), settle);
                 CompletableFuture<Long> handled = new CompletableFuture<>();
                 Thread t = Thread.ofVirtual()
                         .name(name + "-handler")
@@ -464,6 +468,7 @@ public final class Http1Server {
                 CompletableFuture.anyOf(bodyRead, handled).join();
                 if (!bodyRead.isDone()) {
                     handled.join();
+                    lingeringClose(socket, in, deadline);
                     return;
                 }
                 // Meanwhile, the client's next byte: its next request, or the end of the
@@ -484,6 +489,54 @@ public final class Http1Server {
             closeQuietly(socket, false);
         }
     }
+
+    /**
+     * Reads what a handler left of a streamed body, up to {@link #DRAIN_LIMIT} bytes, so that the
+     * connection can serve the next request; false when more is left (the response then closes the
+     * connection, and says so) or the body could not be read.
+     */
+    private static boolean settle(InputStream body, CompletableFuture<Void> bodyRead) {
+        byte[] skip = new byte[8192];
+        try {
+            for (long left = DRAIN_LIMIT; left > 0 && !bodyRead.isDone(); ) {
+                int n = body.read(skip, 0, (int) Math.min(skip.length, left));
+                if (n < 0) {
+                    break;
+                }
+                left -= n;
+            }
+        } catch (IOException e) {
+            return false;
+        }
+        return bodyRead.isDone();
+    }
+
+    /** The most of a body a handler did not read that is read and dropped to keep the connection. */
+    private static final long DRAIN_LIMIT = 64 * 1024;
+
+    /**
+     * Ends a connection whose client may still be sending a body nobody reads: what arrives within
+     * {@link #LINGER} is read and dropped first, so that the close does not reset the connection
+     * (and lose the answer the client has not read yet).
+     */
+    private void lingeringClose(Socket socket, InputStream in, DeadlineInput deadline) {
+        try {
+            endOutput(socket);
+            deadline.within(LINGER);
+            byte[] skip = new byte[64 * 1024];
+            while (in.read(skip) >= 0) {
+                // Dropped.
+            }
+        } catch (IOException e) {
+            log.debug(
+                    "{}: lingering close of a connection from {}: {}",
+                    name,
+                    socket.getRemoteSocketAddress(),
+                    e.toString());
+        }
+    }
+
+    private static final Duration LINGER = Duration.ofSeconds(2);
 
     private Response error(int status, String message) {
         return Response.json(status, options.errors().of(status, message));
@@ -544,8 +597,10 @@ public final class Http1Server {
                 response = error(500, "internal error serving " + request.path() + ": " + e);
             }
             if (exchange.began()) {
-                if (!exchange.finish() || !exchange.keepAlive) {
+                if (!exchange.finish()) {
                     closeQuietly(socket, false);
+                } else if (!exchange.keepAlive) {
+                    endOutput(socket);
                 }
                 return;
             }
@@ -557,11 +612,13 @@ public final class Http1Server {
                 log.debug("{}: client of {} {} left before the response", name, request.method(), request.path());
                 return;
             }
+            exchange.settleBody();
             try {
                 writeResponse(out, exchange.withHeaders(response), exchange.keepAlive);
                 exchange.markResponded();
                 if (!exchange.keepAlive) {
-                    socket.close();
+                    // The client reads the answer to its end, then the connection ends.
+                    endOutput(socket);
                 }
             } catch (IOException e) {
                 log.debug(
@@ -673,13 +730,22 @@ public final class Http1Server {
         private final Map<String, String> responseHeaders = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
         private final OutputStream connection;
         private final boolean http10;
+        private final BooleanSupplier settle;
         private boolean keepAlive;
         private BodyStream body;
 
-        Exchange(OutputStream connection, boolean keepAlive, boolean http10) {
+        Exchange(OutputStream connection, boolean keepAlive, boolean http10, BooleanSupplier settle) {
             this.connection = connection;
             this.keepAlive = keepAlive;
             this.http10 = http10;
+            this.settle = settle;
+        }
+
+        /** Before the response: a request body the handler left unread closes the connection after it. */
+        void settleBody() {
+            if (!settle.getAsBoolean()) {
+                keepAlive = false;
+            }
         }
 
         /**
@@ -743,6 +809,7 @@ public final class Http1Server {
                 began = true;
                 state = STREAMING;
             }
+            settleBody();
             long framing = length;
             if (length < 0 && http10) {
                 framing = -2;
@@ -1040,6 +1107,15 @@ public final class Http1Server {
             }
         }
         return sb.toString();
+    }
+
+    /** Ends what the server sends on {@code s} (the client sees the end of the stream); closes it if that fails. */
+    private static void endOutput(Socket s) {
+        try {
+            s.shutdownOutput();
+        } catch (IOException | UnsupportedOperationException e) {
+            closeQuietly(s, false);
+        }
     }
 
     private static void closeQuietly(ServerSocket s) {

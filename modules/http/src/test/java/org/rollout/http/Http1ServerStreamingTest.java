@@ -247,6 +247,36 @@ class Http1ServerStreamingTest {
     }
 
     @Test
+    void aBodyTheHandlerLeavesUnreadKeepsASmallRequestsConnectionAndClosesALargeOnes() throws Exception {
+        start(
+                (req, ex) -> new Http1Server.Response(401, "text/plain", "no".getBytes(StandardCharsets.US_ASCII)),
+                Http1Server.Timeouts.DEFAULT,
+                r -> true);
+        for (int i = 0; i < 3; i++) {
+            HttpResponse<String> r = client.send(
+                    HttpRequest.newBuilder(uri("/refused"))
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"timeout\": 1}"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).isEqualTo(401);
+            assertThat(r.headers().firstValue("connection")).isEmpty();
+        }
+        assertThat(server.openConnections())
+                .as("one keep-alive connection served all three")
+                .isEqualTo(1);
+        try (Socket s = new Socket("127.0.0.1", server.port())) {
+            s.getOutputStream()
+                    .write(("POST /refused HTTP/1.1\r\nContent-Length: 10000000\r\n\r\n" + "x".repeat(200_000))
+                            .getBytes(StandardCharsets.US_ASCII));
+            ByteArrayOutputStream all = new ByteArrayOutputStream();
+            s.getInputStream().transferTo(all);
+            assertThat(all.toString(StandardCharsets.US_ASCII))
+                    .startsWith("HTTP/1.1 401")
+                    .contains("Connection: close");
+        }
+    }
+
+    @Test
     void aChunkedUploadIsDecoded() throws Exception {
         start(
                 (req, ex) -> Http1Server.Response.json(200, req.bodyStream().readAllBytes()),
