@@ -145,8 +145,8 @@ final class BatchEndpoints {
         ex.setHeader("X-Rollout-Batch-Id", Long.toString(body.batchId()));
         ex.setHeader("X-Rollout-Groups", Integer.toString(body.groups()));
         // The exact length up front (the metadata is encoded once for it): a plain body, encoded through
-        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), where
-        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded
+        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), with
+        // no chunk framing for the client to undo. The tensors still go out as they are encoded
         // (or as they arrive from the node that holds the batch); nothing holds the whole body.
         // A pull whose trainer left while it waited fails here, at the status line, and its batch is
         // handed back below like a stream cut short.
