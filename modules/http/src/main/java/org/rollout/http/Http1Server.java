@@ -600,7 +600,7 @@ public final class Http1Server {
                 if (!exchange.finish()) {
                     closeQuietly(socket, false);
                 } else if (!exchange.keepAlive) {
-                    endConnection(socket, exchange);
+                    endOutput(socket);
                 }
                 return;
             }
@@ -617,7 +617,8 @@ public final class Http1Server {
                 writeResponse(out, exchange.withHeaders(response), exchange.keepAlive);
                 exchange.markResponded();
                 if (!exchange.keepAlive) {
-                    endConnection(socket, exchange);
+                    // The client reads the answer to its end, then the connection ends.
+                    endOutput(socket);
                 }
             } catch (IOException e) {
                 log.debug(
@@ -731,7 +732,6 @@ public final class Http1Server {
         private final boolean http10;
         private final BooleanSupplier settle;
         private boolean keepAlive;
-        private boolean unreadBody;
         private BodyStream body;
 
         Exchange(OutputStream connection, boolean keepAlive, boolean http10, BooleanSupplier settle) {
@@ -744,7 +744,6 @@ public final class Http1Server {
         /** Before the response: a request body the handler left unread closes the connection after it. */
         void settleBody() {
             if (!settle.getAsBoolean()) {
-                unreadBody = true;
                 keepAlive = false;
             }
         }
@@ -1108,19 +1107,6 @@ public final class Http1Server {
             }
         }
         return sb.toString();
-    }
-
-    /**
-     * Ends a connection after its last answer: at once, unless the client may still be sending a
-     * body nobody read; then only what the server sends ends, and the connection's thread closes it
-     * after a lingering read ({@link #lingeringClose}), so the client gets the answer, not a reset.
-     */
-    private static void endConnection(Socket socket, Exchange exchange) {
-        if (exchange.unreadBody) {
-            endOutput(socket);
-        } else {
-            closeQuietly(socket, false);
-        }
     }
 
     /** Ends what the server sends on {@code s} (the client sees the end of the stream); closes it if that fails. */
