@@ -2,7 +2,6 @@ package org.rollout.agent;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayList;
@@ -29,7 +28,7 @@ final class ChatCompletionsApi {
         this.model = model;
     }
 
-    void chatCompletion(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+    void chatCompletion(ProxyExchange ex, ProxySession session) throws IOException, OpenAIError {
         ProxyRequests.Chat req = ProxyRequests.chat(bodies.readJson(ex), turns.defaults(), turns.tokenizer());
         Turn t = turns.turn(session, req, "chatcmpl-" + RandomIds.hex(15));
         long created = System.currentTimeMillis() / 1000;
@@ -61,10 +60,10 @@ final class ChatCompletionsApi {
      * carries every generated token's logprob (the text went out in pieces that need not follow
      * token boundaries; a client that gathers {@code logprobs.content} over the chunks gets them all).
      */
-    private void streamChat(HttpExchange ex, Turn t, long created, Map<String, Object> usage, boolean logprobs)
+    private void streamChat(ProxyExchange ex, Turn t, long created, Map<String, Object> usage, boolean logprobs)
             throws IOException {
         ServerSentEvents.start(ex);
-        OutputStream out = ex.getResponseBody();
+        OutputStream out = ex.responseBody();
         String id = t.id();
         boolean withUsage = usage != null;
         Map<String, Object> role = new LinkedHashMap<>();

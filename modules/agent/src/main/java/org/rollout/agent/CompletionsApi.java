@@ -1,7 +1,6 @@
 package org.rollout.agent;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.LinkedHashMap;
@@ -29,7 +28,7 @@ final class CompletionsApi {
         this.model = model;
     }
 
-    void completion(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+    void completion(ProxyExchange ex, ProxySession session) throws IOException, OpenAIError {
         ProxyRequests.Completion req =
                 ProxyRequests.completion(bodies.readJson(ex), turns.defaults(), turns.tokenizer());
         int[] prompt =
@@ -54,7 +53,7 @@ final class CompletionsApi {
         String finish = resp.stopReason().wireName();
         if (req.stream()) {
             ServerSentEvents.start(ex);
-            OutputStream out = ex.getResponseBody();
+            OutputStream out = ex.responseBody();
             List<String> pieces = ServerSentEvents.pieces(text);
             for (int i = 0; i <= pieces.size(); i++) {
                 boolean last = i == pieces.size();

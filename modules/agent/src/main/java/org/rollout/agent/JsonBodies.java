@@ -3,7 +3,6 @@ package org.rollout.agent;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -22,7 +21,7 @@ final class JsonBodies {
     }
 
     /** The body as JSON; 400 when it is empty or not JSON. */
-    JsonNode readJson(HttpExchange ex) throws IOException, OpenAIError {
+    JsonNode readJson(ProxyExchange ex) throws IOException, OpenAIError {
         byte[] raw = readBody(ex);
         if (raw.length == 0) {
             throw OpenAIError.invalid(null, "The request body is empty; send a JSON object.");
@@ -40,9 +39,9 @@ final class JsonBodies {
     }
 
     /** The body's bytes, possibly none; 413 when its declared or actual length is over the limit. */
-    byte[] readBody(HttpExchange ex) throws IOException, OpenAIError {
+    byte[] readBody(ProxyExchange ex) throws IOException, OpenAIError {
         int max = maxRequestBytes;
-        String declared = ex.getRequestHeaders().getFirst("Content-Length");
+        String declared = ex.header("Content-Length");
         if (declared != null) {
             try {
                 if (Long.parseLong(declared.trim()) > max) {
@@ -52,7 +51,7 @@ final class JsonBodies {
                 throw OpenAIError.invalid(null, "Content-Length is not a number.");
             }
         }
-        try (InputStream in = ex.getRequestBody()) {
+        try (InputStream in = ex.requestBody()) {
             byte[] body = in.readNBytes(max + 1);
             if (body.length > max) {
                 throw ProxyErrors.tooLarge(max);
@@ -61,11 +60,11 @@ final class JsonBodies {
         }
     }
 
-    static void sendJson(HttpExchange ex, int status, Object body) throws IOException {
+    static void sendJson(ProxyExchange ex, int status, Object body) throws IOException {
         byte[] bytes = JSON.writeValueAsBytes(body);
-        ex.getResponseHeaders().set("Content-Type", "application/json");
-        ex.sendResponseHeaders(status, bytes.length);
-        try (OutputStream out = ex.getResponseBody()) {
+        ex.setHeader("Content-Type", "application/json");
+        ex.respond(status, bytes.length);
+        try (OutputStream out = ex.responseBody()) {
             out.write(bytes);
         }
     }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -47,7 +46,7 @@ final class MessagesApi {
     }
 
     /** {@code POST /v1/messages}: a {@code message}, or its events ({@link MessagesStream}). */
-    void messages(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+    void messages(ProxyExchange ex, ProxySession session) throws IOException, OpenAIError {
         ProxyRequests.Chat req = turns.translatedChat(
                 translate(bodies.readJson(ex)),
                 Map.of("max_completion_tokens", "max_tokens", "stop", "stop_sequences"));
@@ -61,7 +60,7 @@ final class MessagesApi {
     }
 
     /** {@code POST /v1/messages/count_tokens}: {@code {"input_tokens"}} of the prompt the body renders to. */
-    void countTokens(HttpExchange ex) throws IOException, OpenAIError {
+    void countTokens(ProxyExchange ex) throws IOException, OpenAIError {
         ProxyRequests.Chat req =
                 turns.translatedChat(translate(bodies.readJson(ex), false), Map.of("stop", "stop_sequences"));
         JsonBodies.sendJson(ex, 200, Map.of("input_tokens", turns.promptTokens(req).length));

@@ -1,7 +1,6 @@
 package org.rollout.agent;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.LinkedHashMap;
@@ -19,9 +18,9 @@ final class MessagesStream {
     private MessagesStream() {}
 
     /** Sends {@code t} as the events of a streamed message; {@code input} is its prompt's length. */
-    static void send(HttpExchange ex, String model, Turn t, int input) throws IOException {
+    static void send(ProxyExchange ex, String model, Turn t, int input) throws IOException {
         ServerSentEvents.start(ex);
-        OutputStream out = ex.getResponseBody();
+        OutputStream out = ex.responseBody();
         event(out, "message_start", Map.of("message", MessagesApi.message(t.id(), model, null, input)));
         List<Map<String, Object>> blocks = MessagesApi.content(t);
         for (int i = 0; i < blocks.size(); i++) {

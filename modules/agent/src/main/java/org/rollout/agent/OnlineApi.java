@@ -2,7 +2,6 @@ package org.rollout.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -27,7 +26,7 @@ final class OnlineApi {
         this.bodies = bodies;
     }
 
-    void reward(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+    void reward(ProxyExchange ex, ProxySession session) throws IOException, OpenAIError {
         if (!session.isOnline()) {
             throw OpenAIError.invalid(
                     null,
@@ -63,7 +62,7 @@ final class OnlineApi {
      * Waits up to {@code {"timeout": seconds}} (default 30, at most 300) for an online session and
      * answers {@code {"session", "base_url", "api_key", "data"}}, or 204 when none came.
      */
-    void claim(HttpExchange ex) throws IOException, OpenAIError {
+    void claim(ProxyExchange ex) throws IOException, OpenAIError {
         byte[] raw = bodies.readBody(ex);
         Duration wait = DEFAULT_CLAIM_WAIT;
         if (raw.length > 0) {
@@ -87,7 +86,7 @@ final class OnlineApi {
                 throw ProxyErrors.shuttingDown();
             }
             if (s == null) {
-                ex.sendResponseHeaders(204, -1);
+                ex.respond(204, 0);
                 return;
             }
             if (s.isClosed()) {

@@ -1,19 +1,17 @@
 package org.rollout.agent;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicReference;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.InferenceEngine;
 import org.rollout.api.Interaction;
 import org.rollout.api.Tokenizer;
+import org.rollout.http.Http1Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,8 +67,7 @@ public final class OpenAIProxy implements AutoCloseable {
 
     private final ProxyConfig config;
     private final ToolCallFormat toolCallFormat;
-    private final HttpServer server;
-    private final ExecutorService executor;
+    private final Http1Server server;
     private final ProxySessions sessions;
     private final JsonBodies bodies;
     private final ChatCompletionsApi chatCompletions;
@@ -84,12 +81,10 @@ public final class OpenAIProxy implements AutoCloseable {
             InferenceEngine engine,
             Tokenizer tokenizer,
             GenerationConfig defaults,
-            HttpServer server,
-            ExecutorService executor) {
+            Http1Server server) {
         this.config = config;
         this.toolCallFormat = config.resolveToolCallFormat(tokenizer);
         this.server = server;
-        this.executor = executor;
         this.sessions = new ProxySessions(baseUrl());
         this.bodies = new JsonBodies(config.maxRequestBytes());
         TurnGenerator turns = new TurnGenerator(engine, tokenizer, defaults, toolCallFormat, sessions::isClosing);
@@ -118,19 +113,34 @@ public final class OpenAIProxy implements AutoCloseable {
         Objects.requireNonNull(engine, "engine");
         Objects.requireNonNull(tokenizer, "tokenizer");
         Objects.requireNonNull(defaults, "defaults");
-        HttpServer server;
+        // The server starts first (the sessions' URLs name its port); requests before the proxy
+        // is built get 503.
+        AtomicReference<OpenAIProxy> started = new AtomicReference<>();
+        // Bodies are read by JsonBodies, up to rollout.agent.max_request_bytes (413 past it), not by the server.
+        Http1Server.Options options =
+                Http1Server.Options.DEFAULT.withErrors(OpenAIProxy::errorBody).withStreamBody(r -> true);
+        Http1Server server;
         try {
-            server = HttpServer.create(new InetSocketAddress(config.host(), config.port()), 256);
+            server = Http1Server.start(
+                    config.host(),
+                    config.port(),
+                    ProxyExchange.serving(ex -> {
+                        OpenAIProxy proxy = started.get();
+                        if (proxy == null) {
+                            JsonBodies.sendJson(
+                                    ex, 503, ProxyErrors.shuttingDown().body());
+                        } else {
+                            proxy.handle(ex);
+                        }
+                    }),
+                    "openai-proxy",
+                    options);
         } catch (IOException e) {
             throw new IOException(
                     "OpenAI proxy: cannot listen on " + config.host() + ":" + config.port() + ": " + e, e);
         }
-        ExecutorService executor = Executors.newThreadPerTaskExecutor(
-                Thread.ofVirtual().name("openai-proxy-", 0).factory());
-        server.setExecutor(executor);
-        OpenAIProxy proxy = new OpenAIProxy(config, engine, tokenizer, defaults.withNSamples(1), server, executor);
-        server.createContext("/", proxy::handle);
-        server.start();
+        OpenAIProxy proxy = new OpenAIProxy(config, engine, tokenizer, defaults.withNSamples(1), server);
+        started.set(proxy);
         log.info(
                 "OpenAI proxy listening on {} (tokenizer {}, tool calls in {} format)",
                 proxy.baseUrl(),
@@ -141,12 +151,12 @@ public final class OpenAIProxy implements AutoCloseable {
 
     /** The bound port. */
     public int port() {
-        return server.getAddress().getPort();
+        return server.port();
     }
 
     /** The address and port it listens on: 127.0.0.1 unless the config names another host. */
     public InetSocketAddress address() {
-        return server.getAddress();
+        return server.address();
     }
 
     /** {@code http://host:port}, IPv6 hosts bracketed. */
@@ -198,34 +208,41 @@ public final class OpenAIProxy implements AutoCloseable {
             return;
         }
         sessions.closeAll();
-        server.stop(1);
-        executor.shutdownNow();
+        server.close(1000);
         log.info("OpenAI proxy at {} stopped", baseUrl());
     }
 
     // ---------------------------------------------------------------- routing
 
-    private void handle(HttpExchange ex) throws IOException {
-        try (ex) {
-            try {
-                route(ex);
-            } catch (OpenAIError e) {
+    private void handle(ProxyExchange ex) throws IOException {
+        try {
+            route(ex);
+        } catch (OpenAIError e) {
+            if (!ex.responded()) {
                 JsonBodies.sendJson(ex, e.status(), anthropic(ex) ? MessagesApi.errorBody(e) : e.body());
-            } catch (RuntimeException e) {
-                log.error(
-                        "OpenAI proxy: {} {} failed",
-                        ex.getRequestMethod(),
-                        ex.getRequestURI().getPath(),
-                        e);
+            }
+        } catch (RuntimeException e) {
+            log.error("OpenAI proxy: {} {} failed", ex.method(), ex.path(), e);
+            if (!ex.responded()) {
                 OpenAIError err = new OpenAIError(500, "server_error", null, null, "The proxy failed: " + e);
                 JsonBodies.sendJson(ex, 500, anthropic(ex) ? MessagesApi.errorBody(err) : err.body());
             }
         }
     }
 
+    /** The answers the server gives itself (a request it cannot read, 408, 413, 431) in OpenAI's error shape. */
+    private static byte[] errorBody(int status, String message) {
+        String type = status >= 500 ? "server_error" : "invalid_request_error";
+        try {
+            return ProxyRequests.JSON.writeValueAsBytes(new OpenAIError(status, type, null, null, message).body());
+        } catch (IOException e) {
+            throw new IllegalStateException("an error body always serializes", e);
+        }
+    }
+
     /** Requests to Anthropic's Messages API get its error shape. */
-    private static boolean anthropic(HttpExchange ex) {
-        String path = ex.getRequestURI().getPath();
+    private static boolean anthropic(ProxyExchange ex) {
+        String path = ex.path();
         return path.endsWith("/messages") || path.endsWith("/messages/count_tokens");
     }
 
@@ -253,9 +270,9 @@ public final class OpenAIProxy implements AutoCloseable {
         return null;
     }
 
-    private void route(HttpExchange ex) throws IOException, OpenAIError {
-        String method = ex.getRequestMethod();
-        String path = ex.getRequestURI().getPath();
+    private void route(ProxyExchange ex) throws IOException, OpenAIError {
+        String method = ex.method();
+        String path = ex.path();
         if (sessions.isClosing()) {
             throw ProxyErrors.shuttingDown();
         }

@@ -1,6 +1,5 @@
 package org.rollout.agent;
 
-import com.sun.net.httpserver.HttpExchange;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 
@@ -15,9 +14,9 @@ final class ProxyAuth {
      * @param what the key expected, as the 401 names it (e.g. "the API key of session 'x'")
      * @throws OpenAIError 401 {@code invalid_api_key} when the key is missing or wrong
      */
-    static void requireKey(HttpExchange ex, String expected, String what) throws OpenAIError {
-        String header = ex.getRequestHeaders().getFirst("Authorization");
-        String apiKeyHeader = ex.getRequestHeaders().getFirst("x-api-key");
+    static void requireKey(ProxyExchange ex, String expected, String what) throws OpenAIError {
+        String header = ex.header("Authorization");
+        String apiKeyHeader = ex.header("x-api-key");
         if ((header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) && apiKeyHeader != null) {
             // Anthropic's clients send the key as x-api-key.
             header = "Bearer " + apiKeyHeader;

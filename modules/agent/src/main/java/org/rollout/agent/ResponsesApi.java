@@ -3,7 +3,6 @@ package org.rollout.agent;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -51,7 +50,7 @@ final class ResponsesApi {
     }
 
     /** {@code POST /v1/responses}: a {@code response} object, or its events ({@link ResponsesStream}). */
-    void responses(HttpExchange ex, ProxySession session) throws IOException, OpenAIError {
+    void responses(ProxyExchange ex, ProxySession session) throws IOException, OpenAIError {
         JsonNode body = bodies.readJson(ex);
         List<Map<String, Object>> previous = null;
         JsonNode prev = body == null ? null : body.get("previous_response_id");

@@ -1,7 +1,6 @@
 package org.rollout.agent;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.LinkedHashMap;
@@ -28,7 +27,7 @@ final class ResponsesStream {
      * @param logprobs the answer tokens' logprobs when the request asked for them, else null
      */
     static void send(
-            HttpExchange ex,
+            ProxyExchange ex,
             String model,
             JsonNode body,
             ResponsesApi.Translated tr,
@@ -37,7 +36,7 @@ final class ResponsesStream {
             long created)
             throws IOException {
         ServerSentEvents.start(ex);
-        new ResponsesStream(ex.getResponseBody()).write(model, body, tr, t, logprobs, created);
+        new ResponsesStream(ex.responseBody()).write(model, body, tr, t, logprobs, created);
     }
 
     private void write(

@@ -1,12 +1,12 @@
 package org.rollout.agent;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import org.rollout.http.Http1Server.Exchange;
 
 /**
  * Writes a streamed answer as server-sent events: the 200 with event-stream headers, then {@code data:}
@@ -21,10 +21,10 @@ final class ServerSentEvents {
     private ServerSentEvents() {}
 
     /** 200 with server-sent-event headers; the body is then written event by event. */
-    static void start(HttpExchange ex) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", "text/event-stream");
-        ex.getResponseHeaders().set("Cache-Control", "no-cache");
-        ex.sendResponseHeaders(200, 0);
+    static void start(ProxyExchange ex) throws IOException {
+        ex.setHeader("Content-Type", "text/event-stream");
+        ex.setHeader("Cache-Control", "no-cache");
+        ex.respond(200, Exchange.CHUNKED);
     }
 
     /** A named server-sent event, as the Responses and Messages APIs send them. */

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.rollout.http.Http1Server;
 
 /**
  * The generation control endpoints: SGLang's {@code /pause_generation}, {@code /continue_generation}

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.rollout.http.Http1Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,7 +55,7 @@ final class GenerateEndpoint {
                     500, Json.errorBody(500, "injected fault: internal server error for rid '" + parsed.rid() + "'"));
         }
         if (fault.hangUntil() != null) {
-            faults.holding(() -> CompletableFuture.anyOf(fault.hangUntil(), exchange.disconnected, stopped)
+            faults.holding(() -> CompletableFuture.anyOf(fault.hangUntil(), exchange.disconnected(), stopped)
                     .join());
             if (stopped.isDone() || !exchange.isOpen()) {
                 return null;
@@ -103,7 +104,7 @@ final class GenerateEndpoint {
                 : ResponseBodies.malformed(json, fault.malformed(), sglang);
         if (!fault.slow().isZero()) {
             try {
-                CompletableFuture.anyOf(exchange.disconnected, stopped)
+                CompletableFuture.anyOf(exchange.disconnected(), stopped)
                         .get(fault.slow().toNanos(), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
                 // The injected delay has passed: answer now.

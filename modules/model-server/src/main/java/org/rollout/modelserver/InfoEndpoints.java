@@ -1,6 +1,7 @@
 package org.rollout.modelserver;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.rollout.http.Http1Server;
 
 /**
  * What the server tells about itself: {@code GET /get_model_info}, {@code GET /get_server_info}, and
@@ -70,10 +71,13 @@ final class InfoEndpoints {
     }
 
     Http1Server.Response adminFaults(Http1Server.Request req) {
-        if (!ModelServer.fromThisHost(req.remote())) {
+        if (!ModelServer.fromThisHost(req.remote().getAddress())) {
             return Http1Server.Response.json(
                     403,
-                    Json.errorBody(403, "/_admin/faults is served to clients on this host only, not " + req.remote()));
+                    Json.errorBody(
+                            403,
+                            "/_admin/faults is served to clients on this host only, not "
+                                    + req.remote().getAddress()));
         }
         if (req.method().equals("POST")) {
             ObjectNode body = Json.parseObject(req.body(), req.path());

@@ -12,6 +12,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.rollout.http.Http1Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,6 +1,7 @@
 package org.rollout.modelserver;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.rollout.http.Http1Server;
 
 /** The model server's success answers: a JSON object with 200, or SGLang's {@code {"success": true, "message"}}. */
 final class Replies {

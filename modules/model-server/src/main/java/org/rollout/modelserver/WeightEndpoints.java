@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.OptionalInt;
+import org.rollout.http.Http1Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.OptionalInt;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import org.rollout.http.Http1Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

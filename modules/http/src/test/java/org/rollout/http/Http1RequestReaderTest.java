@@ -1,4 +1,4 @@
-package org.rollout.modelserver;
+package org.rollout.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -16,7 +16,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class Http1RequestReaderTest {
 
     private static Http1Server.Request read(String raw) throws Exception {
-        return Http1RequestReader.read(in(raw), new ByteArrayOutputStream(), InetAddress.getLoopbackAddress());
+        return Http1RequestReader.read(in(raw), new ByteArrayOutputStream(), new InetSocketAddress("127.0.0.1", 1));
     }
 
     private static ByteArrayInputStream in(String raw) {
@@ -67,7 +67,7 @@ class Http1RequestReaderTest {
         Http1Server.Request r = Http1RequestReader.read(
                 in("POST /g HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok"),
                 out,
-                InetAddress.getLoopbackAddress());
+                new InetSocketAddress("127.0.0.1", 1));
         assertThat(out.toString(StandardCharsets.US_ASCII)).isEqualTo("HTTP/1.1 100 Continue\r\n\r\n");
         assertThat(r.body()).hasSize(2);
     }

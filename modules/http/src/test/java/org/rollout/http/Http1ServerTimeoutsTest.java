@@ -1,4 +1,4 @@
-package org.rollout.modelserver;
+package org.rollout.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
