@@ -48,6 +48,8 @@ final class CliProcess {
         if (Runtime.version().feature() >= 23) {
             cmd.add("--sun-misc-unsafe-memory-access=allow");
         }
+        // Started from the class-data archive the system tests' nodes recorded, when there is one.
+        cmd.addAll(TestCluster.recordedArchiveFlags(CLI_JAR));
         cmd.addAll(List.of("-jar", CLI_JAR.toString()));
         cmd.addAll(List.of(args));
         ManagedProcess p =

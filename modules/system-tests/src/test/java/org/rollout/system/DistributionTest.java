@@ -16,6 +16,7 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -25,7 +26,7 @@ import org.rollout.trainer.RolloutClient;
 
 /**
  * The release tarball as a user gets it: {@code modules/dist/target/rollout-VERSION.tar.gz} (built
- * by the reactor) unpacked with {@code tar} into a temporary directory and run from there with
+ * by the reactor) unpacked with {@code tar} into a directory of its own (once for the class) and run from there with
  * {@code bin/rollout}, from a working directory outside the source tree and with a {@code PATH}
  * that holds only the few tools the launcher uses (no Maven). The Dockerfile builds the same
  * tarball name.
@@ -49,21 +50,18 @@ class DistributionTest {
     private Path home;
     private Path tools;
 
+    /**
+     * Where the tarball is unpacked, once for all the tests of the class: they read and run the
+     * release, none writes into it (each works in a directory of its own).
+     */
+    private static Path unpacked;
+
     @BeforeEach
     void unpack() throws Exception {
         assertThat(tarball)
                 .as("the release tarball (built by the reactor's modules/dist)")
                 .isRegularFile();
-        Path into = run.dir().resolve("unpacked");
-        Files.createDirectories(into);
-        ManagedProcess tar = run.register(ManagedProcess.start(
-                "tar",
-                List.of("tar", "-xzf", tarball.toString(), "-C", into.toString()),
-                Map.of(),
-                into,
-                run.dir().resolve("tar.log")));
-        assertThat(tar.awaitExit(QUICK)).as("tar's exit status").isZero();
-        home = into.resolve("rollout-" + version);
+        home = unpackedOnce(tarball).resolve("rollout-" + version);
         // Only what bin/rollout needs on PATH: no mvn, no java (it comes from JAVA_HOME).
         tools = run.dir().resolve("tools");
         Files.createDirectories(tools);
@@ -74,6 +72,30 @@ class DistributionTest {
                     .findFirst()
                     .orElseThrow(() -> new AssertionError("no " + tool + " in /usr/bin or /bin"));
             Files.createSymbolicLink(tools.resolve(tool), real);
+        }
+    }
+
+    /** The tarball unpacked with {@code tar} (failing unless it exits 0), the first time only. */
+    private static synchronized Path unpackedOnce(Path tarball) throws Exception {
+        if (unpacked == null) {
+            Path into = Path.of(System.getProperty("rollout.system.dir", "target/system-tests"))
+                    .toAbsolutePath()
+                    .resolve("DistributionTest-unpacked-"
+                            + ProcessHandle.current().pid());
+            SystemTestRun.deleteRecursively(into);
+            Files.createDirectories(into);
+            ManagedProcess.run(
+                    List.of("tar", "-xzf", tarball.toString(), "-C", into.toString()), Map.of(), into, QUICK);
+            unpacked = into;
+        }
+        return unpacked;
+    }
+
+    @AfterAll
+    static void removeUnpacked() {
+        if (unpacked != null) {
+            SystemTestRun.deleteRecursively(unpacked);
+            unpacked = null;
         }
     }
 

@@ -199,61 +199,73 @@ class LocalUserWorkflowTest {
 
     @Test
     void mistakesInUserCodeAreRefusedBeforeAnythingStarts() throws Exception {
-        refused(
+        List<Refusal> refusals = new ArrayList<>();
+        refusals.add(new Refusal(
                 "a jar that does not exist",
                 List.of("--classpath", run.dir().resolve("nope.jar").toString()),
                 "'--classpath'",
                 "nope.jar",
-                "does not exist");
-        refused(
+                "does not exist"));
+        refusals.add(new Refusal(
                 "the reward class without its jar",
                 List.of(),
                 "'rollout.workflow_kwargs.reward_fn'",
                 "com.example.rollout.ExactAnswerReward",
-                "not found");
-        refused(
+                "not found"));
+        refusals.add(new Refusal(
                 "a reward class that is not a RewardFunction",
                 List.of("rollout.workflow_kwargs.reward_fn=java.lang.StringBuilder"),
                 "'rollout.workflow_kwargs.reward_fn'",
-                "java.lang.StringBuilder");
-        refused(
+                "java.lang.StringBuilder"));
+        refusals.add(new Refusal(
                 "a workflow class that is missing",
                 List.of("--classpath", userJar.toString(), "rollout.workflow=com.example.rollout.NoSuchWorkflow"),
                 "'rollout.workflow'",
-                "com.example.rollout.NoSuchWorkflow");
-        refused(
+                "com.example.rollout.NoSuchWorkflow"));
+        refusals.add(new Refusal(
                 "a workflow class of the wrong type",
                 List.of("--classpath", userJar.toString(), "rollout.workflow=com.example.rollout.ExactAnswerReward"),
                 "'rollout.workflow'",
-                "implements neither RolloutWorkflow nor AgentWorkflow");
-        refused(
+                "implements neither RolloutWorkflow nor AgentWorkflow"));
+        refusals.add(new Refusal(
                 "a kwarg the workflow does not take",
                 List.of("--classpath", userJar.toString(), "rollout.workflow_kwargs.max_turns=3"),
-                "'rollout.workflow_kwargs.max_turns'");
-        refused(
+                "'rollout.workflow_kwargs.max_turns'"));
+        refusals.add(new Refusal(
                 "an agent workflow without an agent program",
                 List.of("rollout.workflow=agent"),
                 "'rollout.agent.command'",
-                "rollout.agent.mode = \"online\"");
-        refused(
+                "rollout.agent.mode = \"online\""));
+        refusals.add(new Refusal(
                 "an agent program that is not executable",
                 List.of("rollout.workflow=agent", "rollout.agent.command=[\"examples/agents/no-such-agent.py\"]"),
                 "'rollout.agent.command'",
-                "examples/agents/no-such-agent.py is not an executable file");
-        refused(
+                "examples/agents/no-such-agent.py is not an executable file"));
+        refusals.add(new Refusal(
                 "a configured workflow without a dataset",
                 List.of("--classpath", userJar.toString(), "rollout.dataset.train=[]"),
-                "'rollout.dataset.train'");
-        refused(
+                "'rollout.dataset.train'"));
+        refusals.add(new Refusal(
                 "an evaluation interval without an evaluation set",
                 List.of("--classpath", userJar.toString(), "rollout.dataset.eval=[]"),
                 "'rollout.dataset.eval'",
-                "rollout.eval_every = 5");
-        refused(
+                "rollout.eval_every = 5"));
+        refusals.add(new Refusal(
                 "a model without a tokenizer",
                 List.of("--classpath", userJar.toString(), "rollout.tokenizer_path=\"\""),
                 "'rollout.tokenizer_path'",
-                "builtin");
+                "builtin"));
+        // Each refusal is a JVM of its own, mostly start-up: two at a time (2 cores), checked in order.
+        for (int i = 0; i < refusals.size(); i += 2) {
+            List<Refusal> pair = refusals.subList(i, Math.min(i + 2, refusals.size()));
+            List<ManagedProcess> started = new ArrayList<>();
+            for (Refusal r : pair) {
+                started.add(start(r));
+            }
+            for (int k = 0; k < pair.size(); k++) {
+                refused(pair.get(k), started.get(k));
+            }
+        }
     }
 
     @Test
@@ -346,7 +358,11 @@ class LocalUserWorkflowTest {
         return started;
     }
 
-    private void refused(String what, List<String> extra, String... expected) throws Exception {
+    /** A run that must be refused: what is wrong, the arguments that make it so, what the refusal names. */
+    private record Refusal(String what, List<String> extra, String... expected) {}
+
+    /** Starts the refused run: the template's configuration, two steps, and the refusal's arguments. */
+    private ManagedProcess start(Refusal r) throws IOException {
         List<String> args = new ArrayList<>(List.of(
                 "local",
                 "--config",
@@ -354,12 +370,17 @@ class LocalUserWorkflowTest {
                 "--steps",
                 "2",
                 "rollout.fileroot=" + run.dir().resolve("runs")));
-        args.addAll(extra);
-        ManagedProcess p = start("refused-" + what.replaceAll("\\W+", "-"), args.toArray(String[]::new));
+        args.addAll(r.extra());
+        return start("refused-" + r.what().replaceAll("\\W+", "-"), args.toArray(String[]::new));
+    }
+
+    /** Exit 2 with a configuration error naming what {@code r} expects, and nothing started. */
+    private static void refused(Refusal r, ManagedProcess p) throws Exception {
+        String what = r.what();
         int status = p.awaitExit(REFUSAL_TIMEOUT);
         String out = String.join("\n", p.lines());
         assertThat(status).as(what + ": exit status; output:\n" + out).isEqualTo(2);
-        assertThat(out).as(what).contains("configuration error").contains(expected);
+        assertThat(out).as(what).contains("configuration error").contains(r.expected());
         assertThat(out).as(what + ": nothing started").doesNotContain("model servers:");
     }
 

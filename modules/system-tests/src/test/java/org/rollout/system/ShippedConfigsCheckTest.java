@@ -16,6 +16,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -33,6 +37,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 @Timeout(600)
 class ShippedConfigsCheckTest {
     private static final Duration CHECK_TIMEOUT = Duration.ofSeconds(120);
+    /** How many check-config JVMs run side by side (2 cores). */
+    private static final int AT_ONCE = 2;
     /** The gateway token Secret's stand-in: the gateway's nodes read it from $ROLLOUT_GATEWAY_TOKEN. */
     private static final String TOKEN = "test-token";
 
@@ -65,11 +71,19 @@ class ShippedConfigsCheckTest {
                     .toList();
         }
         assertThat(configs).isNotEmpty();
-        for (Path conf : configs) {
-            String rel = repoRoot.relativize(conf).toString();
+        List<String> rels = configs.stream()
+                .map(conf -> repoRoot.relativize(conf).toString())
+                .toList();
+        List<List<String>> checks = new ArrayList<>();
+        for (String rel : rels) {
             List<String> args = new ArrayList<>(List.of("check-config", "--config", rel));
             args.addAll(EXAMPLE_ARGS.getOrDefault(rel, List.of()));
-            assertThat(checkConfig(args, Map.of())).as(rel).contains("ok: rollout local --config " + rel);
+            checks.add(args);
+        }
+        List<String> outputs = checkConfigs(checks, Map.of());
+        for (int i = 0; i < rels.size(); i++) {
+            String rel = rels.get(i);
+            assertThat(outputs.get(i)).as(rel).contains("ok: rollout local --config " + rel);
         }
     }
 
@@ -115,8 +129,10 @@ class ShippedConfigsCheckTest {
             });
             mounted.put(map, dir);
         }
-        int checked = 0;
-        for (String workload : List.of("StatefulSet/rollout-coordinator", "Deployment/rollout-node")) {
+        List<String> workloads = List.of("StatefulSet/rollout-coordinator", "Deployment/rollout-node");
+        List<List<String>> checks = new ArrayList<>();
+        List<Map<String, String>> envs = new ArrayList<>();
+        for (String workload : workloads) {
             JsonNode w = objects.get(workload);
             JsonNode engine = null;
             for (JsonNode c : w.at("/spec/template/spec/containers")) {
@@ -165,10 +181,14 @@ class ShippedConfigsCheckTest {
             if (args.stream().anyMatch(a -> a.startsWith("--roles=") && a.contains("gateway"))) {
                 assertThat(env).as(workload + " gateway token from a Secret").containsKey("ROLLOUT_GATEWAY_TOKEN");
             }
-            assertThat(checkConfig(check, env)).as(workload).contains("ok: rollout node");
-            checked++;
+            checks.add(check);
+            envs.add(env);
         }
-        assertThat(checked).isEqualTo(2);
+        List<String> outputs = checkConfigs(checks, envs);
+        for (int i = 0; i < workloads.size(); i++) {
+            assertThat(outputs.get(i)).as(workloads.get(i)).contains("ok: rollout node");
+        }
+        assertThat(outputs).hasSize(2);
     }
 
     @Test
@@ -177,7 +197,9 @@ class ShippedConfigsCheckTest {
         // The scripts ship no run configuration (ROLLOUT_CONFIG is the job's): the Kubernetes
         // example's stands in for it.
         Path conf = repoRoot.resolve("deploy/kubernetes/overlays/example/rollout.conf");
-        for (String host : List.of("node01", "node04")) {
+        List<String> hosts = List.of("node01", "node04");
+        List<List<String>> checks = new ArrayList<>();
+        for (String host : hosts) {
             Path calls = run.dir().resolve("slurm-" + host + ".args");
             ManagedProcess.run(
                     List.of(
@@ -204,9 +226,11 @@ class ShippedConfigsCheckTest {
             assertThat(args.get(0)).isEqualTo("node");
             List<String> check = new ArrayList<>(List.of("check-config", "--role", "node"));
             check.addAll(args.subList(1, args.size()));
-            assertThat(checkConfig(check, Map.of("ROLLOUT_GATEWAY_TOKEN", TOKEN)))
-                    .as(host)
-                    .contains("ok: rollout node");
+            checks.add(check);
+        }
+        List<String> outputs = checkConfigs(checks, Map.of("ROLLOUT_GATEWAY_TOKEN", TOKEN));
+        for (int i = 0; i < hosts.size(); i++) {
+            assertThat(outputs.get(i)).as(hosts.get(i)).contains("ok: rollout node");
         }
     }
 
@@ -225,10 +249,51 @@ class ShippedConfigsCheckTest {
         List<List<String>> nodes =
                 calls(calls).stream().filter(c -> c.get(0).equals("node")).toList();
         assertThat(nodes).hasSize(3);
+        List<List<String>> checks = new ArrayList<>();
         for (List<String> args : nodes) {
             List<String> check = new ArrayList<>(List.of("check-config", "--role", "node"));
             check.addAll(args.subList(1, args.size()));
-            assertThat(checkConfig(check, Map.of())).as(String.join(" ", args)).contains("ok: rollout node");
+            checks.add(check);
+        }
+        List<String> outputs = checkConfigs(checks, Map.of());
+        for (int i = 0; i < nodes.size(); i++) {
+            assertThat(outputs.get(i)).as(String.join(" ", nodes.get(i))).contains("ok: rollout node");
+        }
+    }
+
+    /** {@link #checkConfig} of each of {@code checks} with the same environment. */
+    private List<String> checkConfigs(List<List<String>> checks, Map<String, String> env) throws Exception {
+        return checkConfigs(checks, checks.stream().map(c -> env).toList());
+    }
+
+    /**
+     * {@link #checkConfig} of each of {@code checks}, with the environment of the same index, {@link
+     * #AT_ONCE} at a time (each is a JVM of its own, mostly start-up); their outputs in the same
+     * order. Fails with the first (in that order) that failed.
+     */
+    private List<String> checkConfigs(List<List<String>> checks, List<Map<String, String>> envs) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(AT_ONCE);
+        try {
+            List<Future<String>> runs = new ArrayList<>();
+            for (int i = 0; i < checks.size(); i++) {
+                List<String> args = checks.get(i);
+                Map<String, String> env = envs.get(i);
+                runs.add(pool.submit(() -> checkConfig(args, env)));
+            }
+            List<String> outputs = new ArrayList<>();
+            for (Future<String> run : runs) {
+                try {
+                    outputs.add(run.get());
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof Error error) {
+                        throw error; // an AssertionError naming the command and its output
+                    }
+                    throw e;
+                }
+            }
+            return outputs;
+        } finally {
+            pool.shutdownNow();
         }
     }
 
@@ -240,6 +305,8 @@ class ShippedConfigsCheckTest {
                 "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1",
                 "--enable-native-access=ALL-UNNAMED"));
+        // Started from the class-data archive the system tests' nodes recorded, when there is one.
+        cmd.addAll(TestCluster.recordedArchiveFlags(CliProcess.CLI_JAR));
         if (Runtime.version().feature() >= 23) {
             cmd.add("--sun-misc-unsafe-memory-access=allow");
         }

@@ -46,8 +46,9 @@ import org.rollout.trainer.RolloutClient;
  *   }
  * </pre>
  *
- * <p>Layout: node 1 is the seed and starts first, so it is the oldest node and holds the
- * singletons (coordinator, collector, weight version); nodes 1 and 2 have the coordinator role
+ * <p>Layout: node 1 is the seed, the only node the others join through, so it is the oldest node
+ * and holds the singletons (coordinator, collector, weight version); every process of the cluster
+ * starts at once (a node waits for the model servers); nodes 1 and 2 have the coordinator role
  * ({@link Builder#withCoordinators}), so node 2 takes the singletons over when node 1 is lost;
  * every node runs groups and serves trainers. Each node and server keeps its ports across restarts
  * (a restarted node joins through the nodes alive at the time). Nodes use {@code
@@ -71,6 +72,13 @@ final class TestCluster implements AutoCloseable {
 
     private static final Duration START_TIMEOUT = SystemTestRun.START_TIMEOUT;
     private static final Duration STOP_GRACE = Duration.ofSeconds(20);
+    /**
+     * The grace of a node that records the class-data archive: it writes the archive (about 70 MB)
+     * as it exits, which on a loaded machine takes longer than {@link #STOP_GRACE}; killed before it
+     * is done, it leaves no archive, and every later node records again and starts without one.
+     */
+    private static final Duration ARCHIVE_STOP_GRACE = Duration.ofSeconds(60);
+
     private static final Object ARCHIVE_LOCK = new Object();
     private static boolean archiveInProgress;
 
@@ -312,14 +320,6 @@ final class TestCluster implements AutoCloseable {
     // ---- start ----
 
     private void startAll() throws IOException, InterruptedException {
-        String out = ManagedProcess.run(
-                cliCommand(
-                        List.of("-Xmx128m"),
-                        List.of("demo-weights", dir.resolve("weights").toString())),
-                Map.of(),
-                dir,
-                START_TIMEOUT);
-        weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
         prepareTransport();
         if (spec.namespaces) {
             netns = NetworkNamespaces.create(spec.nodes, dir);
@@ -330,67 +330,90 @@ final class TestCluster implements AutoCloseable {
             flags.addAll(spec.serverFlagsFor.getOrDefault(i, List.of()));
             servers.add(new ServerSlot(i, freePort(), flags));
         }
+        if (!spec.nodesBehindProxy.isEmpty() && spec.namespaces) {
+            throw new IllegalStateException("node proxies run on 127.0.0.1, not with network namespaces");
+        }
+        if (spec.serverProxies) {
+            for (ServerSlot s : servers) {
+                // Beside the servers: on the bridge's address when the nodes are in namespaces.
+                FaultProxy proxy = new FaultProxy(
+                        "server-" + s.index,
+                        serverHost(),
+                        0,
+                        new java.net.InetSocketAddress(serverHost(), s.port),
+                        1000 + s.index);
+                serverProxies.put(s.index, proxy);
+                run.onCleanup(proxy::close);
+            }
+        }
+        for (int i = 1; i <= spec.nodes; i++) {
+            List<String> roles = new ArrayList<>();
+            if (i <= spec.coordinators) {
+                roles.add("coordinator");
+            }
+            roles.add("rollout");
+            roles.add("gateway");
+            if (spec.nodesBehindProxy.contains(i)) {
+                if (i == 1) {
+                    throw new IllegalStateException("the seed node-1 cannot be behind a proxy");
+                }
+                int real = freePort();
+                FaultProxy proxy =
+                        FaultProxy.to("node-" + i, new java.net.InetSocketAddress("127.0.0.1", real), 2000 + i);
+                nodeProxies.put(i, proxy);
+                run.onCleanup(proxy::close);
+                NodeSlot n = new NodeSlot(i, proxy.port(), freePort(), freePort(), roles);
+                n.bindPort = real;
+                nodes.add(n);
+            } else {
+                nodes.add(new NodeSlot(i, freePort(), freePort(), freePort(), roles));
+            }
+        }
+        if (spec.bootstrap) {
+            writeBootstrapProfile();
+        }
+        // Everything starts at once: JVM start is most of a cluster's start-up on 2 cores, and
+        // nothing needs to wait for it. A node waits for the model servers to answer their health
+        // checks before it joins (setup_timeout). Node 1 is every other node's only seed node, so
+        // the others can join only through it once it is Up: it is the oldest node and holds the
+        // singletons however the JVMs' starts interleave.
         ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
         try {
             List<Future<?>> started = new ArrayList<>();
-            for (ServerSlot s : servers) {
+            started.add(pool.submit(() -> {
+                startServers();
+                return null;
+            }));
+            for (NodeSlot n : nodes) {
                 started.add(pool.submit(() -> {
-                    startServer(s);
+                    startNode(n, List.of(nodes.get(0)));
                     return null;
                 }));
             }
             for (Future<?> f : started) {
                 get(f);
             }
-            if (!spec.nodesBehindProxy.isEmpty() && spec.namespaces) {
-                throw new IllegalStateException("node proxies run on 127.0.0.1, not with network namespaces");
-            }
-            if (spec.serverProxies) {
-                for (ServerSlot s : servers) {
-                    // Beside the servers: on the bridge's address when the nodes are in namespaces.
-                    FaultProxy proxy = new FaultProxy(
-                            "server-" + s.index,
-                            serverHost(),
-                            0,
-                            new java.net.InetSocketAddress(serverHost(), s.port),
-                            1000 + s.index);
-                    serverProxies.put(s.index, proxy);
-                    run.onCleanup(proxy::close);
-                }
-            }
-            for (int i = 1; i <= spec.nodes; i++) {
-                List<String> roles = new ArrayList<>();
-                if (i <= spec.coordinators) {
-                    roles.add("coordinator");
-                }
-                roles.add("rollout");
-                roles.add("gateway");
-                if (spec.nodesBehindProxy.contains(i)) {
-                    if (i == 1) {
-                        throw new IllegalStateException("the seed node-1 cannot be behind a proxy");
-                    }
-                    int real = freePort();
-                    FaultProxy proxy =
-                            FaultProxy.to("node-" + i, new java.net.InetSocketAddress("127.0.0.1", real), 2000 + i);
-                    nodeProxies.put(i, proxy);
-                    run.onCleanup(proxy::close);
-                    NodeSlot n = new NodeSlot(i, proxy.port(), freePort(), freePort(), roles);
-                    n.bindPort = real;
-                    nodes.add(n);
-                } else {
-                    nodes.add(new NodeSlot(i, freePort(), freePort(), freePort(), roles));
-                }
-            }
-            started.clear();
-            if (spec.bootstrap) {
-                writeBootstrapProfile();
-            } else {
-                // The seed first: it is the oldest node, so it holds the singletons.
-                startNode(nodes.get(0), List.of(nodes.get(0)));
-            }
-            for (NodeSlot n : spec.bootstrap ? nodes : nodes.subList(1, nodes.size())) {
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** The demo's weights, then every model server on them at once. */
+    private void startServers() throws IOException, InterruptedException {
+        String out = ManagedProcess.run(
+                cliCommand(
+                        withArchive("-Xmx128m"),
+                        List.of("demo-weights", dir.resolve("weights").toString())),
+                Map.of(),
+                dir,
+                START_TIMEOUT);
+        weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        try {
+            List<Future<?>> started = new ArrayList<>();
+            for (ServerSlot s : servers) {
                 started.add(pool.submit(() -> {
-                    startNode(n, List.of(nodes.get(0)));
+                    startServer(s);
                     return null;
                 }));
             }
@@ -482,7 +505,7 @@ final class TestCluster implements AutoCloseable {
         args.addAll(s.flags);
         String name = "server-" + s.index + (s.incarnation == 0 ? "" : "-restart" + s.incarnation);
         ManagedProcess p = run.register(ManagedProcess.start(
-                name, cliCommand(List.of("-Xmx128m"), args), Map.of(), dir, dir.resolve("logs/" + name + ".log")));
+                name, cliCommand(withArchive("-Xmx128m"), args), Map.of(), dir, dir.resolve("logs/" + name + ".log")));
         s.process = p;
         s.incarnation++;
         p.awaitLine(SERVER_UP, START_TIMEOUT);
@@ -497,6 +520,9 @@ final class TestCluster implements AutoCloseable {
     private ManagedProcess startNodeProcess(
             NodeSlot n, List<NodeSlot> seeds, Map<String, String> env, String logName, List<String> roles)
             throws IOException {
+        if (n.process != null && !n.process.isAlive()) {
+            publishArchive(n); // the incarnation before, killed or downed, may have been recording
+        }
         List<String> jvm = new ArrayList<>(List.of("-Xmx" + spec.nodeHeap));
         jvm.addAll(transportJvmFlags);
         jvm.add("-Dlogback.configurationFile=" + resource("node-logback.xml"));
@@ -504,14 +530,10 @@ final class TestCluster implements AutoCloseable {
         synchronized (ARCHIVE_LOCK) {
             Path archive = archive();
             if (Files.isRegularFile(archive)) {
-                jvm.add("-XX:SharedArchiveFile=" + archive);
-                jvm.add("-Xshare:auto");
-                // The archive is used with --add-opens, which only turns off its optimized module
-                // graph; the JVM reports that as an error line in every node log otherwise.
-                jvm.add("-Xlog:cds=off");
-                jvm.add("-Xlog:aot=off");
-            } else if (!archiveInProgress && spec.nodeFileLimit == 0) {
-                // (Not under a file limit: recording the archive needs descriptors of its own.)
+                jvm.addAll(archiveFlags(archive));
+            } else if (!archiveInProgress && spec.nodeFileLimit == 0 && nodes.contains(n)) {
+                // (Not under a file limit: recording the archive needs descriptors of its own; not
+                // an extra node, which close() does not stop.)
                 // This node records the classes it loads; a clean exit writes the archive that
                 // later nodes start from (JVM start is most of a node's start-up on 2 cores).
                 archiveInProgress = true;
@@ -643,8 +665,42 @@ final class TestCluster implements AutoCloseable {
         return cmd;
     }
 
+    /**
+     * {@code heap} and, once a node has recorded the class-data archive, the flags that start a JVM
+     * from it: the model servers and {@code demo-weights} run the same jar, and load a part of the
+     * node's classes.
+     */
+    private List<String> withArchive(String heap) throws IOException {
+        List<String> jvm = new ArrayList<>(List.of(heap));
+        jvm.addAll(recordedArchiveFlags(cliJar));
+        return jvm;
+    }
+
+    /**
+     * The flags that start a JVM of {@code cliJar} from the class-data archive the nodes recorded,
+     * or none while there is no such archive.
+     */
+    static List<String> recordedArchiveFlags(Path cliJar) throws IOException {
+        Path archive = archive(cliJar);
+        return Files.isRegularFile(archive) ? archiveFlags(archive) : List.of();
+    }
+
+    private static List<String> archiveFlags(Path archive) {
+        return List.of(
+                "-XX:SharedArchiveFile=" + archive,
+                "-Xshare:auto",
+                // The archive is used with --add-opens, which only turns off its optimized module
+                // graph; the JVM reports that as an error line in every log otherwise.
+                "-Xlog:cds=off",
+                "-Xlog:aot=off");
+    }
+
     /** The class-data archive of node JVMs, named after the jar it was made from. */
     private Path archive() throws IOException {
+        return archive(cliJar);
+    }
+
+    private static Path archive(Path cliJar) throws IOException {
         long stamp = Files.getLastModifiedTime(cliJar).toMillis();
         Path root = Path.of(System.getProperty("rollout.system.dir", "target/system-tests"));
         return root.toAbsolutePath().resolve("cds/node-" + stamp + ".jsa");
@@ -1359,15 +1415,26 @@ final class TestCluster implements AutoCloseable {
     }
 
     /**
-     * The heap node {@code index} holds after a full collection, in bytes ({@code jcmd GC.run},
-     * then {@code jcmd GC.heap_info}: the sum of the generations' {@code used}).
+     * The heap node {@code index} holds after a full collection, in bytes ({@code GC.run}, then
+     * {@code GC.heap_info}, both from one {@code jcmd}: the sum of the generations' {@code used}).
      */
     long heapAfterGc(int index) throws IOException, InterruptedException {
         long pid = node(index).process.pid();
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
-        ManagedProcess.run(List.of(jcmd.toString(), Long.toString(pid), "GC.run"), Map.of(), dir, START_TIMEOUT);
+        // One jcmd JVM runs both, in order: its start is most of what a reading costs.
+        Path commands = dir.resolve("jcmd-gc-then-heap-info.txt");
+        Files.writeString(commands, "GC.run\nGC.heap_info\n");
         String info = ManagedProcess.run(
-                List.of(jcmd.toString(), Long.toString(pid), "GC.heap_info"), Map.of(), dir, START_TIMEOUT);
+                List.of(
+                        jcmd.toString(),
+                        "-J-XX:+UseSerialGC",
+                        "-J-XX:TieredStopAtLevel=1",
+                        Long.toString(pid),
+                        "-f",
+                        commands.toString()),
+                Map.of(),
+                dir,
+                START_TIMEOUT);
         long used = 0;
         boolean any = false;
         Matcher m = Pattern.compile(
@@ -1468,7 +1535,7 @@ final class TestCluster implements AutoCloseable {
         }
         for (NodeSlot n : nodes) {
             if (n.process != null) {
-                n.process.stop(STOP_GRACE);
+                n.process.stop(n.archiveInProgress != null ? ARCHIVE_STOP_GRACE : STOP_GRACE);
                 publishArchive(n);
             }
         }
@@ -1479,6 +1546,11 @@ final class TestCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * After node {@code n}'s incarnation that recorded the class-data archive has exited: keeps the
+     * archive it wrote, unless it was killed (then the file may be cut short), and lets a later node
+     * record one when there is none.
+     */
     private static void publishArchive(NodeSlot n) {
         synchronized (ARCHIVE_LOCK) {
             Path tmp = n.archiveInProgress;
@@ -1488,13 +1560,16 @@ final class TestCluster implements AutoCloseable {
             n.archiveInProgress = null;
             archiveInProgress = false;
             try {
-                if (Files.isRegularFile(tmp) && Files.size(tmp) > 0) {
+                // 128 + 9: SIGKILL, from a fault or after the grace period.
+                boolean exited = !n.process.isAlive() && n.process.exitValue() != 137;
+                if (exited && Files.isRegularFile(tmp) && Files.size(tmp) > 0) {
                     String name = tmp.getFileName().toString();
                     Files.move(
                             tmp,
                             tmp.resolveSibling(name.substring(0, name.length() - ".tmp".length())),
                             StandardCopyOption.ATOMIC_MOVE);
                 }
+                Files.deleteIfExists(tmp);
             } catch (IOException e) {
                 log("the class-data archive " + tmp + " could not be kept: " + e);
             }
