@@ -45,6 +45,19 @@ final class CoordinatorRecovery extends AbstractBehavior<Command> {
     private final Map<ActorRef<GroupRunner.Command>, GroupRunner.Holdings> holdings = new HashMap<>();
 
     /**
+     * How many messages wait while a coordinator recovers (outcomes, holds, acknowledgements, weight
+     * updates, status reads), sized for the run: each of the {@code maxConcurrentRollouts} groups in
+     * flight can report its end and a hold, and each buffered group ({@code queueSize}) a hand-out
+     * and an acknowledgement, plus room for the rest. With 160 000 groups in flight that is
+     * about 650 000 entries, a few tens of megabytes for the seconds a recovery takes; a coordinator
+     * that still overflows it fails and is restarted (it recovers from the ledger again).
+     */
+    static int stashCapacity(int maxConcurrentRollouts, int queueSize) {
+        long need = 4L * maxConcurrentRollouts + 2L * Math.max(0, queueSize) + 10_000;
+        return (int) Math.min(Integer.MAX_VALUE - 8, need);
+    }
+
+    /**
      * Subscribes to the runners' listing, introduces the coordinator to {@code collector} and reads
      * the ledger and the version; recovers from there.
      */

@@ -29,6 +29,8 @@ final class EvaluationSchedule {
     private final ArrayDeque<Integer> pending = new ArrayDeque<>();
     private int inFlight;
     private int version;
+    /** A version a pass was asked for while another ran ({@link #ask}); -1: none. */
+    private int asked = -1;
 
     /**
      * @param items one pass (empty for none)
@@ -59,6 +61,31 @@ final class EvaluationSchedule {
             pending.addLast(i);
         }
         return Start.STARTED;
+    }
+
+    /**
+     * A pass over the weights of version {@code v} is asked for, whether or not {@code every}
+     * divides it (a run's final weights): returns true when it is to start now; while a pass at
+     * another version runs, it is remembered for when that pass ends ({@link #askedAt}).
+     */
+    boolean ask(int v) {
+        if (!running()) {
+            return true;
+        }
+        if (version != v) {
+            asked = v;
+        }
+        return false;
+    }
+
+    /**
+     * The pass that ran has ended: the version asked for meanwhile, if the version is still {@code
+     * current} (an ask for an older version is forgotten).
+     */
+    OptionalInt askedAt(int current) {
+        int v = asked;
+        asked = -1;
+        return v == current ? OptionalInt.of(v) : OptionalInt.empty();
     }
 
     /** The index of the next item to dispatch, counted in flight; empty at the concurrency limit. */

@@ -35,30 +35,24 @@ import org.rollout.core.StalenessBudget;
  * {@code max_concurrent_rollouts} all count groups (semantics §6.8).
  *
  * <p>Evaluation: when an eval dataset is configured, a pass over it starts at the initial version
- * and whenever the version reaches a multiple of {@code eval_every}. Eval groups run beside
- * training ones with their own concurrency limit and no staleness bound; they never wait for, nor
- * hold up, training admission. A pass due while the previous one still runs is skipped and logged.
+ * and whenever the version reaches a multiple of {@code eval_every} (or on {@link EvaluateNow}). Eval
+ * groups run beside training ones with their own concurrency limit and no staleness bound; they never
+ * wait for, nor hold up, training admission. A pass due while the previous one still runs is skipped.
  *
- * <p>Failure: when a runner disappears (its node was lost), its tasks are dispatched again to other
- * runners with the same task id and attempt + 1; the collector keeps the first outcome of a task
- * and drops any later one, and when one attempt finishes the coordinator cancels the others.
- *
- * <p>Durability ({@link DurableState}): a task is written to the ledger before it is dispatched,
- * marked when accepted, and removed when rejected or when the trainer acknowledged the batch that
- * carried it (the acknowledgement is answered only after the removal is written). A coordinator
- * that starts over a ledger that is not fresh (its predecessor's node was lost) recovers: it asks
- * every runner what it runs and holds ({@link GroupRunner.GetHoldings}), keeps the tasks still
- * running where they are, has held outcomes delivered again to the new collector, dispatches the
- * rest again (attempt + 1; prompts are re-read from the source by index), restores the staleness
- * budget, and continues from the written cursor. Batch ids embed the coordinator's incarnation, so
- * an acknowledgement meant for a predecessor's batch is never taken for a new one.
+ * <p>Failure and durability: a lost runner's tasks are dispatched again (same task id, attempt + 1;
+ * the collector keeps the first outcome, the coordinator cancels the other attempts). A task is
+ * written to the ledger ({@link DurableState}) before it is dispatched, marked when accepted, and
+ * removed when rejected or acknowledged (the acknowledgement is answered once the removal is
+ * written); a successor on another node recovers from it ({@link CoordinatorRecovery}). Batch ids
+ * embed the incarnation: an acknowledgement of a predecessor's batch is never taken for a new one.
  *
  * <p>The decisions are plain classes with table tests; the actor carries them out (ledger writes,
  * messages, timers): {@link AdmissionPlanner} (what is dispatched where next, and why admission
  * stops), {@link RunnerDirectory} (runners listed, asked, joined and gone), {@link TaskLedger}
  * (tasks in flight, accepted, to dispatch again, and each runner's load), {@link RecoveryPlan}
  * (what a successor does with each task of its predecessor's ledger), {@link EvaluationSchedule}
- * (when evaluation passes run and which item goes next), {@link OutcomeAccounting} (each outcome
+ * (when evaluation passes run and which item goes next; {@link EvaluationPasses} carries them out),
+ * {@link OutcomeAccounting} (each outcome
  * counted into the budget once), and core's {@link StalenessBudget}.
  *
  * <p>Behaviours: the coordinator starts as {@link CoordinatorRecovery} (reads the ledger, asks
@@ -199,6 +193,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     private final StalenessBudget budget;
     private final EvaluationSchedule eval;
+    private final EvaluationPasses passes;
     private ActorRef<Collector.Command> collector;
     /** Writes the ledger's changes with the cursor. */
     private final LedgerWriter ledger;
@@ -212,8 +207,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final OutcomeAccounting outcomes;
 
     private long incarnation;
-    /** A version whose evaluation was asked for while a pass ran ({@link EvaluateNow}); -1: none. */
-    private int evaluateAfterPass = -1;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -236,7 +229,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<Collector.Command> collector,
             DurableState state,
             Duration recoveryTimeout) {
-        int stashCapacity = stashCapacity(budget.maxConcurrentRollouts(), queueSize);
+        int stashCapacity = CoordinatorRecovery.stashCapacity(budget.maxConcurrentRollouts(), queueSize);
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(stashCapacity, stash -> {
             // One logger for the coordinator's lines, also those its parts log on its context.
             ctx.setLoggerName(RolloutCoordinator.class);
@@ -256,19 +249,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     /**
-     * How many messages wait while a coordinator recovers (outcomes, holds, acknowledgements, weight
-     * updates, status reads), sized for the run: each of the {@code maxConcurrentRollouts} groups in
-     * flight can report its end and a hold, and each buffered group ({@code queueSize}) a hand-out
-     * and an acknowledgement, plus room for the rest. With 160 000 groups in flight that is
-     * about 650 000 entries, a few tens of megabytes for the seconds a recovery takes; a coordinator
-     * that still overflows it fails and is restarted (it recovers from the ledger again).
-     */
-    static int stashCapacity(int maxConcurrentRollouts, int queueSize) {
-        long need = 4L * maxConcurrentRollouts + 2L * Math.max(0, queueSize) + 10_000;
-        return (int) Math.min(Integer.MAX_VALUE - 8, need);
-    }
-
-    /**
      * The coordinator after recovery (or a fresh start), with the tasks and runners {@link
      * CoordinatorRecovery} found, batch ids of {@code incarnation} and the admission cursor.
      */
@@ -282,6 +262,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         super(ctx);
         this.budget = parts.budget();
         this.eval = parts.eval();
+        this.passes = new EvaluationPasses(eval, getContext().getLog());
         this.collector = collector;
         this.incarnation = incarnation;
         this.tasks = parts.tasks();
@@ -306,7 +287,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             List<Long> dropped) {
         attachCollector();
         if (fresh) {
-            startEvalPass(budget.version());
+            passes.start(budget.version(), collector);
         }
         resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
         ledger.write(List.of(), dropped, () -> {});
@@ -443,7 +424,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         }
         outcomes.ended(f.taskId(), f.isEval(), done.accepted());
         if (f.isEval()) {
-            evalGroupEnded();
+            passes.groupEnded(budget.version(), collector);
         }
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
@@ -505,7 +486,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             // its re-run ended and the collector holds the outcome); the trainer has consumed
             // it, so the new run is stopped and the task counted as accepted.
             if (f.isEval()) {
-                evalGroupEnded();
+                passes.groupEnded(budget.version(), collector);
             } else {
                 outcomes.consumedWhileRerun(f.taskId());
             }
@@ -533,9 +514,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         planner.resume(resume.updateId());
         if (resume.version() > budget.version()) {
             budget.onVersion(resume.version());
-            if (eval.dueAt(resume.version())) {
-                startEvalPass(resume.version());
-            }
+            passes.versionMoved(resume.version(), collector);
         }
         if (resume.replyTo() != null) {
             resume.replyTo().tell(budget.version());
@@ -545,44 +524,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     }
 
     private Behavior<Command> onEvaluateNow(EvaluateNow now) {
-        if (now.version() != budget.version()) {
-            getContext()
-                    .getLog()
-                    .info("evaluation at version {} not started: the version is {}", now.version(), budget.version());
-        } else if (eval.running()) {
-            if (eval.version() != now.version()) {
-                evaluateAfterPass = now.version();
-            }
-        } else {
-            startEvalPass(now.version());
+        if (passes.ask(now.version(), budget.version(), collector)) {
             admit();
         }
         return Behaviors.same();
-    }
-
-    private void startEvalPass(int version) {
-        switch (eval.start(version)) {
-            case STARTED -> {
-                getContext().getLog().info("evaluation pass over {} items at version {}", eval.size(), version);
-                collector.tell(new Collector.EvalPassStarted(version));
-            }
-            case SKIPPED ->
-                getContext()
-                        .getLog()
-                        .warn("evaluation at version {} skipped: the previous pass is still running", version);
-            case NO_ITEMS -> {}
-        }
-    }
-
-    private void evalGroupEnded() {
-        if (eval.finished()) {
-            getContext().getLog().info("evaluation pass at version {} finished", eval.version());
-            collector.tell(new Collector.EvalPassFinished(eval.version()));
-            if (evaluateAfterPass == budget.version()) {
-                startEvalPass(evaluateAfterPass);
-            }
-            evaluateAfterPass = -1;
-        }
     }
 
     // ---- admission ----

@@ -155,7 +155,7 @@ class CoordinatorProtocolTest {
         // The stash is sized for the run (4 per group in flight, plus the buffer's share): 25 000
         // status reads while the ledger is read overflowed the old fixed 10 000 and failed it.
         int reads = 25_000;
-        assertThat(RolloutCoordinator.stashCapacity(12_000, 64)).isGreaterThan(reads);
+        assertThat(CoordinatorRecovery.stashCapacity(12_000, 64)).isGreaterThan(reads);
         DurableState fast = DurableState.inMemory();
         CompletableFuture<DurableState.Ledger> ledger = new CompletableFuture<>();
         DurableState slow = new DurableState() {

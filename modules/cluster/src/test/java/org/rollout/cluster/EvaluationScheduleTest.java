@@ -34,6 +34,21 @@ class EvaluationScheduleTest {
     }
 
     @Test
+    void aPassAskedForWhileAnotherRunsStartsWhenItEndsUnlessTheVersionMovedOn() {
+        EvaluationSchedule s = new EvaluationSchedule(THREE, 10, 3);
+        assertThat(s.ask(0)).as("nothing runs: start now").isTrue();
+        s.start(0);
+        s.next();
+        assertThat(s.ask(0)).as("the pass at 0 runs already").isFalse();
+        assertThat(s.askedAt(0)).as("nothing more to run at 0").isEmpty();
+        assertThat(s.ask(4)).as("a pass at 0 runs: after it").isFalse();
+        assertThat(s.askedAt(4)).hasValue(4);
+        assertThat(s.askedAt(4)).as("taken once").isEmpty();
+        assertThat(s.ask(5)).isFalse();
+        assertThat(s.askedAt(6)).as("the version moved on: forgotten").isEmpty();
+    }
+
+    @Test
     void shouldBeDueAtMultiplesOfEvalEveryOnlyAndNeverWithoutItems() {
         EvaluationSchedule s = new EvaluationSchedule(THREE, 3, 1);
         assertThat(s.dueAt(3)).isTrue();
