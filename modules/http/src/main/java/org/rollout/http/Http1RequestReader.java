@@ -216,8 +216,17 @@ final class Http1RequestReader {
         }
     }
 
+    /** A request body as a stream; a single byte is read as an array of one. */
+    private abstract static class BodyInput extends InputStream {
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+    }
+
     /** A body framed by {@code Content-Length}. */
-    private static final class LengthBody extends InputStream {
+    private static final class LengthBody extends BodyInput {
         private final InputStream in;
         private final Runnable atEnd;
         private long left;
@@ -229,12 +238,6 @@ final class Http1RequestReader {
             if (length == 0) {
                 atEnd.run();
             }
-        }
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override
@@ -258,7 +261,7 @@ final class Http1RequestReader {
     }
 
     /** A body in chunked transfer coding, decoded; the chunk sizes and trailers as {@link #readChunked} checks them. */
-    private static final class ChunkedBody extends InputStream {
+    private static final class ChunkedBody extends BodyInput {
         private final InputStream in;
         private final Runnable atEnd;
         private long chunkLeft;
@@ -267,12 +270,6 @@ final class Http1RequestReader {
         ChunkedBody(InputStream in, Runnable atEnd) {
             this.in = in;
             this.atEnd = atEnd;
-        }
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override

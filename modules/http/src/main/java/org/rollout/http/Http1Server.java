@@ -1,18 +1,13 @@
 package org.rollout.http;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;
-import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.PushbackInputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,7 +60,9 @@ import org.slf4j.LoggerFactory;
  * minutes that keeps being read, are not limited. {@link #reset()} closes every socket with
  * SO_LINGER 0, so clients see a connection reset: what a crashed server looks like.
  *
- * <p>Thread-safe. Handlers run concurrently, one virtual thread per request.
+ * <p>Thread-safe. Handlers run concurrently, one virtual thread per request. A connection's loop is
+ * {@link Http1Connection}; responses are written by {@link Http1ResponseWriter}, watched by {@link
+ * Http1WriteWatch}; an unread request body is dropped by {@link Http1BodyDrain}.
  */
 public final class Http1Server {
     private static final Logger log = LoggerFactory.getLogger(Http1Server.class);
@@ -82,9 +79,9 @@ public final class Http1Server {
         byte[] of(int status, String message);
 
         /** {@code {"error": {"message": …, "code": status}}}. */
-        ErrorBody DEFAULT =
-                (status, message) -> ("{\"error\":{\"message\":\"" + escape(message) + "\",\"code\":" + status + "}}")
-                        .getBytes(StandardCharsets.UTF_8);
+        ErrorBody DEFAULT = (status, message) -> ("{\"error\":{\"message\":\"" + Http1Errors.escape(message)
+                        + "\",\"code\":" + status + "}}")
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     /**
@@ -252,7 +249,7 @@ public final class Http1Server {
     private final Handler handler;
     private final String name;
     private final Options options;
-    private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<Http1Connection> connections = ConcurrentHashMap.newKeySet();
     private final Map<CompletableFuture<Long>, Thread> active = new ConcurrentHashMap<>();
     private volatile boolean closing;
 
@@ -289,7 +286,9 @@ public final class Http1Server {
         }
         Http1Server server = new Http1Server(ss, handler, name, options);
         Thread.ofPlatform().daemon(true).name(name + "-accept").start(server::acceptLoop);
-        Thread.ofVirtual().name(name + "-write-watch").start(server::watchWrites);
+        Thread.ofVirtual()
+                .name(name + "-write-watch")
+                .start(new Http1WriteWatch(name, options.timeouts().write(), server.connections, server::isClosing));
         return server;
     }
 
@@ -319,19 +318,19 @@ public final class Http1Server {
                 return;
             }
             if (closing) {
-                closeQuietly(s, true);
+                Http1Sockets.closeQuietly(s, true);
                 continue;
             }
-            Connection c = new Connection(s);
+            Http1Connection c = new Http1Connection(this, s, handler, name, options);
             connections.add(c);
-            Thread.ofVirtual().name(name + "-conn").start(() -> serve(c));
+            Thread.ofVirtual().name(name + "-conn").start(c::serve);
         }
     }
 
     /** Stops accepting new connections; open connections stay. */
     public void stopAccepting() {
         closing = true;
-        closeQuietly(serverSocket);
+        Http1Sockets.closeQuietly(serverSocket);
     }
 
     /**
@@ -352,8 +351,8 @@ public final class Http1Server {
                 log.debug("{}: handler ended with {}", name, e.toString());
             }
         }
-        for (Connection c : List.copyOf(connections)) {
-            closeQuietly(c.socket, false);
+        for (Http1Connection c : List.copyOf(connections)) {
+            Http1Sockets.closeQuietly(c.socket, false);
         }
         active.values().forEach(Thread::interrupt);
         long ended = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
@@ -369,345 +368,30 @@ public final class Http1Server {
         }
     }
 
+    boolean isClosing() {
+        return closing;
+    }
+
+    /** A handler begun on {@code thread}, until {@code handled} completes: {@link #close} waits for it. */
+    void track(CompletableFuture<Long> handled, Thread thread) {
+        active.put(handled, thread);
+    }
+
+    void untrack(CompletableFuture<Long> handled) {
+        active.remove(handled);
+    }
+
+    /** Forgets a connection that ended (its socket is closed next). */
+    void ended(Http1Connection connection) {
+        connections.remove(connection);
+    }
+
     /** Abrupt: closes the listening socket and resets every connection (SO_LINGER 0). */
     public void reset() {
         stopAccepting();
-        for (Connection c : List.copyOf(connections)) {
-            closeQuietly(c.socket, true);
+        for (Http1Connection c : List.copyOf(connections)) {
+            Http1Sockets.closeQuietly(c.socket, true);
         }
-    }
-
-    /** One connection: its socket and the write under way on it, if any, for the write watch. */
-    private static final class Connection {
-        final Socket socket;
-        volatile long writingSince;
-
-        Connection(Socket socket) {
-            this.socket = socket;
-        }
-    }
-
-    /** Resets connections whose client took nothing of a write for {@link Timeouts#write}. */
-    private void watchWrites() {
-        long limit = options.timeouts().write().toNanos();
-        long period = Math.max(50, Math.min(1000, options.timeouts().write().toMillis() / 4));
-        while (!closing || !connections.isEmpty()) {
-            try {
-                Thread.sleep(period);
-            } catch (InterruptedException e) {
-                return;
-            }
-            long now = System.nanoTime();
-            for (Connection c : connections) {
-                long since = c.writingSince;
-                if (since != 0 && now - since > limit) {
-                    log.warn(
-                            "{}: the client at {} took nothing for {}; its connection is reset",
-                            name,
-                            c.socket.getRemoteSocketAddress(),
-                            options.timeouts().write());
-                    closeQuietly(c.socket, true);
-                }
-            }
-        }
-    }
-
-    private void serve(Connection connection) {
-        Socket socket = connection.socket;
-        Timeouts timeouts = options.timeouts();
-        try {
-            socket.setTcpNoDelay(true);
-            DeadlineInput deadline = new DeadlineInput(socket);
-            PushbackInputStream in = new PushbackInputStream(new BufferedInputStream(deadline, 64 * 1024), 1);
-            OutputStream out =
-                    new BufferedOutputStream(new WatchedOutput(socket.getOutputStream(), connection), 64 * 1024);
-            if (!awaitFirstByte(in, deadline, null)) {
-                return;
-            }
-            InetSocketAddress remote = (InetSocketAddress) socket.getRemoteSocketAddress();
-            while (!closing) {
-                Request request;
-                CompletableFuture<Void> bodyRead = new CompletableFuture<>();
-                BooleanSupplier settle = () -> true;
-                deadline.within(timeouts.request());
-                try {
-                    Http1RequestReader.Head head = Http1RequestReader.readHead(in, remote);
-                    if (head == null) {
-                        return;
-                    }
-                    Http1RequestReader.continueIfExpected(head, out);
-                    if (options.streamBody().test(head.request(new byte[0]))) {
-                        InputStream body =
-                                Http1RequestReader.bodyStream(in, head.headers(), () -> bodyRead.complete(null));
-                        request = head.request(body);
-                        settle = () -> settle(body, bodyRead);
-                        deadline.eachRead(timeouts.idle());
-                    } else {
-                        request = head.request(Http1RequestReader.readBody(in, head.headers()));
-                        bodyRead.complete(null);
-                    }
-                } catch (Http1RequestReader.BadRequest e) {
-                    writeResponse(out, error(e.status, e.getMessage()), false);
-                    return;
-                } catch (SocketTimeoutException e) {
-                    String why = "the request was not received within " + timeouts.request();
-                    writeResponse(out, error(408, why), false);
-                    return;
-                }
-                boolean keepAlive = keepAlive(request);
-                Exchange exchange =
-                        new Exchange(out, keepAlive, request.version().equals("HTTP/1.0"), settle);
-                CompletableFuture<Long> handled = new CompletableFuture<>();
-                Thread t = Thread.ofVirtual()
-                        .name(name + "-handler")
-                        .unstarted(() -> handle(request, exchange, socket, out, handled));
-                active.put(handled, t);
-                t.start();
-                // A body the handler reads is the handler's until its end: then the connection is
-                // read again, or, if the handler left some of it, closed after the response.
-                CompletableFuture.anyOf(bodyRead, handled).join();
-                if (!bodyRead.isDone()) {
-                    handled.join();
-                    lingeringClose(socket, in, deadline);
-                    return;
-                }
-                // Meanwhile, the client's next byte: its next request, or the end of the
-                // connection, which aborts this one if it is still being served.
-                boolean more = awaitFirstByte(in, deadline, handled);
-                if (!more) {
-                    exchange.markDisconnected();
-                }
-                handled.join();
-                if (!more || !exchange.reusable() || socket.isClosed()) {
-                    return;
-                }
-            }
-        } catch (IOException e) {
-            log.debug("{}: connection from {} ended: {}", name, socket.getRemoteSocketAddress(), e.toString());
-        } finally {
-            connections.remove(connection);
-            closeQuietly(socket, false);
-        }
-    }
-
-    /**
-     * Reads what a handler left of a streamed body, up to {@link #DRAIN_LIMIT} bytes, so that the
-     * connection can serve the next request; false when more is left (the response then closes the
-     * connection, and says so) or the body could not be read.
-     */
-    private static boolean settle(InputStream body, CompletableFuture<Void> bodyRead) {
-        byte[] skip = new byte[8192];
-        try {
-            for (long left = DRAIN_LIMIT; left > 0 && !bodyRead.isDone(); ) {
-                int n = body.read(skip, 0, (int) Math.min(skip.length, left));
-                if (n < 0) {
-                    break;
-                }
-                left -= n;
-            }
-        } catch (IOException e) {
-            return false;
-        }
-        return bodyRead.isDone();
-    }
-
-    /** The most of a body a handler did not read that is read and dropped to keep the connection. */
-    private static final long DRAIN_LIMIT = 64 * 1024;
-
-    /**
-     * Ends a connection whose client may still be sending a body nobody reads: what arrives within
-     * {@link #LINGER} is read and dropped first, so that the close does not reset the connection
-     * (and lose the answer the client has not read yet).
-     */
-    private void lingeringClose(Socket socket, InputStream in, DeadlineInput deadline) {
-        try {
-            endOutput(socket);
-            deadline.within(LINGER);
-            byte[] skip = new byte[64 * 1024];
-            while (in.read(skip) >= 0) {
-                // Dropped.
-            }
-        } catch (IOException e) {
-            log.debug(
-                    "{}: lingering close of a connection from {}: {}",
-                    name,
-                    socket.getRemoteSocketAddress(),
-                    e.toString());
-        }
-    }
-
-    private static final Duration LINGER = Duration.ofSeconds(2);
-
-    private Response error(int status, String message) {
-        return Response.json(status, options.errors().of(status, message));
-    }
-
-    /**
-     * Waits for the first byte of the connection's next request and leaves it unread. False when
-     * the connection ended, failed, or stayed idle for {@link Timeouts#idle} with no request under
-     * way ({@code handled} done, or null before the first request): a request being served is
-     * never timed out here.
-     */
-    private boolean awaitFirstByte(PushbackInputStream in, DeadlineInput deadline, CompletableFuture<Long> handled) {
-        Duration idle = options.timeouts().idle();
-        deadline.within(idle);
-        while (true) {
-            try {
-                int next = in.read();
-                deadline.none();
-                if (next < 0) {
-                    return false;
-                }
-                in.unread(next);
-                return true;
-            } catch (SocketTimeoutException e) {
-                if (handled != null && !handled.isDone()) {
-                    deadline.within(idle);
-                } else if (handled != null && System.nanoTime() - handled.join() < idle.toNanos()) {
-                    // Idle since the response, not since the last look.
-                    deadline.within(Duration.ofNanos(idle.toNanos() - (System.nanoTime() - handled.join())));
-                } else {
-                    log.debug("{}: closing a connection idle for {}", name, idle);
-                    return false;
-                }
-            } catch (IOException e) {
-                return false;
-            }
-        }
-    }
-
-    private void handle(
-            Request request, Exchange exchange, Socket socket, OutputStream out, CompletableFuture<Long> handled) {
-        try {
-            Response response;
-            try {
-                response = handler.handle(request, exchange);
-            } catch (Exception | Error e) {
-                if (exchange.began()) {
-                    log.debug(
-                            "{}: {} {} failed after its response began: {}",
-                            name,
-                            request.method(),
-                            request.path(),
-                            e.toString());
-                    closeQuietly(socket, false);
-                    return;
-                }
-                log.error("{}: {} {} failed", name, request.method(), request.path(), e);
-                response = error(500, "internal error serving " + request.path() + ": " + e);
-            }
-            if (exchange.began()) {
-                if (!exchange.finish()) {
-                    closeQuietly(socket, false);
-                } else if (!exchange.keepAlive) {
-                    endOutput(socket);
-                }
-                return;
-            }
-            if (response == null) {
-                closeQuietly(socket, true);
-                return;
-            }
-            if (!exchange.markResponding()) {
-                log.debug("{}: client of {} {} left before the response", name, request.method(), request.path());
-                return;
-            }
-            exchange.settleBody();
-            try {
-                writeResponse(out, exchange.withHeaders(response), exchange.keepAlive);
-                exchange.markResponded();
-                if (!exchange.keepAlive) {
-                    // The client reads the answer to its end, then the connection ends.
-                    endOutput(socket);
-                }
-            } catch (IOException e) {
-                log.debug(
-                        "{}: could not deliver the response to {} {}: {}",
-                        name,
-                        request.method(),
-                        request.path(),
-                        e.toString());
-                closeQuietly(socket, false);
-            }
-        } finally {
-            active.remove(handled);
-            handled.complete(System.nanoTime());
-        }
-    }
-
-    private static boolean keepAlive(Request r) {
-        String connection = r.header("connection");
-        boolean close =
-                connection != null && connection.toLowerCase(Locale.ROOT).contains("close");
-        if (r.version().equals("HTTP/1.0")) {
-            return connection != null && connection.toLowerCase(Locale.ROOT).contains("keep-alive");
-        }
-        return !close;
-    }
-
-    private static void writeResponse(OutputStream out, Response r, boolean keepAlive) throws IOException {
-        out.write(head(r.status(), r.contentType(), r.headers(), r.body().length, keepAlive));
-        out.write(r.body());
-        out.flush();
-    }
-
-    /** The status line and header fields; {@code length} -1: chunked, -2: none (the body ends with the connection). */
-    private static byte[] head(
-            int status, String contentType, Map<String, String> headers, long length, boolean keepAlive) {
-        StringBuilder head = new StringBuilder(128);
-        head.append("HTTP/1.1 ")
-                .append(status)
-                .append(' ')
-                .append(reason(status))
-                .append("\r\n");
-        if (contentType != null) {
-            head.append("Content-Type: ").append(contentType).append("\r\n");
-        }
-        headers.forEach((k, v) -> {
-            if (!k.equalsIgnoreCase("content-type") || contentType == null) {
-                head.append(k).append(": ").append(v).append("\r\n");
-            }
-        });
-        if (status == 204 || status == 304) {
-            // No body, and no length.
-        } else if (length >= 0) {
-            head.append("Content-Length: ").append(length).append("\r\n");
-        } else if (length == Exchange.CHUNKED) {
-            head.append("Transfer-Encoding: chunked\r\n");
-        }
-        if (!keepAlive) {
-            head.append("Connection: close\r\n");
-        }
-        head.append("\r\n");
-        return head.toString().getBytes(StandardCharsets.UTF_8);
-    }
-
-    static String reason(int status) {
-        return switch (status) {
-            case 100 -> "Continue";
-            case 200 -> "OK";
-            case 201 -> "Created";
-            case 202 -> "Accepted";
-            case 204 -> "No Content";
-            case 400 -> "Bad Request";
-            case 401 -> "Unauthorized";
-            case 403 -> "Forbidden";
-            case 404 -> "Not Found";
-            case 408 -> "Request Timeout";
-            case 405 -> "Method Not Allowed";
-            case 409 -> "Conflict";
-            case 411 -> "Length Required";
-            case 413 -> "Content Too Large";
-            case 422 -> "Unprocessable Content";
-            case 429 -> "Too Many Requests";
-            case 431 -> "Request Header Fields Too Large";
-            case 500 -> "Internal Server Error";
-            case 501 -> "Not Implemented";
-            case 502 -> "Bad Gateway";
-            case 503 -> "Service Unavailable";
-            case 504 -> "Gateway Timeout";
-            default -> "Status " + status;
-        };
     }
 
     /**
@@ -732,7 +416,7 @@ public final class Http1Server {
         private final boolean http10;
         private final BooleanSupplier settle;
         private boolean keepAlive;
-        private BodyStream body;
+        private Http1ResponseWriter.Body body;
 
         Exchange(OutputStream connection, boolean keepAlive, boolean http10, BooleanSupplier settle) {
             this.connection = connection;
@@ -815,15 +499,15 @@ public final class Http1Server {
                 framing = -2;
                 keepAlive = false;
             }
-            connection.write(head(status, null, responseHeaders, framing, keepAlive));
+            connection.write(Http1ResponseWriter.head(status, null, responseHeaders, framing, keepAlive));
             boolean noBody = status == 204 || status == 304;
             if (noBody || length == 0) {
                 connection.flush();
-                body = new BodyStream(connection, 0, false);
+                body = new Http1ResponseWriter.Body(connection, 0, false);
             } else if (framing == CHUNKED) {
-                body = new BodyStream(connection, -1, true);
+                body = new Http1ResponseWriter.Body(connection, -1, true);
             } else {
-                body = new BodyStream(connection, length, false);
+                body = new Http1ResponseWriter.Body(connection, length, false);
             }
             return body.buffered;
         }
@@ -897,243 +581,6 @@ public final class Http1Server {
                     log.warn("disconnect action failed", e);
                 }
             }
-        }
-    }
-
-    /**
-     * A begun response's body: of a known length (more is refused, less is noticed), in chunked
-     * transfer coding, or to the end of the connection. {@link #buffered} is what the handler
-     * writes to: its flush sends a chunk and flushes the socket; its close ends the body, not the
-     * connection.
-     */
-    private static final class BodyStream extends OutputStream {
-        private final OutputStream connection;
-        private final boolean chunked;
-        private final long length;
-        private long written;
-        private boolean closed;
-        final OutputStream buffered;
-
-        BodyStream(OutputStream connection, long length, boolean chunked) {
-            this.connection = connection;
-            this.length = length;
-            this.chunked = chunked;
-            // Chunks of up to 16 KiB from small writes; large writes go through as one chunk.
-            this.buffered = chunked ? new BufferedOutputStream(this, 16 * 1024) : this;
-        }
-
-        boolean whole() {
-            return chunked || length < 0 || written == length;
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            write(new byte[] {(byte) b}, 0, 1);
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            if (closed) {
-                throw new IOException("the response body is closed");
-            }
-            if (len == 0) {
-                return;
-            }
-            if (length >= 0 && written + len > length) {
-                throw new IOException("the response body is longer than its Content-Length " + length);
-            }
-            if (chunked) {
-                connection.write((Integer.toHexString(len) + "\r\n").getBytes(StandardCharsets.US_ASCII));
-                connection.write(b, off, len);
-                connection.write(CRLF);
-            } else {
-                connection.write(b, off, len);
-            }
-            written += len;
-        }
-
-        @Override
-        public void flush() throws IOException {
-            if (!closed) {
-                connection.flush();
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            if (closed) {
-                return;
-            }
-            if (buffered != this) {
-                buffered.flush();
-            }
-            closed = true;
-            if (chunked) {
-                connection.write(LAST_CHUNK);
-            }
-            connection.flush();
-        }
-
-        private static final byte[] CRLF = {'\r', '\n'};
-        private static final byte[] LAST_CHUNK = "0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
-    }
-
-    /** The socket's output, each write timed for the write watch. */
-    private static final class WatchedOutput extends OutputStream {
-        private final OutputStream out;
-        private final Connection connection;
-
-        WatchedOutput(OutputStream out, Connection connection) {
-            this.out = out;
-            this.connection = connection;
-        }
-
-        @Override
-        public void write(int b) throws IOException {
-            write(new byte[] {(byte) b}, 0, 1);
-        }
-
-        @Override
-        public void write(byte[] b, int off, int len) throws IOException {
-            // In pieces, so a large write read slowly shows progress.
-            for (int done = 0; done < len; ) {
-                int n = Math.min(PIECE, len - done);
-                connection.writingSince = System.nanoTime();
-                try {
-                    out.write(b, off + done, n);
-                } finally {
-                    connection.writingSince = 0;
-                }
-                done += n;
-            }
-        }
-
-        @Override
-        public void flush() throws IOException {
-            connection.writingSince = System.nanoTime();
-            try {
-                out.flush();
-            } finally {
-                connection.writingSince = 0;
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            out.close();
-        }
-
-        private static final int PIECE = 256 * 1024;
-    }
-
-    /**
-     * The socket's input, each read bounded by a deadline when one is set: the socket's read
-     * timeout is set to the time left before each read, so a client that trickles bytes cannot
-     * stretch a request past it; or, for a streamed body, by a time per read.
-     */
-    private static final class DeadlineInput extends FilterInputStream {
-        private final Socket socket;
-        private long deadline;
-        private boolean set;
-        private Duration perRead;
-
-        DeadlineInput(Socket socket) throws IOException {
-            super(socket.getInputStream());
-            this.socket = socket;
-        }
-
-        void within(Duration d) {
-            deadline = System.nanoTime() + d.toNanos();
-            set = true;
-            perRead = null;
-        }
-
-        void eachRead(Duration d) {
-            set = false;
-            perRead = d;
-        }
-
-        void none() {
-            set = false;
-            perRead = null;
-        }
-
-        private void arm() throws IOException {
-            if (perRead != null) {
-                socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, perRead.toMillis())));
-                return;
-            }
-            if (!set) {
-                socket.setSoTimeout(0);
-                return;
-            }
-            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (left <= 0) {
-                throw new SocketTimeoutException("deadline passed");
-            }
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
-        }
-
-        @Override
-        public int read() throws IOException {
-            arm();
-            return super.read();
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) throws IOException {
-            arm();
-            return super.read(b, off, len);
-        }
-    }
-
-    static String escape(String s) {
-        StringBuilder sb = new StringBuilder(s.length() + 8);
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-                }
-            }
-        }
-        return sb.toString();
-    }
-
-    /** Ends what the server sends on {@code s} (the client sees the end of the stream); closes it if that fails. */
-    private static void endOutput(Socket s) {
-        try {
-            s.shutdownOutput();
-        } catch (IOException | UnsupportedOperationException e) {
-            closeQuietly(s, false);
-        }
-    }
-
-    private static void closeQuietly(ServerSocket s) {
-        try {
-            s.close();
-        } catch (IOException e) {
-            log.debug("closing the listening socket: {}", e.toString());
-        }
-    }
-
-    private static void closeQuietly(Socket s, boolean reset) {
-        try {
-            if (reset && !s.isClosed()) {
-                s.setSoLinger(true, 0);
-            }
-            s.close();
-        } catch (IOException e) {
-            log.debug("closing a socket: {}", e.toString());
         }
     }
 }
