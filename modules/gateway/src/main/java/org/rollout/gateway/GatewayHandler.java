@@ -1,13 +1,11 @@
 package org.rollout.gateway;
 
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
 import java.io.IOException;
 import java.util.concurrent.Semaphore;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.rollout.http.Http1Server;
-import org.rollout.http.Http1Server.Exchange;
-import org.rollout.http.Http1Server.Request;
-import org.rollout.http.Http1Server.Response;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
@@ -46,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * ServerEndpoints} and {@link StatusEndpoints}; refusals are {@link Refusal}s, counted in {@link
  * GatewayMeters}.
  */
-final class GatewayHandler implements Http1Server.Handler {
+final class GatewayHandler implements HttpHandler {
     private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
     private static final Pattern ACK = Pattern.compile("/v1/batches/([^/]+)/ack");
     private static final Pattern SERVER = Pattern.compile("/v1/servers/([^/]+)");
@@ -112,59 +110,53 @@ final class GatewayHandler implements Http1Server.Handler {
         batches.interruptPulls();
     }
 
-    /** Whether a request is a weight upload, whose body is copied to disk as it arrives. */
-    static boolean isUpload(Request req) {
-        return req.path().equals("/v1/weights") && WeightEndpoints.isUpload(req);
-    }
-
-    /** Answers on the exchange; returns null (nothing answered: the connection closes). */
     @Override
-    public Response handle(Request req, Exchange ex) {
-        String method = req.method();
-        String path = req.path();
+    public void handle(HttpExchange ex) {
+        String method = ex.getRequestMethod();
+        String path = ex.getRequestURI().getRawPath();
         try {
-            if (isUpload(req)) {
-                authorize(req); // before a single byte is spooled
-                GatewayHttp.expect(req, "POST");
-                weights.upload(req, ex);
-                return null;
+            if (path.equals("/v1/weights") && WeightEndpoints.isUpload(ex)) {
+                authorize(ex); // before a single byte is spooled
+                GatewayHttp.expect(ex, "POST");
+                weights.upload(ex);
+                return;
             }
-            byte[] body = GatewayHttp.readBody(req);
+            byte[] body = GatewayHttp.readBody(ex);
             if (path.equals("/health")) {
-                GatewayHttp.expect(req, "GET");
+                GatewayHttp.expect(ex, "GET");
                 status.health(ex);
-                return null;
+                return;
             }
-            authorize(req);
+            authorize(ex);
             Matcher ack = ACK.matcher(path);
             Matcher server = SERVER.matcher(path);
             switch (path) {
                 case "/v1/batches/next" -> {
-                    GatewayHttp.expect(req, "POST");
-                    batches.next(req, ex);
+                    GatewayHttp.expect(ex, "POST");
+                    batches.next(ex);
                 }
                 case "/v1/weights" -> {
-                    GatewayHttp.expect(req, "POST");
+                    GatewayHttp.expect(ex, "POST");
                     weights.publish(ex, body);
                 }
                 case "/v1/leases/renew" -> {
-                    GatewayHttp.expect(req, "POST");
+                    GatewayHttp.expect(ex, "POST");
                     batches.renewLease(ex, body);
                 }
                 case "/v1/status" -> {
-                    GatewayHttp.expect(req, "GET");
+                    GatewayHttp.expect(ex, "GET");
                     status.status(ex);
                 }
                 case "/v1/stats" -> {
-                    GatewayHttp.expect(req, "GET");
-                    status.stats(req, ex);
+                    GatewayHttp.expect(ex, "GET");
+                    status.stats(ex);
                 }
-                case "/v1/servers" -> servers.listOrAdd(req, ex, body);
+                case "/v1/servers" -> servers.listOrAdd(ex, body);
                 default -> {
                     if (server.matches()) {
-                        GatewayHttp.expect(req, "DELETE");
-                        servers.drain(req, ex, server.group(1));
-                        return null;
+                        GatewayHttp.expect(ex, "DELETE");
+                        servers.drain(ex, server.group(1));
+                        return;
                     }
                     if (!ack.matches()) {
                         throw new Refusal(
@@ -174,7 +166,7 @@ final class GatewayHandler implements Http1Server.Handler {
                                         + " /v1/batches/{id}/ack, POST /v1/leases/renew, POST /v1/weights, GET /v1/status, GET /v1/stats,"
                                         + " GET|POST /v1/servers, DELETE /v1/servers/{host:port}, GET /health)");
                     }
-                    GatewayHttp.expect(req, "POST");
+                    GatewayHttp.expect(ex, "POST");
                     batches.acknowledge(ex, ack.group(1), body);
                 }
             }
@@ -183,13 +175,13 @@ final class GatewayHandler implements Http1Server.Handler {
                 log.warn("{} {}: {} {}", method, path, r.status, r.getMessage());
             }
             if (r.allow != null) {
-                ex.setHeader("Allow", r.allow);
+                ex.getResponseHeaders().set("Allow", r.allow);
             }
             if (r.status == 401) {
-                ex.setHeader("WWW-Authenticate", "Bearer realm=\"rollout\"");
+                ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout\"");
             }
             if (r.code.equals(Refusal.TOO_MANY_PULLS)) {
-                ex.setHeader("Retry-After", "1");
+                ex.getResponseHeaders().set("Retry-After", "1");
             }
             GatewayHttp.respondQuietly(ex, r.status, GatewayJson.error(r.code, r.getMessage()));
         } catch (InterruptedException e) {
@@ -202,15 +194,16 @@ final class GatewayHandler implements Http1Server.Handler {
         } catch (RuntimeException e) {
             log.warn("{} {}: the engine failed", method, path, e);
             GatewayHttp.respondQuietly(ex, 500, GatewayJson.error("engine_error", String.valueOf(e.getMessage())));
+        } finally {
+            ex.close();
         }
-        return null;
     }
 
-    private void authorize(Request req) throws Refusal {
+    private void authorize(HttpExchange ex) throws Refusal {
         if (token == null) {
             return;
         }
-        switch (token.check(req.header("Authorization"))) {
+        switch (token.check(ex.getRequestHeaders().getFirst("Authorization"))) {
             case ACCEPTED -> {}
             case MISSING ->
                 throw new Refusal(

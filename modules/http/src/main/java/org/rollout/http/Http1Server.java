@@ -306,16 +306,19 @@ public final class Http1Server {
         return connections.size();
     }
 
+    /** Accepts until closed; a failed accept while the socket is open is retried ({@link Http1AcceptRetry}). */
     private void acceptLoop() {
+        Http1AcceptRetry retry = new Http1AcceptRetry(name);
         while (!closing) {
             Socket s;
             try {
                 s = serverSocket.accept();
+                retry.succeeded();
             } catch (IOException e) {
-                if (!closing) {
-                    log.error("{}: accept failed; the server stops accepting", name, e);
+                if (closing || serverSocket.isClosed() || !retry.failed(e)) {
+                    return;
                 }
-                return;
+                continue;
             }
             if (closing) {
                 Http1Sockets.closeQuietly(s, true);

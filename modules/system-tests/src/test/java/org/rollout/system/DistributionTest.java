@@ -122,6 +122,11 @@ class DistributionTest {
                             || n.startsWith("rollout-test-support")
                             || n.endsWith("-tests.jar"));
         }
+        try (Stream<Path> all = Files.walk(home)) {
+            assertThat(all.filter(p -> p.getFileName().toString().equals("node_modules")))
+                    .as("npm packages a checkout installed (the manifest checker's), shipped in the release")
+                    .isEmpty();
+        }
         String conf = Files.readString(home.resolve("conf/rollout.conf"));
         assertThat(conf).contains("\n#rollout.consumer_batch_size = 1\n").contains("\n#gconfig.n_samples = ");
         assertThat(home.resolve("conf/cluster/local.conf")).isRegularFile();
