@@ -815,7 +815,16 @@ public final class SingletonHarness {
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
-            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(Behaviors.ignore(), "coordinator");
+            // Stands in for the coordinator: confirms each resumed admission at once, as the real
+            // one does, so the weight version answers the publisher without waiting it out.
+            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
+                    Behaviors.receiveMessage(m -> {
+                        if (m instanceof RolloutCoordinator.ResumeAdmission r && r.replyTo() != null) {
+                            r.replyTo().tell(r.version());
+                        }
+                        return Behaviors.same();
+                    }),
+                    "coordinator");
             ActorRef<WeightVersion.Command> wv = ctx.spawn(
                     WeightVersion.create(
                             0,
