@@ -1,9 +1,6 @@
 package org.rollout.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpHandler;
-import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -16,9 +13,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.BindException;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -27,7 +22,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -39,6 +33,9 @@ import org.rollout.cluster.StatsBook;
 import org.rollout.core.TrajectoryDumper;
 import org.rollout.gateway.GatewayExtras;
 import org.rollout.gateway.GatewayHealth;
+import org.rollout.http.Http1Server;
+import org.rollout.http.Http1Server.Request;
+import org.rollout.http.Http1Server.Response;
 import org.rollout.inference.RemoteInferenceEngine;
 import org.rollout.inference.ServerStats;
 import org.rollout.trainer.RolloutStatus;
@@ -73,8 +70,7 @@ final class NodeObservability implements AutoCloseable {
     private volatile FailureWatch failureWatch;
     private final DashboardHistory history = new DashboardHistory(DashboardHistory.CAPACITY);
     private ScheduledExecutorService sampler;
-    private HttpServer server;
-    private ExecutorService executor;
+    private Http1Server server;
 
     NodeObservability(String node, RemoteInferenceEngine engine, StatsBook stats, LocalRolloutClient client) {
         this.node = node;
@@ -169,20 +165,26 @@ final class NodeObservability implements AutoCloseable {
         return new GatewayExtras(registry, this::health, routes(), new EngineServerDirectory(engine, servers));
     }
 
-    private Map<String, HttpHandler> routes() {
+    private Map<String, Http1Server.Handler> routes() {
         startSampling();
-        Map<String, HttpHandler> routes = new LinkedHashMap<>();
-        routes.put("/metrics", get(ex -> respond(ex, 200, PROMETHEUS_CONTENT_TYPE, scrape())));
+        Map<String, Http1Server.Handler> routes = new LinkedHashMap<>();
+        routes.put("/metrics", get("/metrics", () -> respond(200, PROMETHEUS_CONTENT_TYPE, scrape())));
         routes.put(
                 "/dashboard",
-                get(ex -> respond(
-                        ex, 200, "text/html; charset=utf-8", new String(dashboardPage(), StandardCharsets.UTF_8))));
+                get(
+                        "/dashboard",
+                        () -> respond(
+                                200, "text/html; charset=utf-8", new String(dashboardPage(), StandardCharsets.UTF_8))));
         routes.put(
                 "/v1/dashboard.json",
-                get(ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(dashboard()))));
+                get(
+                        "/v1/dashboard.json",
+                        () -> respond(200, "application/json", JSON.writeValueAsString(dashboard()))));
         routes.put(
                 "/v1/dashboard/history.json",
-                get(ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(dashboardHistory()))));
+                get(
+                        "/v1/dashboard/history.json",
+                        () -> respond(200, "application/json", JSON.writeValueAsString(dashboardHistory()))));
         return routes;
     }
 
@@ -241,34 +243,45 @@ final class NodeObservability implements AutoCloseable {
      * @return its base URL
      */
     URI listen(String host, int port) throws IOException {
-        try {
-            server = HttpServer.create(new InetSocketAddress(host, port), 0);
-        } catch (BindException e) {
-            throw new IOException(
-                    "cannot bind the metrics listener (rollout.metrics.host, rollout.metrics.port) to " + host + ":"
-                            + port + ": " + e.getMessage(),
-                    e);
-        }
-        executor = Executors.newThreadPerTaskExecutor(
-                Thread.ofVirtual().name("metrics-http-", 0).factory());
-        server.setExecutor(executor);
-        routes().forEach(server::createContext);
-        server.createContext("/health", get(ex -> {
+        Map<String, Http1Server.Handler> routes = routes();
+        routes.put("/health", get("/health", () -> {
             GatewayHealth h = health();
-            respond(
-                    ex,
+            return respond(
                     h.ok() ? 200 : 503,
                     "application/json",
                     h.ok()
                             ? "{\"status\":\"ok\"}"
                             : JSON.writeValueAsString(Map.of("status", "degraded", "problems", h.problems())));
         }));
-        server.start();
-        String bound = server.getAddress().getAddress().getHostAddress();
+        Http1Server.Handler notFound = (req, ex) -> respond(404, "text/plain", "no endpoint " + req.path() + "\n");
+        try {
+            server = Http1Server.start(
+                    host,
+                    port,
+                    (req, ex) -> {
+                        // The route whose path is the longest prefix of the request's; 404 below it.
+                        Http1Server.Handler best = notFound;
+                        int length = -1;
+                        for (Map.Entry<String, Http1Server.Handler> r : routes.entrySet()) {
+                            if (req.path().startsWith(r.getKey()) && r.getKey().length() > length) {
+                                best = r.getValue();
+                                length = r.getKey().length();
+                            }
+                        }
+                        return best.handle(req, ex);
+                    },
+                    "metrics-http");
+        } catch (BindException e) {
+            throw new IOException(
+                    "cannot bind the metrics listener (rollout.metrics.host, rollout.metrics.port) to " + host + ":"
+                            + port + ": " + e.getMessage(),
+                    e);
+        }
+        String bound = server.address().getAddress().getHostAddress();
         if (bound.contains(":")) {
             bound = "[" + bound + "]";
         }
-        return URI.create("http://" + bound + ":" + server.getAddress().getPort());
+        return URI.create("http://" + bound + ":" + server.port());
     }
 
     /** The JSON the dashboard polls: status, servers, nodes, per-version statistics, staleness, weight updates. */
@@ -350,41 +363,31 @@ final class NodeObservability implements AutoCloseable {
         }
     }
 
-    private interface Exchange {
-        void handle(HttpExchange ex) throws IOException;
+    private interface Answer {
+        Response get() throws IOException;
     }
 
-    /** A handler for GET (and HEAD) on exactly its path: 404 below it, 405 for other methods. */
-    private static HttpHandler get(Exchange body) {
-        return ex -> {
+    /** A handler for GET on exactly {@code path}: 404 below it, 405 for other methods. */
+    private static Http1Server.Handler get(String path, Answer answer) {
+        return (Request req, Http1Server.Exchange ex) -> {
+            if (!req.path().equals(path)) {
+                return respond(404, "text/plain", "no endpoint " + req.path() + "\n");
+            }
+            if (!req.method().equals("GET")) {
+                return respond(405, "text/plain", path + " takes GET, not " + req.method() + "\n")
+                        .withHeader("Allow", "GET");
+            }
             try {
-                String path = ex.getRequestURI().getRawPath();
-                if (!path.equals(ex.getHttpContext().getPath())) {
-                    respond(ex, 404, "text/plain", "no endpoint " + path + "\n");
-                } else if (!ex.getRequestMethod().equals("GET")) {
-                    ex.getResponseHeaders().set("Allow", "GET");
-                    respond(ex, 405, "text/plain", path + " takes GET, not " + ex.getRequestMethod() + "\n");
-                } else {
-                    body.handle(ex);
-                }
+                return answer.get();
             } catch (RuntimeException e) {
-                if (ex.getResponseCode() == -1) {
-                    respond(ex, 500, "text/plain", "metrics failed: " + e + "\n");
-                }
-            } finally {
-                ex.close();
+                return respond(500, "text/plain", "metrics failed: " + e + "\n");
             }
         };
     }
 
-    private static void respond(HttpExchange ex, int status, String contentType, String text) throws IOException {
-        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
-        ex.getResponseHeaders().set("Content-Type", contentType);
-        ex.getResponseHeaders().set("Cache-Control", "no-store");
-        ex.sendResponseHeaders(status, bytes.length);
-        try (OutputStream out = ex.getResponseBody()) {
-            out.write(bytes);
-        }
+    private static Response respond(int status, String contentType, String text) {
+        return new Response(
+                status, contentType, text.getBytes(StandardCharsets.UTF_8), Map.of("Cache-Control", "no-store"));
     }
 
     @Override
@@ -395,8 +398,7 @@ final class NodeObservability implements AutoCloseable {
             }
         }
         if (server != null) {
-            server.stop(0);
-            executor.shutdownNow();
+            server.close(0);
         }
         registry.close();
     }

@@ -1,6 +1,5 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -10,6 +9,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
 import org.rollout.api.TrainingBatch;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 import org.rollout.trainer.BatchLease;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.wire.BatchWireFormat;
@@ -64,11 +65,10 @@ final class BatchEndpoints {
         waitingPulls.forEach(Thread::interrupt);
     }
 
-    void next(HttpExchange ex) throws Refusal, IOException, InterruptedException {
+    void next(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
         PullQuery query;
         try {
-            query = PullQuery.parse(
-                    ex.getRequestURI().getRawQuery(), maxPollWait, String.valueOf(ex.getRemoteAddress()));
+            query = PullQuery.parse(req.query(), maxPollWait, String.valueOf(req.remote()));
         } catch (IllegalArgumentException e) {
             throw new Refusal(400, "bad_request", e.getMessage());
         }
@@ -100,7 +100,7 @@ final class BatchEndpoints {
         }
     }
 
-    private void pull(HttpExchange ex, PullQuery query) throws IOException, InterruptedException {
+    private void pull(Exchange ex, PullQuery query) throws IOException, InterruptedException {
         Optional<EncodedBatch> next;
         waitingPulls.add(Thread.currentThread());
         try {
@@ -109,7 +109,7 @@ final class BatchEndpoints {
             waitingPulls.remove(Thread.currentThread());
         }
         if (next.isEmpty()) {
-            ex.sendResponseHeaders(204, -1);
+            ex.respond(204, 0).close();
             return;
         }
         try (EncodedBatch body = next.get()) {
@@ -139,20 +139,22 @@ final class BatchEndpoints {
         }
     }
 
-    private void send(HttpExchange ex, EncodedBatch body) throws IOException {
+    private void send(Exchange ex, EncodedBatch body) {
         handedOut.add(body.batchId(), body.taskIds());
-        ex.getResponseHeaders().set("Content-Type", BatchWireFormat.CONTENT_TYPE);
-        ex.getResponseHeaders().set("X-Rollout-Batch-Id", Long.toString(body.batchId()));
-        ex.getResponseHeaders().set("X-Rollout-Groups", Integer.toString(body.groups()));
+        ex.setHeader("Content-Type", BatchWireFormat.CONTENT_TYPE);
+        ex.setHeader("X-Rollout-Batch-Id", Long.toString(body.batchId()));
+        ex.setHeader("X-Rollout-Groups", Integer.toString(body.groups()));
         // The exact length up front (the metadata is encoded once for it): a plain body, encoded through
-        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), where
-        // chunked encoding would cut it into 4 KiB chunks. The tensors still go out as they are encoded
+        // a 1 MiB buffer and handed to the socket in large writes (the stall watch counts each), with
+        // no chunk framing for the client to undo. The tensors still go out as they are encoded
         // (or as they arrive from the node that holds the batch); nothing holds the whole body.
-        ex.sendResponseHeaders(200, body.length());
-        BatchStreamWatch.CountingStream out = new BatchStreamWatch.CountingStream(ex.getResponseBody());
+        // A pull whose trainer left while it waited fails here, at the status line, and its batch is
+        // handed back below like a stream cut short.
+        BatchStreamWatch.CountingStream out = new BatchStreamWatch.CountingStream();
         long started = System.nanoTime();
         BatchStreamWatch.Stream watched = watch.watch(body.batchId(), out);
         try {
+            out.to(ex.respond(200, body.length()));
             body.writeTo(out);
             out.close();
             meters.handoff(out.count, System.nanoTime() - started);
@@ -193,7 +195,7 @@ final class BatchEndpoints {
      * call failed over from the gateway that handed it out): with them the engine retires the tasks
      * even when the batch was handed out by a collector lost with its node.
      */
-    void acknowledge(HttpExchange ex, String rawId, byte[] body) throws Refusal, IOException, InterruptedException {
+    void acknowledge(Exchange ex, String rawId, byte[] body) throws Refusal, IOException, InterruptedException {
         long id;
         try {
             id = Long.parseLong(rawId);
@@ -219,7 +221,7 @@ final class BatchEndpoints {
         GatewayHttp.json(ex, 200, GatewayJson.ack(id, known));
     }
 
-    void renewLease(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
+    void renewLease(Exchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
         BatchLease lease;
         try {
             lease = GatewayJson.parseRenewRequest(body);

@@ -121,8 +121,14 @@ final class BatchStreamWatch {
         static final int PIECE = 64 * 1024;
         volatile long count;
 
-        CountingStream(OutputStream out) {
-            super(out);
+        /** Counts what goes to the stream given by {@link #to}. */
+        CountingStream() {
+            super(null);
+        }
+
+        /** Where the counted bytes go: the response body, once it has begun. */
+        void to(OutputStream body) {
+            this.out = body;
         }
 
         @Override

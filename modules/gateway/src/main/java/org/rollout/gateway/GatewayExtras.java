@@ -1,10 +1,10 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpHandler;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
+import org.rollout.http.Http1Server;
 
 /**
  * What a node adds to its trainer gateway: the meter registry the gateway records batch hand-offs
@@ -23,14 +23,15 @@ import java.util.function.Supplier;
 public record GatewayExtras(
         MeterRegistry registry,
         Supplier<GatewayHealth> health,
-        Map<String, HttpHandler> routes,
+        Map<String, Http1Server.Handler> routes,
         ServerDirectory servers) {
     public GatewayExtras {
         routes = Map.copyOf(Objects.requireNonNull(routes, "routes"));
     }
 
     /** No server list: {@code /v1/servers} answers 404. */
-    public GatewayExtras(MeterRegistry registry, Supplier<GatewayHealth> health, Map<String, HttpHandler> routes) {
+    public GatewayExtras(
+            MeterRegistry registry, Supplier<GatewayHealth> health, Map<String, Http1Server.Handler> routes) {
         this(registry, health, routes, null);
     }
 

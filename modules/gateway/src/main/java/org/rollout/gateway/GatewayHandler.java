@@ -1,11 +1,13 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpHandler;
 import java.io.IOException;
 import java.util.concurrent.Semaphore;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.rollout.http.Http1Server;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
+import org.rollout.http.Http1Server.Response;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
@@ -44,7 +46,7 @@ import org.slf4j.LoggerFactory;
  * ServerEndpoints} and {@link StatusEndpoints}; refusals are {@link Refusal}s, counted in {@link
  * GatewayMeters}.
  */
-final class GatewayHandler implements HttpHandler {
+final class GatewayHandler implements Http1Server.Handler {
     private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
     private static final Pattern ACK = Pattern.compile("/v1/batches/([^/]+)/ack");
     private static final Pattern SERVER = Pattern.compile("/v1/servers/([^/]+)");
@@ -110,53 +112,59 @@ final class GatewayHandler implements HttpHandler {
         batches.interruptPulls();
     }
 
+    /** Whether a request is a weight upload, whose body is copied to disk as it arrives. */
+    static boolean isUpload(Request req) {
+        return req.path().equals("/v1/weights") && WeightEndpoints.isUpload(req);
+    }
+
+    /** Answers on the exchange; returns null (nothing answered: the connection closes). */
     @Override
-    public void handle(HttpExchange ex) {
-        String method = ex.getRequestMethod();
-        String path = ex.getRequestURI().getRawPath();
+    public Response handle(Request req, Exchange ex) {
+        String method = req.method();
+        String path = req.path();
         try {
-            if (path.equals("/v1/weights") && WeightEndpoints.isUpload(ex)) {
-                authorize(ex); // before a single byte is spooled
-                GatewayHttp.expect(ex, "POST");
-                weights.upload(ex);
-                return;
+            if (isUpload(req)) {
+                authorize(req); // before a single byte is spooled
+                GatewayHttp.expect(req, "POST");
+                weights.upload(req, ex);
+                return null;
             }
-            byte[] body = GatewayHttp.readBody(ex);
+            byte[] body = GatewayHttp.readBody(req);
             if (path.equals("/health")) {
-                GatewayHttp.expect(ex, "GET");
+                GatewayHttp.expect(req, "GET");
                 status.health(ex);
-                return;
+                return null;
             }
-            authorize(ex);
+            authorize(req);
             Matcher ack = ACK.matcher(path);
             Matcher server = SERVER.matcher(path);
             switch (path) {
                 case "/v1/batches/next" -> {
-                    GatewayHttp.expect(ex, "POST");
-                    batches.next(ex);
+                    GatewayHttp.expect(req, "POST");
+                    batches.next(req, ex);
                 }
                 case "/v1/weights" -> {
-                    GatewayHttp.expect(ex, "POST");
+                    GatewayHttp.expect(req, "POST");
                     weights.publish(ex, body);
                 }
                 case "/v1/leases/renew" -> {
-                    GatewayHttp.expect(ex, "POST");
+                    GatewayHttp.expect(req, "POST");
                     batches.renewLease(ex, body);
                 }
                 case "/v1/status" -> {
-                    GatewayHttp.expect(ex, "GET");
+                    GatewayHttp.expect(req, "GET");
                     status.status(ex);
                 }
                 case "/v1/stats" -> {
-                    GatewayHttp.expect(ex, "GET");
-                    status.stats(ex);
+                    GatewayHttp.expect(req, "GET");
+                    status.stats(req, ex);
                 }
-                case "/v1/servers" -> servers.listOrAdd(ex, body);
+                case "/v1/servers" -> servers.listOrAdd(req, ex, body);
                 default -> {
                     if (server.matches()) {
-                        GatewayHttp.expect(ex, "DELETE");
-                        servers.drain(ex, server.group(1));
-                        return;
+                        GatewayHttp.expect(req, "DELETE");
+                        servers.drain(req, ex, server.group(1));
+                        return null;
                     }
                     if (!ack.matches()) {
                         throw new Refusal(
@@ -166,7 +174,7 @@ final class GatewayHandler implements HttpHandler {
                                         + " /v1/batches/{id}/ack, POST /v1/leases/renew, POST /v1/weights, GET /v1/status, GET /v1/stats,"
                                         + " GET|POST /v1/servers, DELETE /v1/servers/{host:port}, GET /health)");
                     }
-                    GatewayHttp.expect(ex, "POST");
+                    GatewayHttp.expect(req, "POST");
                     batches.acknowledge(ex, ack.group(1), body);
                 }
             }
@@ -175,13 +183,13 @@ final class GatewayHandler implements HttpHandler {
                 log.warn("{} {}: {} {}", method, path, r.status, r.getMessage());
             }
             if (r.allow != null) {
-                ex.getResponseHeaders().set("Allow", r.allow);
+                ex.setHeader("Allow", r.allow);
             }
             if (r.status == 401) {
-                ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"rollout\"");
+                ex.setHeader("WWW-Authenticate", "Bearer realm=\"rollout\"");
             }
             if (r.code.equals(Refusal.TOO_MANY_PULLS)) {
-                ex.getResponseHeaders().set("Retry-After", "1");
+                ex.setHeader("Retry-After", "1");
             }
             GatewayHttp.respondQuietly(ex, r.status, GatewayJson.error(r.code, r.getMessage()));
         } catch (InterruptedException e) {
@@ -194,16 +202,15 @@ final class GatewayHandler implements HttpHandler {
         } catch (RuntimeException e) {
             log.warn("{} {}: the engine failed", method, path, e);
             GatewayHttp.respondQuietly(ex, 500, GatewayJson.error("engine_error", String.valueOf(e.getMessage())));
-        } finally {
-            ex.close();
         }
+        return null;
     }
 
-    private void authorize(HttpExchange ex) throws Refusal {
+    private void authorize(Request req) throws Refusal {
         if (token == null) {
             return;
         }
-        switch (token.check(ex.getRequestHeaders().getFirst("Authorization"))) {
+        switch (token.check(req.header("Authorization"))) {
             case ACCEPTED -> {}
             case MISSING ->
                 throw new Refusal(

@@ -1,9 +1,9 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,8 +18,9 @@ final class GatewayHttp {
 
     private GatewayHttp() {}
 
-    static byte[] readBody(HttpExchange ex) throws IOException, Refusal {
-        try (InputStream in = ex.getRequestBody()) {
+    /** The body, read from the connection up to one byte past the limit, never more. */
+    static byte[] readBody(Request req) throws IOException, Refusal {
+        try (InputStream in = req.bodyStream()) {
             byte[] body = in.readNBytes(GatewayHandler.MAX_REQUEST_BYTES + 1);
             if (body.length > GatewayHandler.MAX_REQUEST_BYTES) {
                 throw new Refusal(
@@ -31,17 +32,13 @@ final class GatewayHttp {
         }
     }
 
-    static void json(HttpExchange ex, int status, byte[] body) throws IOException {
-        ex.getResponseHeaders().set("Content-Type", "application/json");
-        ex.sendResponseHeaders(status, body.length);
-        try (OutputStream out = ex.getResponseBody()) {
-            out.write(body);
-        }
+    static void json(Exchange ex, int status, byte[] body) throws IOException {
+        ex.send(status, "application/json", body);
     }
 
     /** Sends an error unless a response has begun (then the connection just closes). */
-    static void respondQuietly(HttpExchange ex, int status, byte[] body) {
-        if (ex.getResponseCode() != -1) {
+    static void respondQuietly(Exchange ex, int status, byte[] body) {
+        if (ex.began()) {
             return;
         }
         try {
@@ -51,17 +48,14 @@ final class GatewayHttp {
         }
     }
 
-    static void expect(HttpExchange ex, String method) throws Refusal {
-        expect(ex, method, method);
+    static void expect(Request req, String method) throws Refusal {
+        expect(req, method, method);
     }
 
-    static void expect(HttpExchange ex, String method, String allowed) throws Refusal {
-        if (!ex.getRequestMethod().equals(method)) {
+    static void expect(Request req, String method, String allowed) throws Refusal {
+        if (!req.method().equals(method)) {
             throw new Refusal(
-                    405,
-                    "method_not_allowed",
-                    ex.getRequestURI().getRawPath() + " takes " + allowed + ", not " + ex.getRequestMethod(),
-                    allowed);
+                    405, "method_not_allowed", req.path() + " takes " + allowed + ", not " + req.method(), allowed);
         }
     }
 }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +11,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.NoSuchElementException;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 
 /**
  * The inference server list's endpoints: {@code GET /v1/servers}, {@code POST /v1/servers} (add one)
@@ -31,19 +32,19 @@ final class ServerEndpoints {
     }
 
     /** {@code /v1/servers}: GET lists the servers, POST adds one (405 for other methods). */
-    void listOrAdd(HttpExchange ex, byte[] body) throws Refusal, IOException {
+    void listOrAdd(Request req, Exchange ex, byte[] body) throws Refusal, IOException {
         ServerDirectory directory = directory();
-        if (ex.getRequestMethod().equals("GET")) {
+        if (req.method().equals("GET")) {
             listServers(ex, directory);
         } else {
-            GatewayHttp.expect(ex, "POST", "GET, POST");
+            GatewayHttp.expect(req, "POST", "GET, POST");
             addServer(ex, directory, body);
         }
     }
 
     /** {@code DELETE /v1/servers/{rawAddress}[?hand_over_after=S]}. */
-    void drain(HttpExchange ex, String rawAddress) throws Refusal, IOException {
-        drainServer(ex, directory(), rawAddress);
+    void drain(Request req, Exchange ex, String rawAddress) throws Refusal, IOException {
+        drainServer(req, ex, directory(), rawAddress);
     }
 
     private ServerDirectory directory() throws Refusal {
@@ -53,7 +54,7 @@ final class ServerEndpoints {
         return servers;
     }
 
-    private static void listServers(HttpExchange ex, ServerDirectory directory) throws IOException {
+    private static void listServers(Exchange ex, ServerDirectory directory) throws IOException {
         ObjectNode root = JSON.createObjectNode();
         ArrayNode list = root.putArray("servers");
         for (ServerDirectory.Entry e : directory.list()) {
@@ -77,7 +78,7 @@ final class ServerEndpoints {
         GatewayHttp.json(ex, 200, JSON.writeValueAsBytes(root));
     }
 
-    private static void addServer(HttpExchange ex, ServerDirectory directory, byte[] body) throws Refusal, IOException {
+    private static void addServer(Exchange ex, ServerDirectory directory, byte[] body) throws Refusal, IOException {
         JsonNode request;
         try {
             request = JSON.readTree(body);
@@ -120,11 +121,11 @@ final class ServerEndpoints {
         GatewayHttp.json(ex, added ? 201 : 200, JSON.writeValueAsBytes(answer));
     }
 
-    private static void drainServer(HttpExchange ex, ServerDirectory directory, String rawAddress)
+    private static void drainServer(Request req, Exchange ex, ServerDirectory directory, String rawAddress)
             throws Refusal, IOException {
         String address = URLDecoder.decode(rawAddress, StandardCharsets.UTF_8);
         Duration handOverAfter = DEFAULT_HAND_OVER_AFTER;
-        String query = ex.getRequestURI().getRawQuery();
+        String query = req.query();
         if (query != null && !query.isEmpty()) {
             for (String pair : query.split("&")) {
                 int eq = pair.indexOf('=');

@@ -2,13 +2,14 @@ package org.rollout.gateway;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.wire.GatewayJson;
 
@@ -27,17 +28,17 @@ final class StatusEndpoints {
         this.health = health;
     }
 
-    void health(HttpExchange ex) throws IOException {
+    void health(Exchange ex) throws IOException {
         GatewayHealth h = health.get();
         GatewayHttp.json(ex, h.ok() ? 200 : 503, h.ok() ? GatewayJson.health() : degraded(h));
     }
 
-    void status(HttpExchange ex) throws IOException, InterruptedException {
+    void status(Exchange ex) throws IOException, InterruptedException {
         GatewayHttp.json(ex, 200, GatewayJson.status(engine.status()));
     }
 
-    void stats(HttpExchange ex) throws Refusal, IOException, InterruptedException {
-        int since = sinceVersionOf(ex.getRequestURI().getRawQuery());
+    void stats(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
+        int since = sinceVersionOf(req.query());
         try {
             GatewayHttp.json(ex, 200, GatewayJson.stats(engine.stats(since)));
         } catch (UnsupportedOperationException e) {

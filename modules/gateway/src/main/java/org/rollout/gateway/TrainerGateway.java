@@ -1,23 +1,24 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpServer;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import org.rollout.api.InvalidConfigException;
+import org.rollout.http.Http1Server;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 import org.rollout.trainer.RolloutClient;
+import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * processes, batches are tens of megabytes, and HTTP streams them with TCP back-pressure and takes
  * a bearer token and TLS.
  *
- * <p>Each exchange runs on its own virtual thread; a pull blocks its thread until a batch is ready
+ * <p>The server is {@link Http1Server}. Each exchange runs on its own virtual thread; a pull blocks its thread until a batch is ready
  * or its wait ends. A batch goes out with its exact {@code Content-Length} (its metadata encoded
  * first), in 1 MiB writes straight from the tensors, so the gateway never holds an encoded copy, and a trainer that reads slowly holds its thread (not
  * memory) through TCP back-pressure.
@@ -46,8 +47,8 @@ import org.slf4j.LoggerFactory;
  * <p>Delivery: the gateway adds nothing to the engine's rules. A batch whose stream breaks (the
  * trainer went away mid-batch) stays unacknowledged and comes again after the engine's {@code
  * batch_ack_timeout}, with the same id. A pull whose trainer disconnects while it waits still takes
- * the next batch from the engine (the JDK server cannot see the disconnect), which then also comes
- * again after {@code batch_ack_timeout}.
+ * the next batch from the engine; its response then fails at the status line and the batch goes
+ * to the next pull at once.
  *
  * <p>Security: binds 127.0.0.1 unless configured otherwise; with a token, every endpoint but {@code
  * /health} and the routes a node adds ({@link GatewayExtras}: {@code /metrics}, {@code /dashboard},
@@ -59,16 +60,14 @@ import org.slf4j.LoggerFactory;
 public final class TrainerGateway implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TrainerGateway.class);
 
-    private final HttpServer server;
-    private final ExecutorService executor;
+    private final Http1Server server;
     private final GatewayHandler handler;
     private final GatewayConfig config;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private TrainerGateway(HttpServer server, ExecutorService executor, GatewayHandler handler, GatewayConfig config) {
+    private TrainerGateway(Http1Server server, GatewayHandler handler, GatewayConfig config) {
         this.handler = handler;
         this.server = server;
-        this.executor = executor;
         this.config = config;
     }
 
@@ -91,31 +90,56 @@ public final class TrainerGateway implements AutoCloseable {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(extras, "extras");
         Objects.requireNonNull(engine, "engine");
-        InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
-        HttpServer server;
+        GatewayHandler handler = new GatewayHandler(engine, config, extras);
+        Http1Server.Options options = Http1Server.Options.DEFAULT
+                .withErrors(TrainerGateway::errorBody)
+                // Every body is read by the handler: an upload copied to disk as it arrives, any
+                // other up to GatewayHandler.MAX_REQUEST_BYTES (413 past it), never held whole.
+                .withStreamBody(r -> true);
+        if (config.tls()) {
+            options = options.withTls(sslContext(config));
+        }
+        Http1Server server;
         try {
-            if (config.tls()) {
-                HttpsServer https = HttpsServer.create(address, 0);
-                https.setHttpsConfigurator(new HttpsConfigurator(sslContext(config)));
-                server = https;
-            } else {
-                server = HttpServer.create(address, 0);
-            }
+            server = Http1Server.start(
+                    config.host(), config.port(), route(handler, extras.routes()), "trainer-gateway", options);
         } catch (BindException e) {
             throw new IOException(
                     "cannot bind the trainer gateway to " + config.host() + ":" + config.port() + ": " + e.getMessage(),
                     e);
         }
-        ExecutorService executor = Executors.newThreadPerTaskExecutor(
-                Thread.ofVirtual().name("trainer-gateway-", 0).factory());
-        server.setExecutor(executor);
-        GatewayHandler handler = new GatewayHandler(engine, config, extras);
-        server.createContext("/", handler);
-        extras.routes().forEach(server::createContext);
-        server.start();
-        TrainerGateway gateway = new TrainerGateway(server, executor, handler, config);
+        TrainerGateway gateway = new TrainerGateway(server, handler, config);
         log.info("trainer gateway listening on {} ({})", gateway.uri(), config);
         return gateway;
+    }
+
+    /** A request to the route with the longest prefix of its path, else to the gateway's own endpoints. */
+    private static Http1Server.Handler route(GatewayHandler gateway, Map<String, Http1Server.Handler> routes) {
+        List<Map.Entry<String, Http1Server.Handler>> byLength = routes.entrySet().stream()
+                .sorted(Comparator.comparingInt((Map.Entry<String, Http1Server.Handler> e) ->
+                                e.getKey().length())
+                        .reversed())
+                .toList();
+        return (Request req, Exchange ex) -> {
+            for (Map.Entry<String, Http1Server.Handler> r : byLength) {
+                if (req.path().startsWith(r.getKey())) {
+                    return r.getValue().handle(req, ex);
+                }
+            }
+            return gateway.handle(req, ex);
+        };
+    }
+
+    /** The answers the server gives itself (a request it cannot read, 408, 413, 431), in the gateway's error form. */
+    private static byte[] errorBody(int status, String message) {
+        String code = switch (status) {
+            case 400 -> "bad_request";
+            case 408 -> "request_timeout";
+            case 413 -> "payload_too_large";
+            case 431 -> "headers_too_large";
+            default -> "internal_error";
+        };
+        return GatewayJson.error(code, message);
     }
 
     private static SSLContext sslContext(GatewayConfig config) {
@@ -143,17 +167,17 @@ public final class TrainerGateway implements AutoCloseable {
 
     /** The port bound (the free one picked when the configured port was 0). */
     public int port() {
-        return server.getAddress().getPort();
+        return server.port();
     }
 
     /** The address bound. */
     public InetSocketAddress address() {
-        return server.getAddress();
+        return server.address();
     }
 
     /** The base URL trainers use as a contact point: {@code http(s)://host:port}. */
     public URI uri() {
-        String host = server.getAddress().getAddress().getHostAddress();
+        String host = server.address().getAddress().getHostAddress();
         if (host.contains(":")) {
             host = "[" + host + "]";
         }
@@ -176,14 +200,6 @@ public final class TrainerGateway implements AutoCloseable {
         // which it then retried against a closed port.
         handler.stopWatching();
         handler.interruptPulls();
-        server.stop(1);
-        executor.shutdownNow();
-        try {
-            if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
-                log.warn("trainer gateway {}: some exchanges did not end within 5 s of closing", uri());
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        server.close(1000);
     }
 }

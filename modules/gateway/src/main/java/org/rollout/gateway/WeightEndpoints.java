@@ -1,6 +1,5 @@
 package org.rollout.gateway;
 
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URLDecoder;
@@ -9,6 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Locale;
+import org.rollout.http.Http1Server.Exchange;
+import org.rollout.http.Http1Server.Request;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
 import org.rollout.trainer.WeightPublishException;
@@ -39,12 +40,12 @@ final class WeightEndpoints {
     }
 
     /** Whether the request is a weight file's bytes (application/octet-stream), not JSON. */
-    static boolean isUpload(HttpExchange ex) {
-        String type = ex.getRequestHeaders().getFirst("Content-Type");
+    static boolean isUpload(Request req) {
+        String type = req.header("Content-Type");
         return type != null && type.toLowerCase(Locale.ROOT).startsWith("application/octet-stream");
     }
 
-    void publish(HttpExchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
+    void publish(Exchange ex, byte[] body) throws Refusal, IOException, InterruptedException {
         GatewayJson.PublishRequest request;
         Path path;
         try {
@@ -83,7 +84,7 @@ final class WeightEndpoints {
      * that file as the version, with the path publish's fencing and answers; the engine reads the
      * manifest and tells the servers to receive those tensors from the trainer's broadcast.
      */
-    private void publishTensors(HttpExchange ex, GatewayJson.PublishRequest request)
+    private void publishTensors(Exchange ex, GatewayJson.PublishRequest request)
             throws Refusal, IOException, InterruptedException {
         int version = request.version();
         Files.createDirectories(spool);
@@ -119,14 +120,14 @@ final class WeightEndpoints {
      * spool on this node and publishes that file as {@code N}, with the path publish's fencing and
      * answers. A failed publish deletes its file; a successful one deletes the previous upload.
      */
-    void upload(HttpExchange ex) throws Refusal, IOException, InterruptedException {
-        int version = versionOf(ex.getRequestURI().getRawQuery());
+    void upload(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
+        int version = versionOf(req.query());
         Files.createDirectories(spool);
         Path file = Files.createTempFile(spool, "v" + version + "-", ".weights");
         boolean published = false;
         try {
             long bytes;
-            try (InputStream in = ex.getRequestBody()) {
+            try (InputStream in = req.bodyStream()) {
                 bytes = Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             }
             if (bytes == 0) {

@@ -132,13 +132,15 @@ final class Http1Connection {
 
     /**
      * Waits for the first byte of the connection's next request and leaves it unread. False when
-     * the connection ended, failed, or stayed idle for {@link Timeouts#idle} with no request under
-     * way ({@code handled} done, or null before the first request): a request being served is
-     * never timed out here.
+     * the connection ended, failed, or stayed idle with no request under way: {@code handled} is
+     * null before the first request (then the wait is {@link Timeouts#firstRequest}), else done
+     * (then {@link Timeouts#idle} from the response). A request being served is never timed out here.
      */
     private boolean awaitFirstByte(
             PushbackInputStream in, Http1DeadlineInput deadline, CompletableFuture<Long> handled) {
-        Duration idle = options.timeouts().idle();
+        Duration idle = handled == null
+                ? options.timeouts().firstRequest()
+                : options.timeouts().idle();
         deadline.within(idle);
         while (true) {
             try {

@@ -190,23 +190,39 @@ public final class Http1Server {
     }
 
     /**
-     * How long a client may take. {@code idle}: a connection with no request under way (before its
-     * first request, between keep-alive requests) is closed after it; a streamed request body that
-     * sends nothing for it fails. {@code request}: from a request's first byte to its last (a body
-     * read whole included), else it is answered 408 and the connection closed, so a client that
-     * sends a byte at a time (slowloris) holds a connection no longer than this. {@code write}: a
-     * write of the response that the client does not take for this long resets the connection.
+     * How long a client may take. {@code idle}: a connection with no request under way (between
+     * keep-alive requests) is closed after it; a streamed request body that sends nothing for it
+     * fails. {@code firstRequest}: a new connection that sends no byte of a request for this long is
+     * closed (connections opened and left idle would otherwise hold the server's file descriptors,
+     * and with them the node's outgoing connections, for a whole {@code idle}). {@code request}: from
+     * a request's first byte to its last (a body read whole included), else it is answered 408 and
+     * the connection closed, so a client that sends a byte at a time (slowloris) holds a connection
+     * no longer than this. {@code write}: a write of the response that the client does not take for
+     * this long resets the connection.
      */
-    public record Timeouts(Duration idle, Duration request, Duration write) {
+    public record Timeouts(Duration idle, Duration firstRequest, Duration request, Duration write) {
+        /** A new connection's wait for its first request when not given: 10 s, or {@code idle} if shorter. */
+        public static final Duration FIRST_REQUEST = Duration.ofSeconds(10);
+
+        private static final Duration DEFAULT_WRITE = Duration.ofSeconds(300);
+
         /** Above the JDK client's 30 s and Python clients' 15 s idle keep-alive, so they close first. */
-        public static final Timeouts DEFAULT =
-                new Timeouts(Duration.ofSeconds(120), Duration.ofSeconds(60), Duration.ofSeconds(300));
+        public static final Timeouts DEFAULT = new Timeouts(Duration.ofSeconds(120), Duration.ofSeconds(60));
+
+        public Timeouts {
+            Objects.requireNonNull(idle, "idle");
+            Objects.requireNonNull(firstRequest, "firstRequest");
+            Objects.requireNonNull(request, "request");
+            Objects.requireNonNull(write, "write");
+        }
+
+        public Timeouts(Duration idle, Duration request, Duration write) {
+            this(idle, idle.compareTo(FIRST_REQUEST) < 0 ? idle : FIRST_REQUEST, request, write);
+        }
 
         public Timeouts(Duration idle, Duration request) {
             this(idle, request, DEFAULT_WRITE);
         }
-
-        private static final Duration DEFAULT_WRITE = Duration.ofSeconds(300);
     }
 
     /**

@@ -104,6 +104,46 @@ class Http1ServerTimeoutsTest {
         awaitNoConnections();
     }
 
+    /**
+     * Connections opened and never used go at {@code firstRequest}, well before {@code idle}: a
+     * flood of them cannot hold the node's file descriptors for long. A client that has been served
+     * keeps its connection for the whole {@code idle}.
+     */
+    @Test
+    void aNewConnectionThatSendsNothingGoesAtTheFirstRequestTimeoutAServedOneStays() throws Exception {
+        start(
+                new Http1Server.Timeouts(
+                        Duration.ofSeconds(30), Duration.ofMillis(400), Duration.ofSeconds(30), Duration.ofSeconds(30)),
+                Duration.ZERO);
+        try (Socket served = connect();
+                Socket unused = connect()) {
+            OutputStream out = served.getOutputStream();
+            out.write("GET /x HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThat(readResponse(served.getInputStream())).startsWith("HTTP/1.1 200 OK");
+            long started = System.nanoTime();
+            assertThat(unused.getInputStream().read()).as("end of stream").isEqualTo(-1);
+            assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
+            Thread.sleep(600);
+            out.write("GET /x HTTP/1.1\r\nHost: a\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThat(readResponse(served.getInputStream()))
+                    .as("the served connection, idle past firstRequest")
+                    .startsWith("HTTP/1.1 200 OK");
+            assertThat(server.openConnections()).isEqualTo(1);
+        }
+        awaitNoConnections();
+    }
+
+    @Test
+    void aFirstRequestTimeoutDefaultsToTenSecondsOrTheIdleTimeoutIfShorter() {
+        assertThat(new Http1Server.Timeouts(Duration.ofSeconds(120), Duration.ofSeconds(60)).firstRequest())
+                .isEqualTo(Duration.ofSeconds(10));
+        assertThat(new Http1Server.Timeouts(Duration.ofMillis(300), Duration.ofSeconds(60)).firstRequest())
+                .isEqualTo(Duration.ofMillis(300));
+        assertThat(Http1Server.Timeouts.DEFAULT.firstRequest()).isEqualTo(Duration.ofSeconds(10));
+    }
+
     @Test
     void aRequestServedLongerThanTheIdleTimeoutIsAnsweredAndTheConnectionKeptAlive() throws Exception {
         start(new Http1Server.Timeouts(Duration.ofMillis(200), Duration.ofSeconds(30)), Duration.ofMillis(700));
