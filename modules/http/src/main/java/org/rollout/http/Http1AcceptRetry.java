@@ -1,7 +1,11 @@
 package org.rollout.http;
 
 import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.time.Duration;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +28,31 @@ final class Http1AcceptRetry {
 
     Http1AcceptRetry(String name) {
         this.name = name;
+    }
+
+    /**
+     * Accepts on {@code socket} and hands each connection to {@code serve} until {@code closing}
+     * holds or the socket closes; a connection accepted as the server began closing is closed.
+     */
+    static void acceptUntilClosed(ServerSocket socket, String name, BooleanSupplier closing, Consumer<Socket> serve) {
+        Http1AcceptRetry retry = new Http1AcceptRetry(name);
+        while (!closing.getAsBoolean()) {
+            Socket s;
+            try {
+                s = socket.accept();
+                retry.succeeded();
+            } catch (IOException e) {
+                if (closing.getAsBoolean() || socket.isClosed() || !retry.failed(e)) {
+                    return;
+                }
+                continue;
+            }
+            if (closing.getAsBoolean()) {
+                Http1Sockets.closeQuietly(s, true);
+                continue;
+            }
+            serve.accept(s);
+        }
     }
 
     void succeeded() {

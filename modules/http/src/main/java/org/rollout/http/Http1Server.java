@@ -7,7 +7,6 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -324,26 +323,11 @@ public final class Http1Server {
 
     /** Accepts until closed; a failed accept while the socket is open is retried ({@link Http1AcceptRetry}). */
     private void acceptLoop() {
-        Http1AcceptRetry retry = new Http1AcceptRetry(name);
-        while (!closing) {
-            Socket s;
-            try {
-                s = serverSocket.accept();
-                retry.succeeded();
-            } catch (IOException e) {
-                if (closing || serverSocket.isClosed() || !retry.failed(e)) {
-                    return;
-                }
-                continue;
-            }
-            if (closing) {
-                Http1Sockets.closeQuietly(s, true);
-                continue;
-            }
+        Http1AcceptRetry.acceptUntilClosed(serverSocket, name, this::isClosing, s -> {
             Http1Connection c = new Http1Connection(this, s, handler, name, options);
             connections.add(c);
             Thread.ofVirtual().name(name + "-conn").start(c::serve);
-        }
+        });
     }
 
     /** Stops accepting new connections; open connections stay. */
