@@ -503,9 +503,11 @@ public final class Http1Server {
                 keepAlive = false;
             }
             connection.write(Http1ResponseWriter.head(status, null, responseHeaders, framing, keepAlive));
+            // The head goes at once, as the body begins: a client learns the status and headers (a
+            // batch's id) before the body, so one whose stream is cut midway can say what it missed.
+            connection.flush();
             boolean noBody = status == 204 || status == 304;
             if (noBody || length == 0) {
-                connection.flush();
                 body = new Http1ResponseWriter.Body(connection, 0, false);
             } else if (framing == CHUNKED) {
                 body = new Http1ResponseWriter.Body(connection, -1, true);
