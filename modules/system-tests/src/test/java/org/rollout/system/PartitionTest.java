@@ -16,8 +16,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * ({@link NetworkNamespaces}), cut from each other with iptables rules while a checked trainer
  * trains. In turn: a cut that heals before the Split Brain Resolver decides (nobody is downed), a
  * rollout node cut from the majority (it downs itself; its groups are generated again
- * elsewhere), a one-way cut, a flapping link, a fifth of a node's packets lost for 20 s, a node's
- * link throttled for 20 s (its packets queued, so delayed, and dropped past the queue), and the
+ * elsewhere), a one-way cut, a flapping link, a fifth of a node's packets lost for 12 s, a node's
+ * link throttled for 12 s (its packets queued, so delayed, and dropped past the queue), and the
  * singletons' node cut from the majority (the singletons move, the version stays). After each, the run must reach more acknowledged batches
  * within a stated time, and at the end every task is accounted for and no invariant is broken:
  * nothing delivered twice, nothing lost, the version never backwards. Skipped, saying why, where
@@ -102,32 +102,32 @@ class PartitionTest {
 
             settled(c);
 
-            // 5. A lossy node: a fifth of node-3's packets (to nodes, servers and the trainer) dropped for 20 s.
+            // 5. A lossy node: a fifth of node-3's packets (to nodes, servers and the trainer) dropped for 12 s.
             c.packetLoss(3, 0.2);
             int before = t.batchesAcknowledged();
             long lossStarted = System.nanoTime();
-            Waits.untilTrue("20 s of training over a lossy node", Duration.ofSeconds(30), () -> {
+            Waits.untilTrue("12 s of training over a lossy node", Duration.ofSeconds(22), () -> {
                 t.step(Duration.ofSeconds(1), true);
-                return System.nanoTime() - lossStarted > Duration.ofSeconds(20).toNanos();
+                return System.nanoTime() - lossStarted > Duration.ofSeconds(12).toNanos();
             });
             int duringLoss = t.batchesAcknowledged() - before;
             c.heal(3);
-            recoveries.add(recovered("20 % packet loss on node-3 for 20 s (" + duringLoss + " batches during)", t));
+            recoveries.add(recovered("20 % packet loss on node-3 for 12 s (" + duringLoss + " batches during)", t));
             restartWhatLeft(c, 3);
 
             settled(c);
 
-            // 5b. A throttled node: node-3's link at 256 kbit/s both ways for 20 s, packets queued up to
+            // 5b. A throttled node: node-3's link at 256 kbit/s both ways for 12 s, packets queued up to
             // 300 ms (dropped past that): delay and jitter under load.
             // Node-3 must be taking groups, or its link carries only heartbeats, which fit under any rate.
             NodeLossTest.awaitDispatchTo(c, t, "node-3");
             c.throttle(3, 256, 300);
             int beforeThrottle = t.batchesAcknowledged();
             long throttleStarted = System.nanoTime();
-            Waits.untilTrue("20 s of training over a throttled node", Duration.ofSeconds(30), () -> {
+            Waits.untilTrue("12 s of training over a throttled node", Duration.ofSeconds(22), () -> {
                 t.step(Duration.ofSeconds(1), true);
                 return System.nanoTime() - throttleStarted
-                        > Duration.ofSeconds(20).toNanos();
+                        > Duration.ofSeconds(12).toNanos();
             });
             long[] held = c.throttled(3);
             String stats = c.throttleStats(3);
@@ -137,7 +137,7 @@ class PartitionTest {
                     .as("packets node-3's throttle held past its rate; tc said:\n%s", stats)
                     .isPositive();
             recoveries.add(recovered(
-                    "node-3 throttled to 256 kbit/s for 20 s (" + duringThrottle + " batches during, " + held[0]
+                    "node-3 throttled to 256 kbit/s for 12 s (" + duringThrottle + " batches during, " + held[0]
                             + " packets queued, " + held[1] + " dropped)",
                     t));
             restartWhatLeft(c, 3);
