@@ -7,6 +7,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.DeadLetter;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -85,6 +86,7 @@ class MailboxDepthsTest {
         MailboxDepths depths = MailboxDepths.get(kit.system());
         TestProbe<DeadLetter> deadLetters = kit.createTestProbe();
         kit.system().eventStream().tell(new EventStream.Subscribe<>(DeadLetter.class, deadLetters.ref()));
+        awaitSubscribed(deadLetters);
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch gate = new CountDownLatch(1);
         TestProbe<Integer> seen = kit.createTestProbe();
@@ -101,8 +103,43 @@ class MailboxDepthsTest {
         // The actor stopped after message 0: its 5 waiting messages are taken out of the count as
         // they go to dead letters.
         for (int i = 1; i <= 5; i++) {
-            assertThat(deadLetters.receiveMessage(DEADLINE).message()).isEqualTo(i);
+            assertThat(nextDeadLetter(deadLetters)).isEqualTo(i);
         }
         assertThat(depths.depth("collector")).isZero();
+    }
+
+    /** The next dead letter's message, past any marker of {@link #awaitSubscribed} that came late. */
+    private static Object nextDeadLetter(TestProbe<DeadLetter> deadLetters) {
+        while (true) {
+            Object m = deadLetters.receiveMessage(DEADLINE).message();
+            if (!m.equals(-1)) {
+                return m;
+            }
+        }
+    }
+
+    /**
+     * The event stream takes a subscription asynchronously: dead letters published before it is in
+     * place are not delivered to the probe. A dead letter of a stopped actor of our own, sent until
+     * one arrives, shows that it is.
+     */
+    private void awaitSubscribed(TestProbe<DeadLetter> deadLetters) {
+        ActorRef<Integer> stopped = kit.spawn(Behaviors.receiveMessage(m -> Behaviors.stopped()), "stops-at-once");
+        stopped.tell(0);
+        long deadline = System.nanoTime() + DEADLINE.toNanos();
+        while (true) {
+            assertThat(System.nanoTime())
+                    .as("the dead-letter subscription in place")
+                    .isLessThan(deadline);
+            stopped.tell(-1);
+            try {
+                deadLetters.fishForMessage(
+                        Duration.ofMillis(200),
+                        d -> d.message().equals(-1) ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore());
+                break;
+            } catch (AssertionError notYet) {
+                // none within 200 ms: not subscribed yet, or the actor had not stopped; send again
+            }
+        }
     }
 }
