@@ -1,17 +1,23 @@
 package org.rollout.system;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * One network namespace per cluster node, made by the test and removed after it: each namespace
  * has a veth pair to a bridge in the test's own namespace, on a /24 of 10.213.0.0/16 picked from
- * the test JVM's pid. The bridge holds {@code .1} (the model servers and the trainer, which is the
+ * the test JVM's pid (or the next one no interface here holds). The bridge holds {@code .1} (the model servers and the trainer, which is the
  * test JVM, use it); node {@code i} is {@code .(10 + i)}. Partitions are iptables rules inside a
  * node's namespace, so they cut node-to-node traffic and nothing else; no address outside this
  * machine is ever involved.
@@ -66,7 +72,7 @@ final class NetworkNamespaces implements AutoCloseable {
     /** Creates the bridge and {@code nodes} namespaces. */
     static NetworkNamespaces create(int nodes, Path workDir) throws IOException, InterruptedException {
         long pid = ProcessHandle.current().pid();
-        NetworkNamespaces n = new NetworkNamespaces("r" + (pid % 100000), "10.213." + (pid % 250), workDir, nodes);
+        NetworkNamespaces n = new NetworkNamespaces("r" + (pid % 100000), "10.213." + freeSubnet(pid), workDir, nodes);
         StringBuilder script = new StringBuilder("set -e\n");
         script.append("ip link add ").append(n.bridge()).append(" type bridge\n");
         script.append("ip addr add ")
@@ -238,6 +244,35 @@ final class NetworkNamespaces implements AutoCloseable {
 
     private String inNs(int i, String command) {
         return "ip netns exec " + namespace(i) + " " + command + "\n";
+    }
+
+    /**
+     * The third byte of a /24 of 10.213.0.0/16 that no interface here holds: the one the pid picks,
+     * or the next free one. A bridge left by a run that was killed before it could clean up keeps
+     * its address, and a second bridge on the same /24 left the new nodes unable to reach the model
+     * servers (two test JVMs whose pids agree modulo 250).
+     */
+    private static int freeSubnet(long pid) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("ip", "-o", "-4", "addr", "show")
+                .redirectErrorStream(true)
+                .start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(10, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException("ip addr show did not end within 10 s");
+        }
+        Set<Integer> used = new HashSet<>();
+        Matcher m = Pattern.compile("inet 10\\.213\\.(\\d+)\\.").matcher(out);
+        while (m.find()) {
+            used.add(Integer.parseInt(m.group(1)));
+        }
+        for (int i = 0; i < 250; i++) {
+            int k = (int) ((pid + i) % 250);
+            if (!used.contains(k)) {
+                return k;
+            }
+        }
+        throw new IOException("every /24 of 10.213.0.0/16 below .250 is in use here");
     }
 
     private static void sh(Path workDir, String script) throws IOException, InterruptedException {
