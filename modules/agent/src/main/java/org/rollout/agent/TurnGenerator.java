@@ -280,7 +280,11 @@ final class TurnGenerator {
             throw ProxyErrors.sessionClosedDuring(session);
         }
         try {
-            return engine.generate(request);
+            // The session is the trajectory: with an affine routing_strategy, its turns stay on the
+            // server that holds their history's prefix.
+            Map<String, Object> metadata = new LinkedHashMap<>(request.metadata());
+            metadata.putIfAbsent(ModelRequest.AFFINITY_KEY, session.id());
+            return engine.generate(request.withMetadata(metadata));
         } catch (InterruptedException e) {
             if (closing.getAsBoolean()) {
                 throw ProxyErrors.shuttingDown();

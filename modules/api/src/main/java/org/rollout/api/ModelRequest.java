@@ -16,6 +16,14 @@ import java.util.UUID;
  * is never changed. {@code metadata} is free-form and copied shallowly.
  */
 public final class ModelRequest {
+    /**
+     * A {@link #metadata()} key whose string value names the trajectory the request belongs to:
+     * with an affine {@code routing_strategy}, requests with the same value go to the same server
+     * while its load allows (the agent proxy sets it to its session id). Requests made inside an
+     * episode need not set it: the episode's task and sample name their trajectory.
+     */
+    public static final String AFFINITY_KEY = "affinity";
+
     private final String rid;
     private final int[] inputIds;
     private final GenerationConfig gconfig;

@@ -26,10 +26,20 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>request_timeout</td><td>3600 s</td><td>per attempt of one segment (connect + response)</td></tr>
  *   <tr><td>request_retries</td><td>3</td><td>total attempts per segment, across servers (not 1 + 3)</td></tr>
  *   <tr><td>setup_timeout</td><td>300 s</td><td>how long {@code RemoteInferenceEngine.initialize()} waits for servers</td></tr>
- *   <tr><td>routing_strategy</td><td>least_requests</td><td>{@code least_requests} or {@code round_robin}</td></tr>
+ *   <tr><td>routing_strategy</td><td>least_requests</td><td>{@code least_requests}, {@code round_robin},
+ *       {@code group_affinity} or {@code prefix_aware}; see {@link RoutingStrategy}</td></tr>
  *   <tr><td>sticky_by_rid</td><td>true</td><td>send a rid's segments back to its server while it is not overloaded</td></tr>
  *   <tr><td>sticky_slack</td><td>8</td><td>how many more outstanding requests than the least-loaded server a
  *       sticky server may have and still be preferred</td></tr>
+ *   <tr><td>affinity_slack</td><td>16</td><td>with {@code group_affinity} or {@code prefix_aware}: how many more
+ *       outstanding requests than the least-loaded server the server holding a request's prefix may have and
+ *       still take it (so a group of 16 fits on one server of an idle fleet)</td></tr>
+ *   <tr><td>affinity_load_factor</td><td>1.25</td><td>with {@code group_affinity} or {@code prefix_aware}: the
+ *       bounded-load factor; an affine server may also take a request while its outstanding requests stay
+ *       within this multiple of the fleet's mean (whichever of the two bounds is larger)</td></tr>
+ *   <tr><td>prefix_view_tokens</td><td>262144</td><td>with {@code prefix_aware}: how many prompt tokens the
+ *       engine remembers per server as that server's cached prefixes (least recently used forgotten first);
+ *       about the servers' own prefix-cache capacity</td></tr>
  *   <tr><td>health_check_interval</td><td>1 s</td><td>how often ejected servers are probed with {@code GET /health}</td></tr>
  *   <tr><td>health_check_timeout</td><td>5 s</td><td>timeout of one health probe</td></tr>
  *   <tr><td>control_timeout</td><td>60 s</td><td>timeout of one pause/continue call (weight loads use request_timeout)</td></tr>
@@ -72,6 +82,9 @@ public record InferenceConfig(
         RoutingStrategy routingStrategy,
         boolean stickyByRid,
         int stickySlack,
+        int affinitySlack,
+        double affinityLoadFactor,
+        int prefixViewTokens,
         Duration healthCheckInterval,
         Duration healthCheckTimeout,
         Duration controlTimeout,
@@ -118,6 +131,9 @@ public record InferenceConfig(
             "routing_strategy",
             "sticky_by_rid",
             "sticky_slack",
+            "affinity_slack",
+            "affinity_load_factor",
+            "prefix_view_tokens",
             "health_check_interval",
             "health_check_timeout",
             "control_timeout",
@@ -149,6 +165,13 @@ public record InferenceConfig(
         positive(setupTimeout, "setup_timeout");
         Objects.requireNonNull(routingStrategy, "routing_strategy");
         require(stickySlack >= 0, "sticky_slack", stickySlack, "an integer >= 0");
+        require(affinitySlack >= 0, "affinity_slack", affinitySlack, "an integer >= 0");
+        require(
+                Double.isFinite(affinityLoadFactor) && affinityLoadFactor >= 1.0,
+                "affinity_load_factor",
+                affinityLoadFactor,
+                "a number >= 1.0");
+        require(prefixViewTokens >= 0, "prefix_view_tokens", prefixViewTokens, "an integer >= 0");
         positive(healthCheckInterval, "health_check_interval");
         positive(healthCheckTimeout, "health_check_timeout");
         positive(controlTimeout, "control_timeout");
@@ -268,6 +291,9 @@ public record InferenceConfig(
         private RoutingStrategy routingStrategy = RoutingStrategy.LEAST_REQUESTS;
         private boolean stickyByRid = true;
         private int stickySlack = 8;
+        private int affinitySlack = 16;
+        private double affinityLoadFactor = 1.25;
+        private int prefixViewTokens = 262_144;
         private Duration healthCheckInterval = Duration.ofSeconds(1);
         private Duration healthCheckTimeout = Duration.ofSeconds(5);
         private Duration controlTimeout = Duration.ofSeconds(60);
@@ -298,6 +324,9 @@ public record InferenceConfig(
             routingStrategy = c.routingStrategy;
             stickyByRid = c.stickyByRid;
             stickySlack = c.stickySlack;
+            affinitySlack = c.affinitySlack;
+            affinityLoadFactor = c.affinityLoadFactor;
+            prefixViewTokens = c.prefixViewTokens;
             healthCheckInterval = c.healthCheckInterval;
             healthCheckTimeout = c.healthCheckTimeout;
             controlTimeout = c.controlTimeout;
@@ -420,6 +449,24 @@ public record InferenceConfig(
             return this;
         }
 
+        /** How much busier than the least-loaded server an affine server may be and still be chosen. */
+        public Builder affinitySlack(int v) {
+            affinitySlack = v;
+            return this;
+        }
+
+        /** The bounded-load factor of affine placement (a multiple of the fleet's mean load). */
+        public Builder affinityLoadFactor(double v) {
+            affinityLoadFactor = v;
+            return this;
+        }
+
+        /** How many prompt tokens the prefix-aware router remembers per server. */
+        public Builder prefixViewTokens(int v) {
+            prefixViewTokens = v;
+            return this;
+        }
+
         public Builder healthCheckInterval(Duration v) {
             healthCheckInterval = v;
             return this;
@@ -526,6 +573,9 @@ public record InferenceConfig(
                     routingStrategy,
                     stickyByRid,
                     stickySlack,
+                    affinitySlack,
+                    affinityLoadFactor,
+                    prefixViewTokens,
                     healthCheckInterval,
                     healthCheckTimeout,
                     controlTimeout,

@@ -25,6 +25,9 @@ final class InferenceConfigMap {
                 case "routing_strategy" -> b.routingStrategy(RoutingStrategy.fromConfig(string(key, v)));
                 case "sticky_by_rid" -> b.stickyByRid(bool(key, v));
                 case "sticky_slack" -> b.stickySlack(intValue(key, v));
+                case "affinity_slack" -> b.affinitySlack(intValue(key, v));
+                case "affinity_load_factor" -> b.affinityLoadFactor(doubleValue(key, v));
+                case "prefix_view_tokens" -> b.prefixViewTokens(intValue(key, v));
                 case "health_check_interval" -> b.healthCheckInterval(secondsValue(key, v));
                 case "health_check_timeout" -> b.healthCheckTimeout(secondsValue(key, v));
                 case "control_timeout" -> b.controlTimeout(secondsValue(key, v));
@@ -77,6 +80,20 @@ final class InferenceConfigMap {
             return Integer.parseInt(s.strip());
         }
         throw new InvalidConfigException(key, v, "an integer");
+    }
+
+    private static double doubleValue(String key, Object v) {
+        if (v instanceof Number n) {
+            return n.doubleValue();
+        }
+        if (v instanceof String s) {
+            try {
+                return Double.parseDouble(s.strip());
+            } catch (NumberFormatException e) {
+                throw new InvalidConfigException(key, v, "a number");
+            }
+        }
+        throw new InvalidConfigException(key, v, "a number");
     }
 
     private static Duration secondsValue(String key, Object v) {

@@ -63,7 +63,7 @@ final class InferenceSection {
                 "request_retries",
                 r.intValue("rollout.request_retries", Integer.MIN_VALUE, false, "an integer >= 1 (total attempts)"));
         put(v, "setup_timeout", r.seconds("rollout.setup_timeout", false));
-        put(v, "routing_strategy", r.string("rollout.routing_strategy", false, "least_requests or round_robin"));
+        put(v, "routing_strategy", r.string("rollout.routing_strategy", false, RoutingStrategy.ALLOWED));
         put(v, "interrupt_mode", r.string("rollout.interrupt_mode", false, "resume or discard"));
         put(v, "sticky_by_rid", r.bool("rollout.sticky_by_rid"));
         put(v, "deterministic_sampling", r.bool("rollout.deterministic_sampling"));
@@ -79,6 +79,12 @@ final class InferenceSection {
         put(v, "shared_disk_servers", r.string("rollout.shared_disk_servers", false, "launched, local or none"));
         put(v, "nccl_group_name", r.string("rollout.nccl_group_name", false, "a non-blank name without blanks"));
         put(v, "sticky_slack", r.intValue("rollout.sticky_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
+        put(v, "affinity_slack", r.intValue("rollout.affinity_slack", Integer.MIN_VALUE, false, "an integer >= 0"));
+        put(v, "affinity_load_factor", r.number("rollout.affinity_load_factor", "a number >= 1.0"));
+        put(
+                v,
+                "prefix_view_tokens",
+                r.intValue("rollout.prefix_view_tokens", Integer.MIN_VALUE, false, "an integer >= 0"));
         for (String k : List.of(
                 "health_check_interval",
                 "health_check_timeout",
@@ -121,6 +127,9 @@ final class InferenceSection {
                 case "routing_strategy" -> b.routingStrategy(RoutingStrategy.fromConfig((String) x));
                 case "sticky_by_rid" -> b.stickyByRid((Boolean) x);
                 case "sticky_slack" -> b.stickySlack((Integer) x);
+                case "affinity_slack" -> b.affinitySlack((Integer) x);
+                case "affinity_load_factor" -> b.affinityLoadFactor((Double) x);
+                case "prefix_view_tokens" -> b.prefixViewTokens((Integer) x);
                 case "health_check_interval" -> b.healthCheckInterval((Duration) x);
                 case "health_check_timeout" -> b.healthCheckTimeout((Duration) x);
                 case "control_timeout" -> b.controlTimeout((Duration) x);

@@ -12,11 +12,22 @@ import org.rollout.api.InvalidConfigException;
  *       turns.
  *   <li>{@link #ROUND_ROBIN}: AReaL's only strategy (semantics §2.4): the next eligible server after the
  *       last one chosen, starting from a random index.
+ *   <li>{@link #GROUP_AFFINITY}: a trajectory's follow-up requests go to the server of its last one,
+ *       and a group's samples to the servers that already serve the group, while that server's load is
+ *       within the bound ({@code affinity_slack}, {@code affinity_load_factor}); else least requests.
+ *   <li>{@link #PREFIX_AWARE}: as group affinity, and among the servers within the load bound the
+ *       one that the engine's view of each server's prefix cache says holds the longest prefix of the
+ *       request.
  * </ul>
  */
 public enum RoutingStrategy {
     LEAST_REQUESTS("least_requests"),
-    ROUND_ROBIN("round_robin");
+    ROUND_ROBIN("round_robin"),
+    GROUP_AFFINITY("group_affinity"),
+    PREFIX_AWARE("prefix_aware");
+
+    /** The allowed spellings, as error messages name them. */
+    public static final String ALLOWED = "least_requests, round_robin, group_affinity or prefix_aware";
 
     private final String configName;
 
@@ -24,7 +35,7 @@ public enum RoutingStrategy {
         this.configName = configName;
     }
 
-    /** The spelling in configuration: {@code least_requests} or {@code round_robin}. */
+    /** The spelling in configuration, for example {@code least_requests}. */
     public String configName() {
         return configName;
     }
@@ -40,7 +51,12 @@ public enum RoutingStrategy {
                 return s;
             }
         }
-        throw new InvalidConfigException("routing_strategy", name, "least_requests or round_robin");
+        throw new InvalidConfigException("routing_strategy", name, ALLOWED);
+    }
+
+    /** True for the strategies that place a request by its group, trajectory or prefix. */
+    public boolean isAffine() {
+        return this == GROUP_AFFINITY || this == PREFIX_AWARE;
     }
 
     @Override

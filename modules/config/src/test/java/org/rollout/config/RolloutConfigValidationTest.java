@@ -422,7 +422,7 @@ class RolloutConfigValidationTest {
     void anUnknownRoutingStrategyIsRefused() {
         refused(
                 () -> load("rollout.routing_strategy=random"),
-                "invalid value for 'rollout.routing_strategy': \"random\" (allowed: least_requests or round_robin)");
+                "invalid value for 'rollout.routing_strategy': \"random\" (allowed: least_requests, round_robin, group_affinity or prefix_aware)");
     }
 
     @Test

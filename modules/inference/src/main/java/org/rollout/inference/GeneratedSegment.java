@@ -20,13 +20,20 @@ public final class GeneratedSegment {
     private final int length;
     private final StopReason stopReason;
     private final int serverVersion;
+    private final int cachedTokens;
 
     GeneratedSegment(int[] tokens, float[] logprobs, int length, StopReason stopReason) {
-        this(tokens, logprobs, length, stopReason, -1);
+        this(tokens, logprobs, length, stopReason, -1, -1);
     }
 
-    GeneratedSegment(int[] tokens, float[] logprobs, int length, StopReason stopReason, int serverVersion) {
+    /**
+     * @param serverVersion the server's reported weight version, or -1
+     * @param cachedTokens the prompt tokens the server reports it found in its prefix cache, or -1
+     */
+    GeneratedSegment(
+            int[] tokens, float[] logprobs, int length, StopReason stopReason, int serverVersion, int cachedTokens) {
         this.serverVersion = serverVersion;
+        this.cachedTokens = cachedTokens;
         this.tokens = Objects.requireNonNull(tokens, "tokens");
         this.logprobs = Objects.requireNonNull(logprobs, "logprobs");
         this.stopReason = Objects.requireNonNull(stopReason, "stopReason");
@@ -77,6 +84,15 @@ public final class GeneratedSegment {
      */
     public OptionalInt serverVersion() {
         return serverVersion < 0 ? OptionalInt.empty() : OptionalInt.of(serverVersion);
+    }
+
+    /**
+     * How many of the request's prompt tokens the server found in its prefix cache (SGLang's {@code
+     * meta_info.cached_tokens}, vLLM's {@code usage.prompt_tokens_details.cached_tokens}), or empty
+     * when it reports none.
+     */
+    public OptionalInt cachedTokens() {
+        return cachedTokens < 0 ? OptionalInt.empty() : OptionalInt.of(cachedTokens);
     }
 
     /** Copies the tokens into {@code dest} from {@code offset}. */

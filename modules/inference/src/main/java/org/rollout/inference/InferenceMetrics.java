@@ -107,7 +107,31 @@ final class InferenceMetrics {
                     "rollout_inference_ejections",
                     "times the server left rotation after a failure",
                     st -> st.ejections());
+            serverCounter(
+                    registry,
+                    pool,
+                    s,
+                    "rollout_inference_prompt_tokens",
+                    "prompt tokens of the segments the server answered with a cached_tokens count",
+                    st -> st.promptTokens());
+            serverCounter(
+                    registry,
+                    pool,
+                    s,
+                    "rollout_inference_cached_tokens",
+                    "of those prompt tokens, the ones the server reported found in its prefix cache",
+                    st -> st.cachedTokens());
+            serverGauge(
+                    registry,
+                    pool,
+                    s,
+                    "rollout_inference_prefix_cache_hit_ratio",
+                    "cached_tokens / prompt tokens of the server's answers so far (NaN before any reported one)",
+                    st -> st.prefixHitRate().orElse(Double.NaN));
         }
+        Gauge.builder("rollout_inference_fleet_prefix_cache_hit_ratio", pool, InferenceMetrics::fleetHitRate)
+                .description("cached_tokens / prompt tokens over every server's answers so far (NaN before any)")
+                .register(registry);
         segmentLatency = Map.copyOf(latency);
         weightUpdate = Map.copyOf(update);
         aborted = Counter.builder("rollout_inference_aborted_segments")
@@ -130,6 +154,17 @@ final class InferenceMetrics {
         Gauge.builder("rollout_inference_waiting_at_gate", engine, e -> e.waitingAtGate())
                 .description("generations held while a weight update runs")
                 .register(registry);
+    }
+
+    /** The fleet's prefix-cache hit ratio: cached over prompt tokens of every server's answers. */
+    static double fleetHitRate(ServerPool pool) {
+        long prompt = 0;
+        long cached = 0;
+        for (ServerStats st : pool.stats()) {
+            prompt += st.promptTokens();
+            cached += st.cachedTokens();
+        }
+        return prompt == 0 ? Double.NaN : (double) cached / prompt;
     }
 
     private static void serverGauge(

@@ -279,7 +279,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         : g.toBuilder().seed(seed).build();
             }
             segmentIndex++;
-            SegmentSender.Segment segment = segments.runSegment(rid, prompt, out, sg, maxNewTokens, pendingAborts);
+            SegmentSender.Segment segment =
+                    segments.runSegment(rid, request.metadata(), prompt, out, sg, maxNewTokens, pendingAborts);
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             if (reason == StopReason.ABORT) {

@@ -20,6 +20,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.rollout.api.GenerationConfig;
 import org.rollout.api.GenerationException;
+import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
 import org.rollout.config.ServerAddress;
 import org.slf4j.Logger;
@@ -81,6 +82,7 @@ final class SegmentSender {
     /** One segment, with failover: returns the first successful response and its pinned version. */
     Segment runSegment(
             String rid,
+            Map<String, Object> metadata,
             int[] prompt,
             GeneratedTokens out,
             GenerationConfig g,
@@ -89,11 +91,14 @@ final class SegmentSender {
             throws InterruptedException {
         List<String> failures = null;
         Map<ServerAddress, Integer> failuresByServer = Map.of();
+        Placement placement = config.routingStrategy().isAffine()
+                ? Placement.of(metadata, WorkflowContext.current(), prompt, out.tokens, out.size, pool.placesByPrefix())
+                : Placement.NONE;
         for (int attempt = 1; ; attempt++) {
             gate.awaitOpen();
             ServerPool.Lease lease;
             try {
-                lease = pool.acquire(rid, failuresByServer.keySet(), config.requestTimeout());
+                lease = pool.acquire(rid, placement, failuresByServer.keySet(), config.requestTimeout());
             } catch (GenerationException e) {
                 throw failures == null
                         ? e
@@ -125,6 +130,11 @@ final class SegmentSender {
                     GeneratedSegment generated = HttpExchanges.isSuccess(status)
                             ? protocol.parseGenerate(response.body(), server, rid, maxNewTokens)
                             : null;
+                    if (generated != null && generated.cachedTokens().isPresent()) {
+                        lease.answered(
+                                prompt.length + out.size,
+                                generated.cachedTokens().getAsInt());
+                    }
                     if (generated != null && !servesOlderWeights(pinned, generated)) {
                         return new Segment(generated, labelVersion(pinned, generated, server, rid));
                     }

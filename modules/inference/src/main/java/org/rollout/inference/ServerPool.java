@@ -97,10 +97,38 @@ public final class ServerPool {
         this.routing = new RoutingPolicy(strategy, stickyByRid, stickySlack, random.nextInt(initial.size()));
     }
 
-    /** A pool for {@code config}'s addresses, strategy and stickiness. */
+    /** A pool whose choices {@code routing} makes (its round-robin start already chosen). */
+    private ServerPool(List<ServerAddress> servers, RoutingPolicy routing) {
+        for (ServerAddress a : List.copyOf(servers)) {
+            ServerSlot slot = new ServerSlot(a, 0);
+            if (byAddress.put(a, slot) != null) {
+                throw new IllegalArgumentException("duplicate server " + a);
+            }
+            slots.add(slot);
+        }
+        if (slots.isEmpty()) {
+            throw new IllegalArgumentException("a server pool needs at least one server");
+        }
+        this.routing = routing;
+    }
+
+    /** A pool for {@code config}'s addresses, strategy, stickiness and placement bounds. */
     public static ServerPool of(InferenceConfig config, RandomGenerator random) {
         return new ServerPool(
-                config.addresses(), config.routingStrategy(), config.stickyByRid(), config.stickySlack(), random);
+                config.addresses(),
+                new RoutingPolicy(
+                        config.routingStrategy(),
+                        config.stickyByRid(),
+                        config.stickySlack(),
+                        config.affinitySlack(),
+                        config.affinityLoadFactor(),
+                        config.prefixViewTokens(),
+                        random.nextInt(config.addresses().size())));
+    }
+
+    /** True when {@link #acquire(String, Placement, Set, Duration)} reads its placement's block names. */
+    boolean placesByPrefix() {
+        return routing.needsBlocks();
     }
 
     /** Every server in the pool now (draining ones included), in the order they joined. */
@@ -178,6 +206,7 @@ public final class ServerPool {
                         "cannot drain " + server + ": it is the only server that is not draining (add another first)");
             }
             s.draining = true;
+            routing.forget(s);
             log.info("draining inference server {} ({} segment(s) in flight on it)", server, s.outstanding);
             removeIfDrained(s);
             rotationChanged.signalAll();
@@ -228,6 +257,9 @@ public final class ServerPool {
         try {
             ServerSlot s = byAddress.get(server);
             if (s != null) {
+                if (s.version != version) {
+                    routing.cacheFlushed(s); // new weights, new KV: nothing it cached is reused
+                }
                 s.version = version;
             }
         } finally {
@@ -248,16 +280,26 @@ public final class ServerPool {
      * @throws IllegalStateException when the pool is closed (also while waiting)
      */
     public Lease acquire(String rid, Set<ServerAddress> avoid, Duration maxWait) throws InterruptedException {
+        return acquire(rid, Placement.NONE, avoid, maxWait);
+    }
+
+    /**
+     * As {@link #acquire(String, Set, Duration)}, for a segment placed as {@code placement}: with an
+     * affine {@code routing_strategy}, its trajectory's, prefix's or group's server while within the
+     * load bound (docs/inference.md, "Placement").
+     */
+    Lease acquire(String rid, Placement placement, Set<ServerAddress> avoid, Duration maxWait)
+            throws InterruptedException {
         long deadline = System.nanoTime() + maxWait.toNanos();
         lock.lockInterruptibly();
         try {
             while (true) {
                 ensureOpen("rid " + rid);
-                ServerSlot chosen = routing.choose(slots, rid, avoid);
+                ServerSlot chosen = routing.choose(slots, rid, placement, avoid);
                 if (chosen != null) {
                     chosen.outstanding++;
                     chosen.requests++;
-                    routing.chosen(rid, chosen);
+                    routing.chosen(rid, placement, chosen);
                     return new Lease(chosen);
                 }
                 long remaining = deadline - System.nanoTime();
@@ -306,6 +348,7 @@ public final class ServerPool {
             if (eject && !s.ejected) {
                 s.ejected = true;
                 s.ejections++;
+                routing.forget(s);
                 log.warn("ejected inference server {}: {}", server, error);
             }
         } finally {
@@ -331,6 +374,7 @@ public final class ServerPool {
             if (!s.ejected) {
                 s.ejected = true;
                 s.ejections++;
+                routing.forget(s);
                 log.warn("ejected inference server {}: {}", server, reason);
             }
         } finally {
@@ -364,6 +408,7 @@ public final class ServerPool {
             s.lastError = reason;
             if (!s.resyncPending) {
                 s.resyncPending = true;
+                routing.forget(s);
                 log.warn("inference server {} is out of rotation until its weights are re-synced: {}", server, reason);
             }
         } finally {
@@ -505,6 +550,20 @@ public final class ServerPool {
         /** The chosen server. */
         public ServerAddress address() {
             return slot.address;
+        }
+
+        /**
+         * Records the server's answer to a segment of {@code promptTokens} tokens that reported
+         * {@code cachedTokens} of them found in its prefix cache (capped at the prompt).
+         */
+        void answered(int promptTokens, int cachedTokens) {
+            lock.lock();
+            try {
+                slot.promptTokens += promptTokens;
+                slot.cachedTokens += Math.min(promptTokens, cachedTokens);
+            } finally {
+                lock.unlock();
+            }
         }
 
         @Override

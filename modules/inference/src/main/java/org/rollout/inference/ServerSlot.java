@@ -21,6 +21,10 @@ final class ServerSlot {
     long requests;
     long failures;
     long ejections;
+    /** Prompt tokens of answers that reported {@code cached_tokens}, and the cached tokens they reported. */
+    long promptTokens;
+
+    long cachedTokens;
 
     ServerSlot(ServerAddress address, int version) {
         this.address = address;
@@ -44,7 +48,9 @@ final class ServerSlot {
                 failures,
                 ejections,
                 draining,
-                version < 0 ? OptionalInt.empty() : OptionalInt.of(version));
+                version < 0 ? OptionalInt.empty() : OptionalInt.of(version),
+                promptTokens,
+                cachedTokens);
     }
 
     /** The server with its state and last error, for "no server" messages. */

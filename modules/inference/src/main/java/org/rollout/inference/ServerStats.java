@@ -19,6 +19,8 @@ import org.rollout.config.ServerAddress;
  * @param draining true while it takes no new segments and leaves the pool when those in flight end
  * @param version the weight version it serves as far as the engine knows; empty for a server added
  *     at run time until its first load
+ * @param promptTokens prompt tokens of the segments it answered with a {@code cached_tokens} count
+ * @param cachedTokens of those, the tokens it reported found in its prefix cache
  */
 public record ServerStats(
         ServerAddress address,
@@ -30,7 +32,9 @@ public record ServerStats(
         long failures,
         long ejections,
         boolean draining,
-        OptionalInt version) {
+        OptionalInt version,
+        long promptTokens,
+        long cachedTokens) {
 
     /** A server that is not draining, at version 0. */
     public ServerStats(
@@ -52,7 +56,16 @@ public record ServerStats(
                 failures,
                 ejections,
                 false,
-                OptionalInt.of(0));
+                OptionalInt.of(0),
+                0,
+                0);
+    }
+
+    /** The share of prompt tokens its prefix cache served, or empty before any answer reported one. */
+    public java.util.OptionalDouble prefixHitRate() {
+        return promptTokens == 0
+                ? java.util.OptionalDouble.empty()
+                : java.util.OptionalDouble.of((double) cachedTokens / promptTokens);
     }
 
     /** True when new segments may be routed to it. */

@@ -188,6 +188,7 @@ public final class SglangProtocol implements ServerProtocol {
         private int outputIds = -1;
         private int completionTokens = -1;
         private int serverVersion = -1;
+        private int cachedTokens = -1;
 
         Parse(byte[] body, ServerAddress server, String rid, int maxNewTokens) {
             this.body = body;
@@ -233,6 +234,7 @@ public final class SglangProtocol implements ServerProtocol {
                     case "finish_reason" -> readFinishReason(p, t);
                     case "completion_tokens" -> readCompletionTokens(p, t);
                     case "weight_version" -> readWeightVersion(p, t);
+                    case "cached_tokens" -> cachedTokens = WireJson.optionalCount(p, t);
                     case "output_token_logprobs" -> {
                         if (t == JsonToken.START_ARRAY) {
                             entriesSeen = true;
@@ -351,7 +353,7 @@ public final class SglangProtocol implements ServerProtocol {
             }
             StopReason reason = stopReason(finishType);
             if (reason == StopReason.ABORT && (finishMessage.startsWith(ABORT_BEFORE_PREFILL) || !entriesSeen)) {
-                return new GeneratedSegment(new int[0], new float[0], 0, reason, serverVersion);
+                return new GeneratedSegment(new int[0], new float[0], 0, reason, serverVersion, cachedTokens);
             }
             if (!entriesSeen) {
                 throw malformed(ENTRIES, "is missing (return_logprob was requested)");
@@ -366,7 +368,7 @@ public final class SglangProtocol implements ServerProtocol {
             if (count > maxNewTokens) {
                 throw malformed(ENTRIES, "has " + count + " tokens, more than max_new_tokens " + maxNewTokens);
             }
-            return new GeneratedSegment(tokens, logprobs, count, reason, serverVersion);
+            return new GeneratedSegment(tokens, logprobs, count, reason, serverVersion, cachedTokens);
         }
 
         private StopReason stopReason(String type) {

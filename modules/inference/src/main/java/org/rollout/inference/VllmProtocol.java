@@ -189,6 +189,7 @@ public final class VllmProtocol implements ServerProtocol {
         private int tokenCount;
         private float[] logprobs = new float[0];
         private int logprobCount;
+        private int cachedTokens = -1;
 
         Parse(byte[] body, ServerAddress server, String rid, int maxNewTokens) {
             this.body = body;
@@ -222,6 +223,29 @@ public final class VllmProtocol implements ServerProtocol {
                         } else {
                             firstChoiceSeen = true;
                             readChoice(p);
+                        }
+                    }
+                } else if (name.equals("usage") && t == JsonToken.START_OBJECT) {
+                    readUsage(p);
+                } else {
+                    p.skipChildren();
+                }
+            }
+        }
+
+        /** {@code usage.prompt_tokens_details.cached_tokens}, when the server reports it; the rest is skipped. */
+        private void readUsage(JsonParser p) throws IOException {
+            while (next(p) == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                JsonToken t = next(p);
+                if (name.equals("prompt_tokens_details") && t == JsonToken.START_OBJECT) {
+                    while (next(p) == JsonToken.FIELD_NAME) {
+                        String detail = p.currentName();
+                        JsonToken d = next(p);
+                        if (detail.equals("cached_tokens")) {
+                            cachedTokens = WireJson.optionalCount(p, d);
+                        } else {
+                            p.skipChildren();
                         }
                     }
                 } else {
@@ -351,7 +375,7 @@ public final class VllmProtocol implements ServerProtocol {
             }
             if (!logprobsSeen) {
                 if (reason == StopReason.ABORT) {
-                    return new GeneratedSegment(new int[0], new float[0], 0, reason);
+                    return new GeneratedSegment(new int[0], new float[0], 0, reason, -1, cachedTokens);
                 }
                 throw malformed("choices[0].logprobs", "is missing or null (logprobs=0 was requested)");
             }
@@ -367,7 +391,7 @@ public final class VllmProtocol implements ServerProtocol {
             if (tokenCount > maxNewTokens) {
                 throw malformed(TOKENS, "has " + tokenCount + " tokens, more than max_tokens " + maxNewTokens);
             }
-            return new GeneratedSegment(tokens, logprobs, tokenCount, reason);
+            return new GeneratedSegment(tokens, logprobs, tokenCount, reason, -1, cachedTokens);
         }
     }
 }

@@ -123,6 +123,18 @@ final class WireJson {
     }
 
     /** {@code s} cut at 40 chars, so that a message can quote server text without carrying a payload. */
+    /**
+     * A count the server reports for information only (such as {@code cached_tokens}): its value
+     * when it is a non-negative integer, else -1 (absent); a malformed count never fails a segment.
+     */
+    static int optionalCount(JsonParser p, JsonToken t) throws IOException {
+        if (t == JsonToken.VALUE_NUMBER_INT && p.getNumberType() == JsonParser.NumberType.INT && p.getIntValue() >= 0) {
+            return p.getIntValue();
+        }
+        p.skipChildren();
+        return -1;
+    }
+
     static String clip(String s) {
         return s.length() <= 40 ? s : s.substring(0, 40) + "…";
     }

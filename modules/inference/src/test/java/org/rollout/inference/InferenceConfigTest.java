@@ -143,7 +143,8 @@ class InferenceConfigTest {
                 .hasMessageContaining("'sticky_by_rid'");
         assertThatThrownBy(() -> InferenceConfig.fromMap(
                         Map.of("addresses", List.of("127.0.0.1:1"), "routing_strategy", "random")))
-                .hasMessageContaining("'routing_strategy': \"random\" (allowed: least_requests or round_robin)");
+                .hasMessageContaining(
+                        "'routing_strategy': \"random\" (allowed: least_requests, round_robin, group_affinity or prefix_aware)");
         assertThatThrownBy(() ->
                         InferenceConfig.fromMap(Map.of("addresses", List.of("127.0.0.1:1"), "setup_timeout", "soon")))
                 .hasMessageContaining("'setup_timeout'");

@@ -32,6 +32,16 @@ class SglangProtocolTest {
     }
 
     @Test
+    void readsThePromptsCachedTokensFromMetaInfoAndIgnoresAMalformedCount() {
+        String ok = "\"finish_reason\":{\"type\":\"stop\"},\"output_token_logprobs\":[[-0.5,3,null]]";
+        assertThat(parse(meta(ok + ",\"cached_tokens\":96")).cachedTokens()).hasValue(96);
+        assertThat(parse(meta(ok)).cachedTokens()).isEmpty();
+        assertThat(parse(meta(ok + ",\"cached_tokens\":-1")).cachedTokens()).isEmpty();
+        assertThat(parse(meta(ok + ",\"cached_tokens\":{\"n\":1}")).cachedTokens())
+                .isEmpty();
+    }
+
+    @Test
     void buildsTheGenerateBodyWithPromptPlusTokensSoFarAndTheRemainingBudget() throws Exception {
         GenerationConfig g = GenerationConfig.builder()
                 .stopTokenIds(List.of(256, 258))

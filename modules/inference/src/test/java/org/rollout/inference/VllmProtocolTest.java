@@ -164,6 +164,24 @@ class VllmProtocolTest {
     }
 
     @Test
+    void readsThePromptsCachedTokensFromUsageAndIgnoresAMalformedCount() {
+        String ok = "\"finish_reason\":\"stop\",\"logprobs\":{\"tokens\":[\"token_id:5\"],\"token_logprobs\":[-0.5]}";
+        GeneratedSegment cached = parse("{\"choices\":[{" + ok + "}],\"usage\":{\"prompt_tokens\":40,"
+                + "\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":32}}}");
+        assertThat(cached.cachedTokens()).hasValue(32);
+        assertThat(parse(choice(ok)).cachedTokens()).isEmpty();
+        assertThat(parse("{\"usage\":{\"prompt_tokens_details\":null},\"choices\":[{" + ok + "}]}")
+                        .cachedTokens())
+                .isEmpty();
+        GeneratedSegment malformed = parse(
+                "{\"choices\":[{" + ok + "}],\"usage\":{\"prompt_tokens_details\":" + "{\"cached_tokens\":\"lots\"}}}");
+        assertThat(malformed.cachedTokens())
+                .as("a count for information only never fails a segment")
+                .isEmpty();
+        assertThat(malformed.length()).isEqualTo(1);
+    }
+
+    @Test
     void rejectsATokenLogprobCountMismatch() {
         assertThatThrownBy(() -> parse(
                         choice("\"finish_reason\":\"stop\",\"logprobs\":{\"tokens\":[\"token_id:5\",\"token_id:6\"],"
