@@ -112,7 +112,8 @@ final class LocalCommand implements Callable<Integer> {
     @Option(
             names = "--simulate-gpu",
             description = "Give the model servers a GPU-like latency: decode steps of 5 ms + 1 ms per running "
-                    + "sequence, so weight updates interrupt generations in flight.")
+                    + "sequence and 20 us of prefill per prompt token not in the prefix cache, so weight updates "
+                    + "interrupt generations in flight.")
     boolean simulateGpu;
 
     @Parameters(

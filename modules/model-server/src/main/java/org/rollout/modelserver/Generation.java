@@ -90,6 +90,17 @@ final class Generation {
     /** The LoRA adapter this generation runs with, or null for the base weights. */
     final LoraAdapter adapter;
 
+    /** The prefix-cache namespace of requests without an adapter (an adapter's is the adapter itself). */
+    private static final Object BASE_MODEL_PREFIXES = new Object() {
+        @Override
+        public String toString() {
+            return "base model";
+        }
+    };
+
+    /** Scheduler-thread confined: the hold on the prefix cache from admission to completion, or null. */
+    RadixCache.Lease prefixLease;
+
     // Scheduler-thread confined: the served weights with the adapter applied, and the weights they came from.
     private TinyLmWeights adaptedFrom;
     private TinyLmWeights adapted;
@@ -122,6 +133,44 @@ final class Generation {
         } else if (inputLogprobStart >= 0) {
             inputLogprobs = new double[0];
         }
+    }
+
+    /**
+     * Whose prefixes this request may reuse: KV computed under an adapter is that adapter's, so each
+     * adapter (a loaded instance: one loaded again under the same name is another) and the base model
+     * have their own.
+     */
+    Object prefixNamespace() {
+        return adapter == null ? BASE_MODEL_PREFIXES : adapter;
+    }
+
+    /**
+     * The most prompt tokens this request may take from the prefix cache, as SGLang's {@code
+     * adjust_max_prefix_ids}: the last prompt token is always computed (its logits give the first
+     * output token), and so is every position whose logprob is asked for ({@code
+     * logprob_start_len}; vLLM's {@code prompt_logprobs} and {@code echo} scoring start at 0).
+     */
+    int reusablePrefix() {
+        int most = prompt.length - 1;
+        if (inputLogprobStart >= 0) {
+            most = Math.min(most, inputLogprobStart);
+        }
+        return Math.max(most, 0);
+    }
+
+    /**
+     * The tokens whose KV a GPU server holds when this request ends, which SGLang inserts into its
+     * cache: the prompt and every output token but the last (sampled, never fed back).
+     */
+    int[] computedSequence() {
+        int[] s = Arrays.copyOf(prompt, prompt.length + Math.max(0, length - 1));
+        System.arraycopy(output, 0, s, prompt.length, s.length - prompt.length);
+        return s;
+    }
+
+    /** The prompt tokens found in the prefix cache at admission: 0 before it, or with the cache off. */
+    int cachedTokens() {
+        return prefixLease == null ? 0 : prefixLease.cachedTokens();
     }
 
     boolean prefilled() {
@@ -162,6 +211,7 @@ final class Generation {
         return new GenerationResult(
                 rid,
                 prompt.length,
+                cachedTokens(),
                 Arrays.copyOf(output, length),
                 Arrays.copyOf(logprobs, length),
                 finish,

@@ -5,6 +5,8 @@ package org.rollout.modelserver;
  *
  * @param rid the request id
  * @param promptTokens the prompt length
+ * @param cachedTokens the prompt tokens found in the prefix cache at admission (their prefill was not
+ *     charged); 0 for a request aborted before its prefill
  * @param outputIds every generated token, including a matched stop token
  * @param logprobs one logprob per output token
  * @param finishReason why it ended
@@ -21,6 +23,7 @@ package org.rollout.modelserver;
 record GenerationResult(
         String rid,
         int promptTokens,
+        int cachedTokens,
         int[] outputIds,
         double[] logprobs,
         FinishReason finishReason,

@@ -37,6 +37,12 @@ import org.slf4j.LoggerFactory;
  * admitted) and then holds new requests in the queue; {@code in_place} keeps running sequences
  * where they are and holds new requests, and {@link #resume()} carries on with both.
  *
+ * <p>Prefix cache ({@link RadixCache}): on admission a request's longest cached prompt prefix is
+ * looked up and its prompt inserted, and only the uncached prompt tokens are charged to the step's
+ * prefill; when it ends, its computed sequence is inserted (an abort after prefill included, as in
+ * SGLang). The cache changes no output: the model always computes its whole context. A weight swap
+ * flushes it.
+ *
  * <p>Every submitted generation ends exactly once: its {@link Generation#result} completes with a
  * result (stop, length or abort), or exceptionally with the cause when its decoding failed or the
  * server crashed. Thread-safe: all public methods may be called from any thread.
@@ -73,17 +79,28 @@ final class GenerationScheduler {
     private final AtomicLong requestsFinished = new AtomicLong();
     private final AtomicLong requestsAborted = new AtomicLong();
     private final AtomicLong tokensGenerated = new AtomicLong();
+    private final AtomicLong prefillTokensTotal = new AtomicLong();
     private final AtomicLong busyNanos = new AtomicLong();
 
     private final SimulatedLengths simulatedLengths;
+    private final RadixCache prefixCache;
 
     GenerationScheduler(TinyLmWeights initial, LatencyModel latency, int maxRunning, String name) {
-        this(initial, latency, maxRunning, null, name);
+        this(initial, latency, maxRunning, null, 0, name);
     }
 
-    /** @param outputLengths simulated output lengths, or null for the model's own stopping */
+    /**
+     * @param outputLengths simulated output lengths, or null for the model's own stopping
+     * @param prefixCacheTokens the prefix cache's capacity in tokens; 0 for none
+     */
     GenerationScheduler(
-            TinyLmWeights initial, LatencyModel latency, int maxRunning, OutputLengths outputLengths, String name) {
+            TinyLmWeights initial,
+            LatencyModel latency,
+            int maxRunning,
+            OutputLengths outputLengths,
+            int prefixCacheTokens,
+            String name) {
+        this.prefixCache = new RadixCache(prefixCacheTokens);
         this.simulatedLengths = outputLengths == null ? null : new SimulatedLengths(outputLengths);
         this.weights = initial;
         this.servedWeights = initial;
@@ -205,6 +222,8 @@ final class GenerationScheduler {
             int aborted = abortAll ? abortEverything("Aborted by a weight update") : 0;
             weights = next;
             servedWeights = next;
+            // Every cached KV entry was computed with the old weights.
+            prefixCache.flush();
             return aborted;
         });
     }
@@ -212,6 +231,10 @@ final class GenerationScheduler {
     /** The weights the next step uses (or the step in progress). */
     TinyLmWeights weights() {
         return servedWeights;
+    }
+
+    PrefixCacheStats prefixCacheStats() {
+        return prefixCache.stats();
     }
 
     ModelServerStats stats(int hungRequests) {
@@ -237,6 +260,7 @@ final class GenerationScheduler {
                 requestsFinished.get(),
                 requestsAborted.get(),
                 tokensGenerated.get(),
+                prefillTokensTotal.get(),
                 hungRequests,
                 Math.min(1.0, busyNanos.get() / (double) elapsed),
                 elapsed / 1e9);
@@ -392,7 +416,8 @@ final class GenerationScheduler {
         for (Generation g : admitted) {
             g.prefill(w.decay());
             g.scorePrompt(w);
-            prefillTokens += g.prompt.length;
+            g.prefixLease = prefixCache.admit(g.prefixNamespace(), g.prompt, g.reusablePrefix());
+            prefillTokens += g.prompt.length - g.cachedTokens();
             if (simulatedLengths != null) {
                 g.simulatedEnd = simulatedLengths.endOf(g.rid, g.prompt.length);
             }
@@ -411,6 +436,7 @@ final class GenerationScheduler {
             } catch (RuntimeException e) {
                 it.remove();
                 inFlight.remove(g.rid, g);
+                releasePrefix(g, false);
                 log.error("decoding rid '{}' failed after {} tokens", g.rid, g.length, e);
                 g.result.completeExceptionally(new IllegalStateException(
                         "decoding rid '" + g.rid + "' failed after " + g.length + " tokens: " + e, e));
@@ -422,6 +448,7 @@ final class GenerationScheduler {
             }
         }
         tokensGenerated.addAndGet(decoding);
+        prefillTokensTotal.addAndGet(prefillTokens);
         runningCount = running.size();
         if (!latency.isNone()) {
             parkUntil(t0 + latency.stepNanos(prefillTokens, decoding));
@@ -530,8 +557,19 @@ final class GenerationScheduler {
         return n;
     }
 
+    /**
+     * Ends {@code g}'s hold on the prefix cache, inserting what it computed when {@code keep}. A
+     * request aborted before its prefill never held one.
+     */
+    private void releasePrefix(Generation g, boolean keep) {
+        if (g.prefixLease != null) {
+            prefixCache.release(g.prefixLease, keep ? g.computedSequence() : null);
+        }
+    }
+
     private void complete(Generation g) {
         inFlight.remove(g.rid, g);
+        releasePrefix(g, true);
         if (g.finish instanceof FinishReason.Abort) {
             requestsAborted.incrementAndGet();
         } else {

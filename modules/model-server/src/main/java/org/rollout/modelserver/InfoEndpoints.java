@@ -50,6 +50,7 @@ final class InfoEndpoints {
         o.put("requests_finished", s.requestsFinished());
         o.put("requests_aborted", s.requestsAborted());
         o.put("tokens_generated", s.tokensGenerated());
+        o.put("prefill_tokens", s.prefillTokens());
         o.put("hung_requests", s.hungRequests());
         o.put("busy_fraction", s.busyFraction());
         o.put("uptime_s", s.uptimeSeconds());
@@ -59,6 +60,7 @@ final class InfoEndpoints {
         latency.put("decode_base_us", config.latency().decodeBase().toNanos() / 1000.0);
         latency.put(
                 "decode_us_per_sequence", config.latency().decodePerSequence().toNanos() / 1000.0);
+        o.set("prefix_cache", prefixCache(server.prefixCacheStats()));
         o.set("faults", faults.plan().toJson());
         if (config.outputLengths() == null) {
             o.putNull("output_lengths");
@@ -68,6 +70,19 @@ final class InfoEndpoints {
             lengths.put("seed", config.outputLengths().seed());
         }
         return Replies.ok(o);
+    }
+
+    private static ObjectNode prefixCache(PrefixCacheStats s) {
+        ObjectNode o = Json.object();
+        o.put("capacity_tokens", s.capacityTokens());
+        o.put("cached_tokens", s.cachedTokens());
+        o.put("locked_tokens", s.lockedTokens());
+        o.put("prompt_tokens", s.promptTokens());
+        o.put("hit_tokens", s.hitTokens());
+        o.put("hit_rate", s.hitRate());
+        o.put("evicted_tokens", s.evictedTokens());
+        o.put("flushes", s.flushes());
+        return o;
     }
 
     Http1Server.Response adminFaults(Http1Server.Request req) {

@@ -4,8 +4,9 @@ import java.time.Duration;
 
 /**
  * How long a scheduler step takes on the simulated accelerator, so that a benchmark can stand a GPU
- * fleet on two cores. A step that prefills {@code n} prompt tokens and decodes one token for each
- * of {@code s} running sequences takes
+ * fleet on two cores. A step that prefills {@code n} prompt tokens (those its admitted requests did
+ * not find in the prefix cache, {@link RadixCache}) and decodes one token for each of {@code s}
+ * running sequences takes
  *
  * <pre>
  *   n · prefillPerToken + (s &gt; 0 ? decodeBase + s · decodePerSequence : 0)
@@ -16,7 +17,7 @@ import java.time.Duration;
  * real computation is slower than the model, the step takes the real time. {@link #NONE} (the
  * default) adds nothing. Immutable.
  *
- * @param prefillPerToken time per prompt token admitted in the step
+ * @param prefillPerToken time per uncached prompt token admitted in the step
  * @param decodeBase fixed time of a decode step
  * @param decodePerSequence extra decode time per running sequence
  */

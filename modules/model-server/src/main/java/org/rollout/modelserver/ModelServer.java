@@ -71,6 +71,7 @@ public final class ModelServer implements AutoCloseable {
                 config.latency(),
                 config.maxRunningRequests(),
                 config.outputLengths(),
+                config.prefixCacheTokens(),
                 "model-server-scheduler");
         this.scheduler.start();
         this.generate = new GenerateEndpoint(this, scheduler, faults, lora, stopped);
@@ -146,6 +147,11 @@ public final class ModelServer implements AutoCloseable {
     /** The live counters, as {@code /get_server_info} serves them. */
     public ModelServerStats stats() {
         return scheduler.stats(faults.hungRequests());
+    }
+
+    /** The prefix cache's counters, as {@code /get_server_info} serves them under {@code prefix_cache}. */
+    public PrefixCacheStats prefixCacheStats() {
+        return scheduler.prefixCacheStats();
     }
 
     /** The fault plan in force. */

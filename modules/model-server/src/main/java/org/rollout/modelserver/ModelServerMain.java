@@ -52,7 +52,7 @@ public final class ModelServerMain implements Callable<Integer> {
 
     @Option(
             names = "--prefill-us-per-token",
-            description = "Latency model: prefill time per prompt token, microseconds.",
+            description = "Latency model: prefill time per prompt token not found in the prefix cache, microseconds.",
             defaultValue = "0")
     double prefillMicrosPerToken;
 
@@ -120,6 +120,13 @@ public final class ModelServerMain implements Callable<Integer> {
             defaultValue = "0")
     long outputLengthSeed;
 
+    @Option(
+            names = "--prefix-cache-tokens",
+            description = "Prefix cache capacity in tokens: prompts sharing a cached prefix are charged prefill only "
+                    + "for the rest and report it as cached_tokens; 0 turns it off (default: ${DEFAULT-VALUE}).",
+            defaultValue = "" + ModelServerConfig.DEFAULT_PREFIX_CACHE_TOKENS)
+    int prefixCacheTokens;
+
     /** The configuration these options describe; option errors are {@link IllegalArgumentException}s naming the option. */
     ModelServerConfig config() {
         LatencyModel latency = new LatencyModel(
@@ -147,6 +154,10 @@ public final class ModelServerMain implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--output-lengths: " + e.getMessage(), e);
         }
+        if (prefixCacheTokens < 0) {
+            throw new IllegalArgumentException(
+                    "--prefix-cache-tokens must be >= 0 (0 turns the prefix cache off), got " + prefixCacheTokens);
+        }
         return ModelServerConfig.defaults()
                 .withHost(host)
                 .withPort(port)
@@ -155,7 +166,8 @@ public final class ModelServerMain implements Callable<Integer> {
                 .withMaxRunningRequests(maxRunningRequests)
                 .withLatency(latency)
                 .withFaults(faults)
-                .withOutputLengths(lengths);
+                .withOutputLengths(lengths)
+                .withPrefixCacheTokens(prefixCacheTokens);
     }
 
     private static Duration micros(double value, String option) {

@@ -14,6 +14,8 @@ package org.rollout.modelserver;
  * @param requestsFinished generation requests answered with stop or length
  * @param requestsAborted generation requests finished with abort
  * @param tokensGenerated output tokens sampled
+ * @param prefillTokens prompt tokens computed at prefill, and charged to the latency model: those not
+ *     found in the prefix cache
  * @param hungRequests requests currently held by the hang fault
  * @param busyFraction scheduler busy time / wall time since start, in [0, 1]
  * @param uptimeSeconds seconds since start
@@ -28,6 +30,7 @@ public record ModelServerStats(
         long requestsFinished,
         long requestsAborted,
         long tokensGenerated,
+        long prefillTokens,
         int hungRequests,
         double busyFraction,
         double uptimeSeconds) {}

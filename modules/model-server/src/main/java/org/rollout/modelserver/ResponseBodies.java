@@ -23,7 +23,7 @@ final class ResponseBodies {
         meta.set("finish_reason", finishReason(r.finishReason()));
         meta.put("prompt_tokens", r.promptTokens());
         meta.put("completion_tokens", r.outputIds().length);
-        meta.put("cached_tokens", 0);
+        meta.put("cached_tokens", r.cachedTokens());
         meta.put("weight_version", Integer.toString(r.weightVersion()));
         meta.put("e2e_latency", r.e2eNanos() / 1e9);
         if (request.returnLogprob()) {
@@ -162,6 +162,8 @@ final class ResponseBodies {
         usage.put("prompt_tokens", r.promptTokens());
         usage.put("completion_tokens", r.outputIds().length);
         usage.put("total_tokens", r.promptTokens() + r.outputIds().length);
+        // vLLM fills this in with --enable-prompt-tokens-details; always here, so clients can see the hits.
+        usage.putObject("prompt_tokens_details").put("cached_tokens", r.cachedTokens());
         return root;
     }
 

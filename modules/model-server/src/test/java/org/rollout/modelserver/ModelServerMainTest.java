@@ -52,7 +52,9 @@ class ModelServerMainTest {
                         "--fault-malformed-kind",
                         "count_mismatch",
                         "--fault-seed",
-                        "3");
+                        "3",
+                        "--prefix-cache-tokens",
+                        "1024");
         ModelServerConfig c = main.config();
         assertThat(c.port()).isEqualTo(31000);
         assertThat(c.seed()).isEqualTo(9);
@@ -63,6 +65,7 @@ class ModelServerMainTest {
         assertThat(c.faults())
                 .isEqualTo(new FaultPlan(
                         0.1, true, 7, Duration.ofMillis(20), 0.2, FaultPlan.MalformedKind.COUNT_MISMATCH, 3));
+        assertThat(c.prefixCacheTokens()).isEqualTo(1024);
     }
 
     @Test
@@ -75,6 +78,19 @@ class ModelServerMainTest {
         assertThat(c.latency().isNone()).isTrue();
         assertThat(c.faults().isNone()).isTrue();
         assertThat(c.outputLengths()).isNull();
+        assertThat(c.prefixCacheTokens()).isEqualTo(ModelServerConfig.DEFAULT_PREFIX_CACHE_TOKENS);
+    }
+
+    @Test
+    void aBadPrefixCacheSizeExitsWith2NamingTheOption() {
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new ModelServerMain());
+        cli.setErr(new PrintWriter(err, true));
+        assertThat(cli.execute("--prefix-cache-tokens", "-1")).isEqualTo(2);
+        assertThat(err.toString())
+                .contains("model server: --prefix-cache-tokens must be >= 0 (0 turns the prefix cache off), got -1");
+        assertThat(cli.execute("--prefix-cache-tokens", "lots")).isEqualTo(2);
+        assertThat(err.toString()).contains("--prefix-cache-tokens").contains("'lots'");
     }
 
     @Test
