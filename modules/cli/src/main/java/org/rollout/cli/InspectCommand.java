@@ -77,7 +77,8 @@ final class InspectCommand implements Callable<Integer> {
             Distribution generatedLength,
             Distribution reward,
             Map<Integer, Long> staleness,
-            Map<Integer, Long> segmentsPerRow) {}
+            Map<Integer, Long> segmentsPerRow,
+            Double prefixCacheHitRate) {}
 
     /** Reads every dump under {@code runDir}, version directories in numeric order. */
     static List<VersionSummary> summarise(Path runDir) throws IOException {
@@ -85,6 +86,7 @@ final class InspectCommand implements Callable<Integer> {
             throw new IOException("no run directory " + runDir);
         }
         List<VersionSummary> out = new ArrayList<>();
+        Map<String, Double> hitRates = prefixCacheHitRates(runDir);
         for (String scope : SCOPES) {
             Path scopeDir = runDir.resolve(scope);
             if (!Files.isDirectory(scopeDir)) {
@@ -100,13 +102,61 @@ final class InspectCommand implements Callable<Integer> {
                 }
             }
             for (var e : versions.entrySet()) {
-                out.add(summariseVersion(scope, e.getKey(), e.getValue()));
+                out.add(summariseVersion(scope, e.getKey(), e.getValue(), hitRates.get(scope + "/" + e.getKey())));
             }
         }
         return out;
     }
 
-    private static VersionSummary summariseVersion(String scope, int version, Path dir) throws IOException {
+    /**
+     * The prefix cache's hit rate per {@code scope/version} from the run's statistics ({@code
+     * stats.jsonl}, and {@code stats-<node>.jsonl} of {@code rollout node}): cached over prompt tokens
+     * of the generations whose servers reported {@code cached_tokens}. Empty without such lines.
+     */
+    static Map<String, Double> prefixCacheHitRates(Path runDir) throws IOException {
+        Map<String, double[]> sums = new TreeMap<>();
+        List<Path> files;
+        try (Stream<Path> s = Files.list(runDir)) {
+            files = s.filter(p -> p.getFileName().toString().matches("stats(-.+)?\\.jsonl"))
+                    .sorted()
+                    .toList();
+        }
+        ObjectMapper mapper = new ObjectMapper();
+        for (Path f : files) {
+            int lineNo = 0;
+            for (String line : Files.readAllLines(f)) {
+                lineNo++;
+                if (line.isBlank()) {
+                    continue;
+                }
+                com.fasterxml.jackson.databind.JsonNode n;
+                try {
+                    n = mapper.readTree(line);
+                } catch (IOException e) {
+                    throw new IOException(f + ":" + lineNo + ": not a JSON line: " + e.getMessage());
+                }
+                if (!n.path("prompt_tokens").isNumber()
+                        || !n.path("cached_prompt_tokens").isNumber()) {
+                    continue;
+                }
+                double count = n.path("prompt_tokens__count").asDouble(1);
+                double[] sum = sums.computeIfAbsent(
+                        n.path("scope").asText() + "/" + n.path("version").asInt(), k -> new double[2]);
+                sum[0] += n.path("prompt_tokens").asDouble() * count;
+                sum[1] += n.path("cached_prompt_tokens").asDouble() * count;
+            }
+        }
+        Map<String, Double> rates = new TreeMap<>();
+        sums.forEach((k, v) -> {
+            if (v[0] > 0) {
+                rates.put(k, v[1] / v[0]);
+            }
+        });
+        return rates;
+    }
+
+    private static VersionSummary summariseVersion(String scope, int version, Path dir, Double prefixCacheHitRate)
+            throws IOException {
         List<Path> files;
         try (Stream<Path> s = Files.list(dir)) {
             files = s.filter(p -> p.getFileName().toString().endsWith(".jsonl"))
@@ -144,7 +194,8 @@ final class InspectCommand implements Callable<Integer> {
                 Distribution.of(
                         rewards.stream().mapToDouble(Double::doubleValue).toArray()),
                 staleness,
-                segments);
+                segments,
+                prefixCacheHitRate);
     }
 
     @Override
@@ -221,6 +272,16 @@ final class InspectCommand implements Callable<Integer> {
             Map<Integer, Long> segs = new TreeMap<>();
             of.forEach(s -> s.segmentsPerRow().forEach((k, v) -> segs.merge(k, v, Long::sum)));
             out.println("  generated segments per row: " + counts(segs) + (multi == 0 ? " (single-turn)" : ""));
+            List<String> hits = new ArrayList<>();
+            for (VersionSummary s : of) {
+                if (s.prefixCacheHitRate() != null) {
+                    hits.add(s.version() + ": " + String.format(Locale.ROOT, "%.1f %%", 100 * s.prefixCacheHitRate()));
+                }
+            }
+            if (!hits.isEmpty()) {
+                out.println("  prefix cache hit rate (prompt tokens the servers had cached, stats.jsonl): "
+                        + String.join(", ", hits));
+            }
             double[] rewards = of.stream().mapToDouble(s -> s.reward().mean()).toArray();
             double min = Math.min(0, Arrays.stream(rewards).min().orElse(0));
             double max = Math.max(1, Arrays.stream(rewards).max().orElse(1));

@@ -140,6 +140,26 @@ final class MetricCatalog {
                     "server",
                     "latency of one generate segment (one HTTP request) on a server"),
             m(
+                    "rollout_inference_prompt_tokens_total",
+                    "counter",
+                    "server",
+                    "prompt tokens of the segments a server answered with a cached-token count"),
+            m(
+                    "rollout_inference_cached_tokens_total",
+                    "counter",
+                    "server",
+                    "of those, the tokens the server reported found in its prefix cache"),
+            m(
+                    "rollout_inference_prefix_cache_hit_ratio",
+                    "gauge",
+                    "server",
+                    "cached over prompt tokens of a server's answers so far"),
+            m(
+                    "rollout_inference_fleet_prefix_cache_hit_ratio",
+                    "gauge",
+                    "",
+                    "cached over prompt tokens over every server's answers so far"),
+            m(
                     "rollout_inference_aborted_segments_total",
                     "counter",
                     "",

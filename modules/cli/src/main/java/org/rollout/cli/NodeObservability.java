@@ -324,6 +324,11 @@ final class NodeObservability implements AutoCloseable {
                     .tag("server", ss.address().toString())
                     .timer();
             m.put("mean_latency_ms", latency == null ? 0 : latency.mean(TimeUnit.MILLISECONDS));
+            m.put("prompt_tokens", ss.promptTokens());
+            m.put("cached_tokens", ss.cachedTokens());
+            m.put(
+                    "prefix_hit_rate",
+                    ss.prefixHitRate().isPresent() ? ss.prefixHitRate().getAsDouble() : null);
             Timer update = registry.find("rollout_weight_update_server")
                     .tag("server", ss.address().toString())
                     .timer();

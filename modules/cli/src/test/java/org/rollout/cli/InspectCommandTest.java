@@ -126,6 +126,36 @@ class InspectCommandTest {
     }
 
     @Test
+    void thePrefixCacheHitRateOfEachVersionComesFromTheRunsStatistics() throws Exception {
+        // The built-in servers keep a prefix cache: a group's samples share their prompt.
+        double prompt = 0;
+        double cached = 0;
+        for (String line : Files.readAllLines(run.resolve("stats.jsonl"))) {
+            JsonNode n = JSON.readTree(line);
+            if (n.get("scope").asText().equals("rollout") && n.has("prompt_tokens")) {
+                prompt += n.get("prompt_tokens").asDouble()
+                        * n.get("prompt_tokens__count").asDouble();
+                cached += n.get("cached_prompt_tokens").asDouble()
+                        * n.get("prompt_tokens__count").asDouble();
+            }
+        }
+        assertThat(prompt).as("prompt tokens recorded in stats.jsonl").isPositive();
+        assertThat(cached).as("cached prompt tokens recorded in stats.jsonl").isPositive();
+        List<InspectCommand.VersionSummary> summaries = InspectCommand.summarise(run);
+        for (InspectCommand.VersionSummary v : summaries) {
+            if (v.scope().equals("rollout")) {
+                assertThat(v.prefixCacheHitRate())
+                        .as("version %d", v.version())
+                        .isNotNull()
+                        .isBetween(0.0, 1.0);
+            }
+        }
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        InspectCommand.print(new PrintStream(text, true, StandardCharsets.UTF_8), summaries);
+        assertThat(text.toString(StandardCharsets.UTF_8)).contains("prefix cache hit rate");
+    }
+
+    @Test
     void textShowsEveryVersionAndTheEvalCurve() throws Exception {
         ByteArrayOutputStream text = new ByteArrayOutputStream();
         InspectCommand.print(new PrintStream(text, true, StandardCharsets.UTF_8), InspectCommand.summarise(run));

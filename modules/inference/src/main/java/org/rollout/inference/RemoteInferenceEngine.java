@@ -24,6 +24,7 @@ import org.rollout.api.InferenceEngine;
 import org.rollout.api.ModelRequest;
 import org.rollout.api.ModelResponse;
 import org.rollout.api.ScoredTokens;
+import org.rollout.api.StatsRecorder;
 import org.rollout.api.StopReason;
 import org.rollout.api.WorkflowContext;
 import org.rollout.config.InferenceConfig;
@@ -263,6 +264,8 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         Map<ServerAddress, CompletableFuture<?>> pendingAborts = new HashMap<>(2);
         WorkflowContext context = config.deterministicSampling() ? WorkflowContext.current() : null;
         int segmentIndex = 0;
+        long promptTokensSent = 0;
+        long cachedTokens = 0;
         while ((reason == null || !reason.isFinal()) && out.size < budget) {
             if (emptyAborts >= 2) {
                 // Repeated aborts with no tokens: the server is pausing without our gate being
@@ -279,8 +282,14 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
                         : g.toBuilder().seed(seed).build();
             }
             segmentIndex++;
+            int sent = prompt.length + out.size;
             SegmentSender.Segment segment =
                     segments.runSegment(rid, request.metadata(), prompt, out, sg, maxNewTokens, pendingAborts);
+            if (segment.generated().cachedTokens().isPresent()) {
+                promptTokensSent += sent;
+                cachedTokens +=
+                        Math.min(sent, segment.generated().cachedTokens().getAsInt());
+            }
             out.append(segment.generated(), segment.version());
             reason = segment.generated().stopReason();
             if (reason == StopReason.ABORT) {
@@ -299,6 +308,13 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         }
         if (reason == StopReason.ABORT) {
             reason = StopReason.LENGTH;
+        }
+        if (promptTokensSent > 0) {
+            // The episode's statistics (stats.jsonl, per version and scope): the prefix cache's hit
+            // rate is the ratio of the two means, taken over the same generations.
+            StatsRecorder stats = WorkflowContext.current().stats();
+            stats.scalar("prompt_tokens", promptTokensSent);
+            stats.scalar("cached_prompt_tokens", cachedTokens);
         }
         return ModelResponse.of(
                 prompt,
