@@ -473,7 +473,10 @@ final class ResponsesApi {
         int reasoningTokens = 0;
         Map<String, Object> u = new LinkedHashMap<>();
         u.put("input_tokens", in);
-        u.put("input_tokens_details", Map.of("cached_tokens", 0));
+        // The prompt tokens the server found in its prefix cache; 0 when it did not say.
+        u.put(
+                "input_tokens_details",
+                Map.of("cached_tokens", t.resp().cachedTokens().orElse(0)));
         u.put("output_tokens", out);
         u.put("output_tokens_details", Map.of("reasoning_tokens", reasoningTokens));
         u.put("total_tokens", in + out);

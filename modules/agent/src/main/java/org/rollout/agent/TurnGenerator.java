@@ -116,12 +116,13 @@ final class TurnGenerator {
         StopReason stop = parsed.hasToolCalls() ? StopReason.TOOL_CALLS : resp.stopReason();
         if (stop != resp.stopReason()) {
             resp = ModelResponse.of(
-                    resp.inputTokens(),
-                    resp.outputTokens(),
-                    resp.outputLogprobs(),
-                    resp.outputVersions(),
-                    stop,
-                    resp.latency());
+                            resp.inputTokens(),
+                            resp.outputTokens(),
+                            resp.outputLogprobs(),
+                            resp.outputVersions(),
+                            stop,
+                            resp.latency())
+                    .withCachedTokens(resp.cachedTokens().orElse(-1));
         }
         Map<String, Object> message = new LinkedHashMap<>();
         message.put("role", "assistant");
@@ -383,12 +384,16 @@ final class TurnGenerator {
         return text;
     }
 
-    /** OpenAI's {@code usage}: prompt, completion and total tokens. */
+    /**
+     * OpenAI's {@code usage}: prompt, completion and total tokens, and the prompt tokens the server
+     * found in its prefix cache ({@code prompt_tokens_details.cached_tokens}) when it said.
+     */
     static Map<String, Object> usage(ModelResponse resp) {
         Map<String, Object> usage = new LinkedHashMap<>();
         usage.put("prompt_tokens", resp.inputLength());
         usage.put("completion_tokens", resp.outputLength());
         usage.put("total_tokens", resp.inputLength() + resp.outputLength());
+        resp.cachedTokens().ifPresent(cached -> usage.put("prompt_tokens_details", Map.of("cached_tokens", cached)));
         return usage;
     }
 

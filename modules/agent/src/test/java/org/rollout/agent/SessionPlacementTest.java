@@ -54,8 +54,11 @@ class SessionPlacementTest {
         servers.forEach(ModelServer::close);
     }
 
-    /** One turn through {@code api}: posts the conversation so far and appends the answer to it. */
-    private static void turn(AgentEnv env, String api, List<Map<String, Object>> messages)
+    /**
+     * One turn through {@code api}: posts the conversation so far and appends the answer to it;
+     * returns the prompt tokens the usage reports cached (-1 where the API has no such count).
+     */
+    private static int turn(AgentEnv env, String api, List<Map<String, Object>> messages)
             throws IOException, InterruptedException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("model", "rollout");
@@ -96,6 +99,19 @@ class SessionPlacementTest {
         };
         messages.add(Map.of("role", "assistant", "content", text));
         messages.add(PlainChat.user("Go on, turn " + messages.size()));
+        return switch (api) {
+            case "chat" ->
+                reply.path("usage")
+                        .path("prompt_tokens_details")
+                        .path("cached_tokens")
+                        .asInt(-1);
+            case "responses" ->
+                reply.path("usage")
+                        .path("input_tokens_details")
+                        .path("cached_tokens")
+                        .asInt(-1);
+            default -> -1;
+        };
     }
 
     private Map<ServerAddress, Long> requests() {
@@ -129,11 +145,12 @@ class SessionPlacementTest {
                 engine,
                 ByteLevelTokenizer.INSTANCE,
                 GenerationConfig.builder().maxTokens(8192).maxNewTokens(8).build());
+        List<Integer> cached = new java.util.concurrent.CopyOnWriteArrayList<>();
         AgentWorkflow conversation = (data, env) -> {
             List<Map<String, Object>> messages = new ArrayList<>();
             messages.add(PlainChat.user("Hello"));
             for (int t = 0; t < TURNS; t++) {
-                turn(env, api, messages);
+                cached.add(turn(env, api, messages));
             }
             return 1.0;
         };
@@ -159,6 +176,16 @@ class SessionPlacementTest {
                     .as("%s episode %d: requests per server of its %d turns", api, episode, TURNS)
                     .hasSize(1)
                     .containsValue((long) TURNS);
+        }
+        if (!api.equals("messages")) {
+            // Each later turn finds its history in the server's prefix cache, and the usage says so.
+            for (int i = 0; i < cached.size(); i++) {
+                if (i % TURNS != 0) {
+                    assertThat(cached.get(i))
+                            .as("%s turn %d: cached prompt tokens in the usage", api, i % TURNS)
+                            .isPositive();
+                }
+            }
         }
     }
 }

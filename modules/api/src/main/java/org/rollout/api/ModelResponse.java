@@ -28,6 +28,7 @@ public final class ModelResponse {
     private final StopReason stopReason;
     private final Duration latency;
     private final Duration ttft;
+    private final int cachedTokens;
 
     private ModelResponse(
             int[] inputTokens,
@@ -37,6 +38,19 @@ public final class ModelResponse {
             StopReason stopReason,
             Duration latency,
             Duration ttft) {
+        this(inputTokens, outputTokens, outputLogprobs, outputVersions, stopReason, latency, ttft, -1);
+    }
+
+    private ModelResponse(
+            int[] inputTokens,
+            int[] outputTokens,
+            float[] outputLogprobs,
+            int[] outputVersions,
+            StopReason stopReason,
+            Duration latency,
+            Duration ttft,
+            int cachedTokens) {
+        this.cachedTokens = cachedTokens;
         this.inputTokens = Objects.requireNonNull(inputTokens, "input_tokens");
         this.outputTokens = Objects.requireNonNull(outputTokens, "output_tokens");
         this.outputLogprobs = Objects.requireNonNull(outputLogprobs, "output_logprobs");
@@ -70,6 +84,30 @@ public final class ModelResponse {
                 stopReason,
                 latency,
                 latency);
+    }
+
+    /**
+     * This response with {@code tokens} of its prompt reported found in the server's prefix cache
+     * (capped at the prompt's length); a negative value means unknown.
+     */
+    public ModelResponse withCachedTokens(int tokens) {
+        return new ModelResponse(
+                inputTokens,
+                outputTokens,
+                outputLogprobs,
+                outputVersions,
+                stopReason,
+                latency,
+                ttft,
+                tokens < 0 ? -1 : Math.min(tokens, inputTokens.length));
+    }
+
+    /**
+     * How many of the prompt's tokens the server found in its prefix cache when it began this
+     * generation (SGLang's {@code cached_tokens}), or empty when it did not say. Not part of equality.
+     */
+    public java.util.OptionalInt cachedTokens() {
+        return cachedTokens < 0 ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(cachedTokens);
     }
 
     /** A copy of the original prompt. */

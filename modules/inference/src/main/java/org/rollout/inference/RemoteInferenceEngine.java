@@ -265,6 +265,7 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
         WorkflowContext context = config.deterministicSampling() ? WorkflowContext.current() : null;
         int segmentIndex = 0;
         long promptTokensSent = 0;
+        int firstCached = -1;
         long cachedTokens = 0;
         while ((reason == null || !reason.isFinal()) && out.size < budget) {
             if (emptyAborts >= 2) {
@@ -286,6 +287,9 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             SegmentSender.Segment segment =
                     segments.runSegment(rid, request.metadata(), prompt, out, sg, maxNewTokens, pendingAborts);
             if (segment.generated().cachedTokens().isPresent()) {
+                if (promptTokensSent == 0) {
+                    firstCached = segment.generated().cachedTokens().getAsInt();
+                }
                 promptTokensSent += sent;
                 cachedTokens +=
                         Math.min(sent, segment.generated().cachedTokens().getAsInt());
@@ -317,12 +321,13 @@ public final class RemoteInferenceEngine implements InferenceEngine, AutoCloseab
             stats.scalar("cached_prompt_tokens", cachedTokens);
         }
         return ModelResponse.of(
-                prompt,
-                out.tokens(),
-                out.logprobs(),
-                out.versions(),
-                reason,
-                Duration.ofNanos(System.nanoTime() - start));
+                        prompt,
+                        out.tokens(),
+                        out.logprobs(),
+                        out.versions(),
+                        reason,
+                        Duration.ofNanos(System.nanoTime() - start))
+                .withCachedTokens(firstCached);
     }
 
     /**
