@@ -400,14 +400,9 @@ final class TestCluster implements AutoCloseable {
 
     /** The demo's weights, then every model server on them at once. */
     private void startServers() throws IOException, InterruptedException {
-        String out = ManagedProcess.run(
-                cliCommand(
-                        withArchive("-Xmx128m"),
-                        List.of("demo-weights", dir.resolve("weights").toString())),
-                Map.of(),
-                dir,
-                START_TIMEOUT);
-        weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
+        Path v0 = demoWeights();
+        weights = Files.createDirectories(dir.resolve("weights")).resolve(v0.getFileName());
+        Files.copy(v0, weights);
         ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
         try {
             List<Future<?>> started = new ArrayList<>();
@@ -422,6 +417,38 @@ final class TestCluster implements AutoCloseable {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    private static final Object DEMO_WEIGHTS_LOCK = new Object();
+    private static Path demoWeights;
+
+    /**
+     * The demo's initial weights as this build's {@code rollout demo-weights} writes them: made once
+     * per test JVM (a JVM start, on the critical path of every cluster's start on 2 cores) and
+     * copied into each test's directory. They depend only on the build (a fixed seed); made anew by
+     * each test JVM, they are always the build's under test.
+     */
+    private Path demoWeights() throws IOException, InterruptedException {
+        synchronized (DEMO_WEIGHTS_LOCK) {
+            if (demoWeights == null) {
+                Path into = Path.of(System.getProperty("rollout.system.dir", "target/system-tests"))
+                        .toAbsolutePath()
+                        .resolve("demo-weights-" + ProcessHandle.current().pid());
+                SystemTestRun.deleteRecursively(into);
+                String out = ManagedProcess.run(
+                        cliCommand(withArchive("-Xmx128m"), List.of("demo-weights", into.toString())),
+                        Map.of(),
+                        dir,
+                        START_TIMEOUT);
+                Path v0 = Path.of(out.strip().lines().reduce((x, y) -> y).orElseThrow())
+                        .toAbsolutePath();
+                Runtime.getRuntime()
+                        .addShutdownHook(
+                                new Thread(() -> SystemTestRun.deleteRecursively(into), "demo-weights-cleanup"));
+                demoWeights = v0;
+            }
+            return demoWeights;
         }
     }
 
