@@ -943,6 +943,18 @@ final class TestCluster implements AutoCloseable {
         });
     }
 
+    /**
+     * The index of the alive node that holds the singletons as far as the logs say now (without
+     * waiting), or 0 when none says so.
+     */
+    private int singletonHolderNow() throws InterruptedException {
+        try {
+            return singletonNode(Duration.ZERO);
+        } catch (AssertionError none) {
+            return 0;
+        }
+    }
+
     /** SIGKILL of the node that holds the singletons (a fault of kind singleton_node_kill); returns its index. */
     int killSingletonNode() throws InterruptedException {
         int holder = singletonNode(Duration.ofSeconds(60));
@@ -1553,17 +1565,27 @@ final class TestCluster implements AutoCloseable {
     }
 
     private void stopAll() throws InterruptedException {
-        // The youngest first: the singletons move at most once more.
-        for (int i = nodes.size() - 1; i >= 0; i--) {
-            NodeSlot n = nodes.get(i);
-            if (n.alive()) {
+        // Every node but the singletons' at once, then that one, alone: the singletons never move.
+        // Stopped all at once, the last node to complete its exit waited about 5 s for it (its
+        // failure detector's pause) whenever the leader that had moved it to Exiting (the lowest
+        // address, not the oldest node) had already shut down.
+        int holder = singletonHolderNow();
+        for (NodeSlot n : nodes) {
+            if (n.index != holder && n.alive()) {
                 n.process.terminate();
             }
         }
         for (NodeSlot n : nodes) {
-            if (n.process != null) {
-                n.process.stop(n.archiveInProgress != null ? ARCHIVE_STOP_GRACE : STOP_GRACE);
-                publishArchive(n);
+            if (n.index != holder && n.process != null) {
+                stopNode(n);
+            }
+        }
+        if (holder > 0) {
+            stopNode(node(holder));
+        }
+        for (ServerSlot s : servers) {
+            if (s.process != null && s.process.isAlive()) {
+                s.process.terminate();
             }
         }
         for (ServerSlot s : servers) {
@@ -1571,6 +1593,11 @@ final class TestCluster implements AutoCloseable {
                 s.process.stop(STOP_GRACE);
             }
         }
+    }
+
+    private static void stopNode(NodeSlot n) throws InterruptedException {
+        n.process.stop(n.archiveInProgress != null ? ARCHIVE_STOP_GRACE : STOP_GRACE);
+        publishArchive(n);
     }
 
     /**
