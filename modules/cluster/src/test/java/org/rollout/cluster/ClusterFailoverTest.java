@@ -33,6 +33,13 @@ import org.rollout.api.WorkflowContext;
 @Timeout(180)
 class ClusterFailoverTest {
     private static final Duration DEADLINE = Duration.ofSeconds(90);
+    /**
+     * How long one status read after the crash may take before it is tried again: a read the
+     * singleton proxy sent towards the crashed node is lost with it, and would otherwise wait out
+     * the client's 30 s control timeout although the successor answers seconds after taking over.
+     */
+    private static final Duration STATUS_READ = Duration.ofSeconds(5);
+
     private final List<ClusterRollout> nodes = new ArrayList<>();
 
     @AfterEach
@@ -123,7 +130,7 @@ class ClusterFailoverTest {
         n1.system().getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
 
         // The successor starts at the replicated version, never below it.
-        int seen = retry(() -> trainer.status().version());
+        int seen = retry(() -> trainer.status(STATUS_READ).version());
         assertThat(seen).isEqualTo(version);
 
         // Every task of the unacknowledged batch comes again; no acknowledged task does.
@@ -221,7 +228,7 @@ class ClusterFailoverTest {
         // The held batch's tasks run again on node-3 and fail (the collector holds their rejections).
         TestRollout.await("the re-runs of the held batch failed", DEADLINE, () -> {
             try {
-                Collector.Status c = trainer.collectorStatus();
+                org.rollout.trainer.RolloutStatus c = trainer.status(STATUS_READ);
                 return c.heldOutcomes() + c.rejectedByReason().getOrDefault("failed", 0L) == 4;
             } catch (IllegalStateException e) {
                 return false; // the singletons are moving

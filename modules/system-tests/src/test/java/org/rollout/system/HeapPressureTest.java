@@ -57,11 +57,13 @@ class HeapPressureTest {
                         .start();
                 CheckedTrainer t = c.checkedTrainer(1, false)) {
             t.startMonitor(Duration.ofMillis(500));
-            // Enough batches that both nodes ran hungry groups (a quarter of the 50 questions).
-            Waits.untilTrue("12 acknowledged batches", Duration.ofSeconds(240), () -> {
+            // Until both nodes ran hungry groups (a quarter of the 50 questions) and ran out of heap
+            // in them, then two batches more: the nodes go on generating after the error.
+            Waits.untilTrue("an episode out of heap on each node", Duration.ofSeconds(240), () -> {
                 t.step(Duration.ofSeconds(2), true);
-                return t.batchesAcknowledged() >= 12;
+                return ranOutOfHeap(c, 1) && ranOutOfHeap(c, 2);
             });
+            NodeLossTest.steps(t, t.batchesAcknowledged() + 2);
             t.drain(Duration.ofSeconds(120));
 
             Set<Long> outOfMemory = new TreeSet<>();
@@ -81,6 +83,11 @@ class HeapPressureTest {
             RunReport report = RunReport.of(run.testName(), c, t, new Faults())
                     .with("tasks whose episode ran out of heap", outOfMemory);
             assertThat(outOfMemory).as("episodes that ran out of heap").isNotEmpty();
+            for (int i = 1; i <= 2; i++) {
+                assertThat(ranOutOfHeap(c, i))
+                        .as("an episode ran out of heap on node-" + i)
+                        .isTrue();
+            }
             for (long task : outOfMemory) {
                 assertThat(outcomes.get(task))
                         .as("outcome of task %d, which ran out of heap", task)
@@ -92,5 +99,10 @@ class HeapPressureTest {
             assertThat(c.nodeProcesses()).as("no node restarted").hasSize(2);
             report.printAndAssertClean();
         }
+    }
+
+    /** Whether an episode on node {@code index} ran out of heap (its log names the task). */
+    private static boolean ranOutOfHeap(TestCluster c, int index) throws java.io.IOException {
+        return c.nodeLog(index).stream().anyMatch(l -> OOM.matcher(l).find());
     }
 }

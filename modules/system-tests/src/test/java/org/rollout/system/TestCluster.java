@@ -400,14 +400,9 @@ final class TestCluster implements AutoCloseable {
 
     /** The demo's weights, then every model server on them at once. */
     private void startServers() throws IOException, InterruptedException {
-        String out = ManagedProcess.run(
-                cliCommand(
-                        withArchive("-Xmx128m"),
-                        List.of("demo-weights", dir.resolve("weights").toString())),
-                Map.of(),
-                dir,
-                START_TIMEOUT);
-        weights = Path.of(out.strip().lines().reduce((a, b) -> b).orElseThrow()).toAbsolutePath();
+        Path v0 = demoWeights();
+        weights = Files.createDirectories(dir.resolve("weights")).resolve(v0.getFileName());
+        Files.copy(v0, weights);
         ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
         try {
             List<Future<?>> started = new ArrayList<>();
@@ -422,6 +417,38 @@ final class TestCluster implements AutoCloseable {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    private static final Object DEMO_WEIGHTS_LOCK = new Object();
+    private static Path demoWeights;
+
+    /**
+     * The demo's initial weights as this build's {@code rollout demo-weights} writes them: made once
+     * per test JVM (a JVM start, on the critical path of every cluster's start on 2 cores) and
+     * copied into each test's directory. They depend only on the build (a fixed seed); made anew by
+     * each test JVM, they are always the build's under test.
+     */
+    private Path demoWeights() throws IOException, InterruptedException {
+        synchronized (DEMO_WEIGHTS_LOCK) {
+            if (demoWeights == null) {
+                Path into = Path.of(System.getProperty("rollout.system.dir", "target/system-tests"))
+                        .toAbsolutePath()
+                        .resolve("demo-weights-" + ProcessHandle.current().pid());
+                SystemTestRun.deleteRecursively(into);
+                String out = ManagedProcess.run(
+                        cliCommand(withArchive("-Xmx128m"), List.of("demo-weights", into.toString())),
+                        Map.of(),
+                        dir,
+                        START_TIMEOUT);
+                Path v0 = Path.of(out.strip().lines().reduce((x, y) -> y).orElseThrow())
+                        .toAbsolutePath();
+                Runtime.getRuntime()
+                        .addShutdownHook(
+                                new Thread(() -> SystemTestRun.deleteRecursively(into), "demo-weights-cleanup"));
+                demoWeights = v0;
+            }
+            return demoWeights;
         }
     }
 
@@ -914,6 +941,18 @@ final class TestCluster implements AutoCloseable {
             }
             return Optional.ofNullable(holder);
         });
+    }
+
+    /**
+     * The index of the alive node that holds the singletons as far as the logs say now (without
+     * waiting), or 0 when none says so.
+     */
+    private int singletonHolderNow() throws InterruptedException {
+        try {
+            return singletonNode(Duration.ZERO);
+        } catch (AssertionError none) {
+            return 0;
+        }
     }
 
     /** SIGKILL of the node that holds the singletons (a fault of kind singleton_node_kill); returns its index. */
@@ -1526,17 +1565,27 @@ final class TestCluster implements AutoCloseable {
     }
 
     private void stopAll() throws InterruptedException {
-        // The youngest first: the singletons move at most once more.
-        for (int i = nodes.size() - 1; i >= 0; i--) {
-            NodeSlot n = nodes.get(i);
-            if (n.alive()) {
+        // Every node but the singletons' at once, then that one, alone: the singletons never move.
+        // Stopped all at once, the last node to complete its exit waited about 5 s for it (its
+        // failure detector's pause) whenever the leader that had moved it to Exiting (the lowest
+        // address, not the oldest node) had already shut down.
+        int holder = singletonHolderNow();
+        for (NodeSlot n : nodes) {
+            if (n.index != holder && n.alive()) {
                 n.process.terminate();
             }
         }
         for (NodeSlot n : nodes) {
-            if (n.process != null) {
-                n.process.stop(n.archiveInProgress != null ? ARCHIVE_STOP_GRACE : STOP_GRACE);
-                publishArchive(n);
+            if (n.index != holder && n.process != null) {
+                stopNode(n);
+            }
+        }
+        if (holder > 0) {
+            stopNode(node(holder));
+        }
+        for (ServerSlot s : servers) {
+            if (s.process != null && s.process.isAlive()) {
+                s.process.terminate();
             }
         }
         for (ServerSlot s : servers) {
@@ -1544,6 +1593,11 @@ final class TestCluster implements AutoCloseable {
                 s.process.stop(STOP_GRACE);
             }
         }
+    }
+
+    private static void stopNode(NodeSlot n) throws InterruptedException {
+        n.process.stop(n.archiveInProgress != null ? ARCHIVE_STOP_GRACE : STOP_GRACE);
+        publishArchive(n);
     }
 
     /**

@@ -146,8 +146,11 @@ class TrainerChaosTest {
             long maxHeap = 0;
             // The trainer takes 1.5 s per batch; generation could fill a batch in a fraction of that.
             try (TrainingLoop loop = TrainingLoop.start(c, t, true, Duration.ofMillis(1500), 0, 3)) {
+                // A sample every 4 s: its jcmd runs (a JVM each) count towards the 4 s.
+                long nextSample = System.nanoTime();
                 for (int sample = 0; sample < 5; sample++) {
-                    Thread.sleep(4000);
+                    nextSample += Duration.ofSeconds(4).toNanos();
+                    Thread.sleep(Math.max(0, (nextSample - System.nanoTime()) / 1_000_000));
                     loop.check();
                     RolloutStatus s = t.observe();
                     buffered.add(s.bufferedGroups());
