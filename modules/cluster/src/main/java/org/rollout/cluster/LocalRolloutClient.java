@@ -42,6 +42,14 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
     private static final Duration PULL_WAIT = Duration.ofSeconds(20);
     private static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration ACK_RETRY = Duration.ofMinutes(2);
+    /**
+     * How long one attempt of an acknowledgement waits for its answer before it is sent again (an
+     * acknowledgement is idempotent). One sent to a collector that died is never answered, and
+     * the next attempt reaches its successor: the trainer waits until at most 10 s after the take-over
+     * (about 30 s after a crash with local.conf's failure detection, 13 s with the system tests'
+     * faster one), not a whole {@link #CONTROL_TIMEOUT} per attempt.
+     */
+    private static final Duration ACK_ATTEMPT = Duration.ofSeconds(10);
 
     private final ActorSystem<Void> system;
     private final LocalRollout.Refs refs;
@@ -188,7 +196,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
                 Collector.AckReply reply = ask(
                         refs.collector(),
                         r -> new Collector.Ack(batchId, taskIds, r),
-                        CONTROL_TIMEOUT,
+                        ACK_ATTEMPT,
                         "acknowledge batch " + batchId);
                 if (!reply.known()) {
                     log.debug("batch {} was acknowledged already", batchId);
