@@ -36,6 +36,7 @@ import picocli.CommandLine.Model.UnmatchedArgsBinding;
  *   singletons      coordinator, collector, weight version saturation; simulated runners and servers
  *   handoff         trainer gateway → Java/Python client vs raw loopback, 10 MB – 1 GB
  *   launch          rollout.launch of N built-in servers to health and first generation vs N × java -version
+ *   routing         engine placement strategies on a simulated GPU fleet with prefix caches
  * </pre>
  *
  * <p>Exit status: 0 when every benchmark ran (whether or not it met its target: the line says
@@ -55,7 +56,8 @@ public final class EndToEndBenchmarks {
                 new SingletonsBenchmark(),
                 new HandoffBenchmark(),
                 new LaunchBenchmark(),
-                new PythonWorkflowBenchmark());
+                new PythonWorkflowBenchmark(),
+                new RoutingBenchmark());
     }
 
     /** The benchmark called {@code name}. */

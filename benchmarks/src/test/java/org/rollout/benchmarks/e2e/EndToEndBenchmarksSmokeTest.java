@@ -239,7 +239,7 @@ class EndToEndBenchmarksSmokeTest {
         assertThat(unknown.exit()).isEqualTo(2);
         assertThat(unknown.log())
                 .contains(
-                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, launch, python-workflow, or all)");
+                        "unknown benchmark 'quickest' (known: orchestration, async, interrupt, weights, scaleout, singletons, handoff, launch, python-workflow, routing, or all)");
         Run flag = run("async", "--severs", "2");
         assertThat(flag.exit()).isEqualTo(2);
         assertThat(flag.log()).contains("bench async: unknown flag --severs (known: --servers,");
@@ -267,6 +267,67 @@ class EndToEndBenchmarksSmokeTest {
         Run all = run("all", "--servers", "2");
         assertThat(all.exit()).isEqualTo(2);
         assertThat(all.log()).contains("bench all runs every benchmark with its defaults and takes no flags");
+    }
+
+    /**
+     * Every strategy on every workload, tiny: two servers, groups of 2, three-turn episodes, a server
+     * crashed in the failover run. Every group and episode completes with full answers, the engine's
+     * counts of cached tokens are the servers' own where no server crashed, and a bad strategy list
+     * is refused before anything starts.
+     */
+    @Test
+    void routingRunsEveryStrategyOnEveryWorkloadAndLosesNothingWhenAServerDies() {
+        Map<String, String> v = summary(
+                "routing",
+                "--servers",
+                "2",
+                "--group-size",
+                "2",
+                "--prompt-tokens",
+                "64",
+                "--answer-tokens",
+                "8",
+                "--rlvr-groups",
+                "4",
+                "--rlvr-concurrency",
+                "2",
+                "--turns",
+                "3",
+                "--agent-prompt-tokens",
+                "64",
+                "--observation-tokens",
+                "32",
+                "--tool-ms",
+                "5",
+                "--agent-episodes",
+                "4",
+                "--agent-concurrency",
+                "2",
+                "--decode-base-us",
+                "1000",
+                "--time-scale",
+                "1");
+        for (String w : List.of("rlvr", "agent", "failover")) {
+            for (String s : List.of("round_robin", "least_requests", "group_affinity", "prefix_aware")) {
+                String k = w + "_" + s;
+                assertThat(Double.parseDouble(v.get(k + "_tokens_per_s"))).as(k).isPositive();
+                assertThat(v).containsKeys(k + "_ratio", k + "_hit_rate", k + "_p50_s", k + "_p99_s");
+                if (!w.equals("failover")) {
+                    assertThat(v.get(k + "_hit_rate")).as(k).isEqualTo(v.get(k + "_server_hit_rate"));
+                }
+            }
+        }
+        assertThat(v).containsEntry("rlvr_least_requests_ratio", "1").containsEntry("met_failover_nothing_lost", "yes");
+        for (String s : List.of("round_robin", "least_requests", "group_affinity", "prefix_aware")) {
+            assertThat(v)
+                    .containsEntry("failover_" + s + "_completed", "4")
+                    .containsEntry("failover_" + s + "_failed", "0")
+                    .containsEntry("failover_" + s + "_short_answers", "0");
+        }
+        assertThat(v.get("winner")).isIn("round_robin", "least_requests", "group_affinity", "prefix_aware");
+        Run bad = run("routing", "--strategies", "round_robin,prefix_aware");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.log()).contains("--strategies must include least_requests");
     }
 
     @Test
