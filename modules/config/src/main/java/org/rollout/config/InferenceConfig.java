@@ -26,7 +26,7 @@ import org.rollout.api.InvalidConfigException;
  *   <tr><td>request_timeout</td><td>3600 s</td><td>per attempt of one segment (connect + response)</td></tr>
  *   <tr><td>request_retries</td><td>3</td><td>total attempts per segment, across servers (not 1 + 3)</td></tr>
  *   <tr><td>setup_timeout</td><td>300 s</td><td>how long {@code RemoteInferenceEngine.initialize()} waits for servers</td></tr>
- *   <tr><td>routing_strategy</td><td>least_requests</td><td>{@code least_requests}, {@code round_robin},
+ *   <tr><td>routing_strategy</td><td>group_affinity</td><td>{@code group_affinity}, {@code prefix_aware}, {@code least_requests}, {@code round_robin},
  *       {@code group_affinity} or {@code prefix_aware}; see {@link RoutingStrategy}</td></tr>
  *   <tr><td>sticky_by_rid</td><td>true</td><td>send a rid's segments back to its server while it is not overloaded</td></tr>
  *   <tr><td>sticky_slack</td><td>8</td><td>how many more outstanding requests than the least-loaded server a
@@ -288,7 +288,7 @@ public record InferenceConfig(
         private Duration requestTimeout = Duration.ofSeconds(3600);
         private int requestRetries = 3;
         private Duration setupTimeout = Duration.ofSeconds(300);
-        private RoutingStrategy routingStrategy = RoutingStrategy.LEAST_REQUESTS;
+        private RoutingStrategy routingStrategy = RoutingStrategy.GROUP_AFFINITY;
         private boolean stickyByRid = true;
         private int stickySlack = 8;
         private int affinitySlack = 16;

@@ -7,12 +7,12 @@ import org.rollout.api.InvalidConfigException;
  * (config key {@code routing_strategy}).
  *
  * <ul>
- *   <li>{@link #LEAST_REQUESTS} (the default): the eligible server with the fewest outstanding
+ *   <li>{@link #LEAST_REQUESTS}: the eligible server with the fewest outstanding
  *       requests from this engine; ties are broken round-robin, so equally loaded servers take
  *       turns.
  *   <li>{@link #ROUND_ROBIN}: AReaL's only strategy (semantics §2.4): the next eligible server after the
  *       last one chosen, starting from a random index.
- *   <li>{@link #GROUP_AFFINITY}: a trajectory's follow-up requests go to the server of its last one,
+ *   <li>{@link #GROUP_AFFINITY} (the default): a trajectory's follow-up requests go to the server of its last one,
  *       and a group's samples to the servers that already serve the group, while that server's load is
  *       within the bound ({@code affinity_slack}, {@code affinity_load_factor}); else least requests.
  *   <li>{@link #PREFIX_AWARE}: as group affinity, and among the servers within the load bound the

@@ -24,7 +24,7 @@ class InferenceConfigTest {
         assertThat(c.requestTimeout()).isEqualTo(Duration.ofSeconds(3600));
         assertThat(c.requestRetries()).isEqualTo(3);
         assertThat(c.setupTimeout()).isEqualTo(Duration.ofSeconds(300));
-        assertThat(c.routingStrategy()).isEqualTo(RoutingStrategy.LEAST_REQUESTS);
+        assertThat(c.routingStrategy()).isEqualTo(RoutingStrategy.GROUP_AFFINITY);
         assertThat(c.stickyByRid()).isTrue();
         assertThat(c.stickySlack()).isEqualTo(8);
         assertThat(c.pauseGracePeriod()).isEqualTo(Duration.ZERO);
