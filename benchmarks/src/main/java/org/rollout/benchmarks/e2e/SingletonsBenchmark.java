@@ -1,6 +1,10 @@
 package org.rollout.benchmarks.e2e;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +21,7 @@ import org.rollout.api.TensorDict;
 import org.rollout.cluster.SingletonHarness;
 import org.rollout.cluster.SingletonHarness.InProcessServers;
 import org.rollout.cluster.SingletonHarness.Running;
+import org.rollout.cluster.TlsStores;
 
 /**
  * The singletons' saturation points: the real coordinator, collector and weight version in one
@@ -78,6 +83,15 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                                 + "data plane or, with -Drollout.large_payload_transport=stream-ref, stream refs over "
                                 + "Artery TCP), and time the same bytes through a raw loopback socket; no to pass them "
                                 + "by reference"),
+                new Flag(
+                        "transport",
+                        "tcp",
+                        "collector with --collector-remote yes: the nodes' transports, one point each in this order "
+                                + "(repeat one to alternate; figures are medians per transport): tcp, tls-tcp "
+                                + "(cluster-config/tls.conf with stores gen-keystores.sh makes in a temporary directory: "
+                                + "Artery and the data plane over mutual TLS 1.3; run from the repository), or "
+                                + "tls-tcp-stream-ref (the same, payloads on stream refs over Artery's TLS); "
+                                + "prints TLS / plain TCP and TLS data plane / TLS stream refs when both are given"),
                 new Flag("wv-runners", "100,1000", "weights: runners to prepare, one point each"),
                 new Flag("wv-servers", "100,1000,10000", "weights: simulated servers to update, one point each"),
                 new Flag("publishes", "20", "weights: publishes timed per point (after 3 untimed)"),
@@ -119,6 +133,18 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         if (!remote.equals("yes") && !remote.equals("no")) {
             throw new IllegalArgumentException(
                     "bench singletons: --collector-remote: '" + remote + "' is neither yes nor no");
+        }
+        List<String> transports = csv(f.string("transport"));
+        for (String t : transports) {
+            if (!List.of("tcp", "tls-tcp", "tls-tcp-stream-ref").contains(t)) {
+                throw new IllegalArgumentException("bench singletons: --transport: unknown transport '" + t
+                        + "' (known: tcp, tls-tcp, tls-tcp-stream-ref)");
+            }
+        }
+        if (transports.isEmpty() || (!remote.equals("yes") && !transports.equals(List.of("tcp")))) {
+            throw new IllegalArgumentException(
+                    "bench singletons: --transport: one or more transports, and other than tcp only with"
+                            + " --collector-remote yes");
         }
         for (int r : runners) {
             if ((parts.contains("coordinator") || parts.contains("pipeline")) && warmup < (long) r * capacity) {
@@ -181,51 +207,30 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
             }
         }
         if (parts.contains("collector")) {
-            for (int t : tokens) {
-                double lastRate;
-                TensorDict g = SingletonHarness.groupRows(rows, t);
-                double mb = SingletonHarness.estimatedBytes(g) / 1e6;
-                try (Running run = (remote.equals("yes")
-                        ? SingletonHarness.remoteCollector(batch, window, g, BenchmarkPipeline.PEKKO)
-                        : SingletonHarness.collector(batch, window, g, BenchmarkPipeline.PEKKO))) {
-                    double rate = rate(run.taken(), warmup, groups, "collector, " + rows + "×" + t);
-                    run.trainerError().ifPresent(e -> {
-                        throw new IllegalStateException("the trainer thread failed: " + e, e);
-                    });
-                    log.printf(
-                            Locale.ROOT,
-                            "singletons: collector (%s), groups of %d × %d tokens (%.3f MB): %.0f groups/s = %.0f MB/s%n",
-                            remote.equals("yes") ? "groups from another node" : "groups by reference",
+            Path tlsDir = transports.stream().anyMatch(t -> t.startsWith("tls"))
+                    ? Files.createTempDirectory("bench-singletons-tls")
+                    : null;
+            try {
+                TlsStores stores = tlsDir == null ? null : TlsStores.generate(tlsDir.resolve("stores"));
+                for (int t : tokens) {
+                    met &= collectorPoints(
+                            log,
+                            line,
+                            remote.equals("yes"),
+                            transports,
+                            stores,
                             rows,
                             t,
-                            mb,
-                            rate,
-                            rate * mb);
-                    line.put("collector_t" + t + "_groups_per_s", rate);
-                    line.put("collector_t" + t + "_mb_per_s", rate * mb);
-                    line.put("collector_t" + t + "_group_mb", mb);
-                    met &= rate >= needGroups && rate * mb >= needMb;
-                    lastRate = rate;
+                            batch,
+                            window,
+                            warmup,
+                            groups,
+                            needGroups,
+                            needMb);
                 }
-                if (remote.equals("yes")) {
-                    // The same bytes through a raw loopback socket, once the nodes are down (median of
-                    // three): the baseline.
-                    long bytes = (long) (Math.min(groups, 2000) * mb * 1e6);
-                    double[] sockets = new double[3];
-                    for (int k = 0; k < sockets.length; k++) {
-                        sockets[k] = bytes / 1e6 / HandoffBenchmark.loopback(bytes);
-                    }
-                    double socket = percentile(sockets, 50);
-                    log.printf(
-                            Locale.ROOT,
-                            "singletons: collector, groups of %d × %d tokens: raw loopback socket %.0f MB/s (median of 3);"
-                                    + " groups from another node at %.3fx it%n",
-                            rows,
-                            t,
-                            socket,
-                            lastRate * mb / socket);
-                    line.put("collector_t" + t + "_loopback_mb_per_s", socket);
-                    line.put("collector_t" + t + "_to_loopback", lastRate * mb / socket);
+            } finally {
+                if (tlsDir != null) {
+                    deleteTree(tlsDir);
                 }
             }
         }
@@ -323,6 +328,140 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
             }
         }
         return new double[] {percentile(total, 50), percentile(total, 99), percentile(fan, 50), percentile(fan, 99)};
+    }
+
+    /**
+     * The collector's points for groups of {@code rows} × {@code t} tokens: one per transport (by
+     * reference when not remote), then the raw loopback socket, and the ratios between transports.
+     *
+     * @return whether every point met the fleet's needs
+     */
+    private static boolean collectorPoints(
+            PrintStream log,
+            SummaryLine line,
+            boolean remote,
+            List<String> transports,
+            TlsStores stores,
+            int rows,
+            int t,
+            int batch,
+            int window,
+            int warmup,
+            int groups,
+            double needGroups,
+            double needMb)
+            throws Exception {
+        boolean met = true;
+        TensorDict g = SingletonHarness.groupRows(rows, t);
+        double mb = SingletonHarness.estimatedBytes(g) / 1e6;
+        Map<String, List<Double>> rates = new LinkedHashMap<>();
+        for (String transport : transports) {
+            Config over = switch (transport) {
+                case "tls-tcp" -> stores.tlsTcp();
+                case "tls-tcp-stream-ref" ->
+                    ConfigFactory.parseString("rollout.large_payload_transport = \"stream-ref\"")
+                            .withFallback(stores.tlsTcp());
+                default -> ConfigFactory.empty();
+            };
+            try (Running run = (remote
+                    ? SingletonHarness.remoteCollector(batch, window, g, BenchmarkPipeline.PEKKO, over)
+                    : SingletonHarness.collector(batch, window, g, BenchmarkPipeline.PEKKO))) {
+                double rate = rate(run.taken(), warmup, groups, "collector, " + rows + "×" + t);
+                run.trainerError().ifPresent(e -> {
+                    throw new IllegalStateException("the trainer thread failed: " + e, e);
+                });
+                log.printf(
+                        Locale.ROOT,
+                        "singletons: collector (%s), groups of %d × %d tokens (%.3f MB): %.0f groups/s = %.0f MB/s%n",
+                        remote
+                                ? "groups from another node, " + transport + ": " + run.largePayloadPath()
+                                : "groups by reference",
+                        rows,
+                        t,
+                        mb,
+                        rate,
+                        rate * mb);
+                rates.computeIfAbsent(transport, k -> new ArrayList<>()).add(rate);
+                met &= rate >= needGroups && rate * mb >= needMb;
+            }
+        }
+        Map<String, Double> median = new LinkedHashMap<>();
+        rates.forEach((transport, r) -> median.put(
+                transport,
+                percentile(r.stream().mapToDouble(Double::doubleValue).toArray(), 50)));
+        median.forEach((transport, rate) -> {
+            // tcp alone keeps the keys it always had.
+            String key = "collector_t" + t
+                    + (median.size() == 1 && transport.equals("tcp") ? "" : "_" + transport.replace('-', '_'));
+            line.put(key + "_groups_per_s", rate);
+            line.put(key + "_mb_per_s", rate * mb);
+        });
+        line.put("collector_t" + t + "_group_mb", mb);
+        ratio(log, line, median, t, "tls-tcp", "tcp", "tls_over_plain", "TLS data plane / plain TCP data plane");
+        ratio(
+                log,
+                line,
+                median,
+                t,
+                "tls-tcp",
+                "tls-tcp-stream-ref",
+                "tls_over_tls_stream_refs",
+                "TLS data plane / stream refs over Artery's TLS");
+        if (remote) {
+            // The same bytes through a raw loopback socket, once the nodes are down (median of
+            // three): the baseline.
+            long bytes = (long) (Math.min(groups, 2000) * mb * 1e6);
+            double[] sockets = new double[3];
+            for (int k = 0; k < sockets.length; k++) {
+                sockets[k] = bytes / 1e6 / HandoffBenchmark.loopback(bytes);
+            }
+            double socket = percentile(sockets, 50);
+            line.put("collector_t" + t + "_loopback_mb_per_s", socket);
+            median.forEach((transport, rate) -> {
+                log.printf(
+                        Locale.ROOT,
+                        "singletons: collector, groups of %d × %d tokens: raw loopback socket %.0f MB/s (median of 3);"
+                                + " groups from another node (%s) at %.3fx it%n",
+                        rows,
+                        t,
+                        socket,
+                        transport,
+                        rate * mb / socket);
+                line.put(
+                        "collector_t" + t
+                                + (median.size() == 1 && transport.equals("tcp")
+                                        ? ""
+                                        : "_" + transport.replace('-', '_'))
+                                + "_to_loopback",
+                        rate * mb / socket);
+            });
+        }
+        return met;
+    }
+
+    /** Logs and records {@code median[a] / median[b]} when both were measured. */
+    private static void ratio(
+            PrintStream log,
+            SummaryLine line,
+            Map<String, Double> median,
+            int t,
+            String a,
+            String b,
+            String key,
+            String what) {
+        if (median.containsKey(a) && median.containsKey(b)) {
+            double r = median.get(a) / median.get(b);
+            log.printf(Locale.ROOT, "singletons: collector, %d-token rows: %s = %.3fx%n", t, what, r);
+            line.put("collector_t" + t + "_" + key, r);
+        }
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        try (var paths = Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
     }
 
     /**

@@ -171,6 +171,48 @@ class EndToEndBenchmarksSmokeTest {
     }
 
     /**
+     * The remote collector over plain TCP and over TLS in one run ({@code --transport}): groups
+     * above the threshold cross on the data plane, over TLS with the stores gen-keystores.sh made
+     * for the run, and the ratio between the two is reported.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(300)
+    void singletonsMeasuresTheRemoteCollectorOverPlainTcpAndTls() {
+        Run r = run(
+                "singletons",
+                "--parts",
+                "collector",
+                "--collector-remote",
+                "yes",
+                "--transport",
+                "tcp,tls-tcp",
+                "--batch",
+                "4",
+                "--rows",
+                "4",
+                "--tokens",
+                "4096",
+                "--window",
+                "8",
+                "--warmup-groups",
+                "8",
+                "--groups",
+                "20");
+        assertThat(r.exit()).as(r.log()).isZero();
+        assertThat(r.log())
+                .contains("tcp: data plane (plain TCP)")
+                .contains("tls-tcp: data plane (TLS)")
+                .contains("TLS data plane / plain TCP data plane = ");
+        Map<String, String> v = SummaryLine.parse(r.out());
+        assertThat(Double.parseDouble(v.get("collector_t4096_tls_tcp_mb_per_s")))
+                .isPositive();
+        assertThat(Double.parseDouble(v.get("collector_t4096_tls_over_plain"))).isPositive();
+        Run bad = run("singletons", "--parts", "collector", "--transport", "udp");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.log()).contains("--transport: unknown transport 'udp'");
+    }
+
+    /**
      * The cluster variants: the coordinator over the replicated ledger of three cluster nodes in
      * this JVM, and the collector taking its groups from another node (Kryo over Artery TCP).
      */

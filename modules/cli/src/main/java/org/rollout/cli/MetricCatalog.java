@@ -111,6 +111,12 @@ final class MetricCatalog {
                     "batches this node's gateway relayed from the collector's node as it encoded them"),
             m("rollout_batch_relayed_bytes_total", "counter", "", "bytes of the batches relayed whole"),
             m(
+                    "rollout_data_plane_refused_total",
+                    "counter",
+                    "reason",
+                    "connections this node's data plane refused: not_tls, no_certificate, untrusted_certificate,"
+                            + " handshake_failed, timeout, bad_request"),
+            m(
                     "rollout_coordinator_reachable",
                     "gauge",
                     "",

@@ -6,6 +6,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketAddress;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
@@ -20,11 +22,16 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 import org.rollout.api.TrainingBatch;
+import org.rollout.cluster.DataPlaneRefusals.Reason;
+import org.rollout.cluster.DataPlaneRefusals.Refused;
 import org.rollout.trainer.wire.BatchWireFormat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,8 +61,15 @@ import org.slf4j.LoggerFactory;
  * (its receiver failed or never got the envelope). A transfer that makes no progress for {@code
  * stall} fails on both sides: the receiver's reads time out, and the sender closes a connection
  * whose writes have not moved. A token is 128 random bits: a peer that did not get the envelope
- * cannot name a payload. The bytes are not encrypted: the data plane is for transports that are
- * not either ({@code tcp}, {@code aeron-udp}); with {@code tls-tcp} payloads stay on stream refs.
+ * cannot name a payload.
+ *
+ * <p>With a {@link DataPlaneTls} (Artery's {@code tls-tcp}) every connection is TLS with Artery's
+ * key material, mutual when Artery's is, and the request follows the handshake; without one the
+ * bytes cross in the clear ({@code tcp}, {@code aeron-udp}). A connection that does not complete
+ * its handshake and request within {@code requestTimeout} is closed, whatever it sends. Refused
+ * connections (not TLS, no or an untrusted certificate, a failed handshake, the deadline, a
+ * malformed request) are counted and logged by {@link DataPlaneRefusals}; an unknown token is not
+ * a refusal but an answer ('N').
  */
 final class DataPlane implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DataPlane.class);
@@ -81,6 +95,10 @@ final class DataPlane implements AutoCloseable {
     }
 
     private final ServerSocketChannel server;
+    private final DataPlaneTls tls;
+    private final Duration requestTimeout;
+    private final DataPlaneRefusals refusals;
+    private final AtomicInteger connections = new AtomicInteger();
     private final String advertisedHost;
     private final int port;
     private final KryoPayloadSerializer kryo;
@@ -90,7 +108,7 @@ final class DataPlane implements AutoCloseable {
     private final LongConsumer onSent;
     private final ExecutorService io = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("data-plane-", 0).factory());
-    private final ScheduledExecutorService sweeper;
+    private final ScheduledThreadPoolExecutor sweeper;
     private final Map<String, Offer> offers = new ConcurrentHashMap<>();
     private final Map<Send, Boolean> sends = new ConcurrentHashMap<>();
     private final SecureRandom random = new SecureRandom();
@@ -104,9 +122,13 @@ final class DataPlane implements AutoCloseable {
             int chunkBytes,
             Duration stall,
             Duration unfetchedAfter,
-            LongConsumer onSent)
+            LongConsumer onSent,
+            DataPlaneTls tls,
+            Duration requestTimeout)
             throws IOException {
         this.server = server;
+        this.tls = tls;
+        this.requestTimeout = requestTimeout;
         this.onSent = onSent;
         this.advertisedHost = advertisedHost;
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
@@ -114,20 +136,19 @@ final class DataPlane implements AutoCloseable {
         this.chunkBytes = chunkBytes;
         this.stall = stall;
         this.unfetchedAfter = unfetchedAfter;
-        this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+        this.refusals = new DataPlaneRefusals(port);
+        this.sweeper = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "data-plane-sweeper");
             t.setDaemon(true);
             return t;
         });
+        sweeper.setRemoveOnCancelPolicy(true);
         long period = Math.max(100, Math.min(stall.toMillis(), unfetchedAfter.toMillis()) / 4);
         sweeper.scheduleWithFixedDelay(this::sweep, period, period, TimeUnit.MILLISECONDS);
         io.execute(this::acceptLoop);
     }
 
-    /**
-     * Listens on {@code bindHost:port} (0: any free port) and tells receivers to connect to {@code
-     * advertisedHost} and the port it got; {@code onSent} hears the bytes of each payload sent whole.
-     */
+    /** A plain (not encrypted) data plane; see the full form. */
     static DataPlane start(
             String bindHost,
             String advertisedHost,
@@ -138,10 +159,33 @@ final class DataPlane implements AutoCloseable {
             Duration unfetchedAfter,
             LongConsumer onSent)
             throws IOException {
+        return start(
+                bindHost, advertisedHost, port, kryo, chunkBytes, stall, unfetchedAfter, onSent, null, REQUEST_TIMEOUT);
+    }
+
+    /**
+     * Listens on {@code bindHost:port} (0: any free port) and tells receivers to connect to {@code
+     * advertisedHost} and the port it got; {@code onSent} hears the bytes of each payload sent whole.
+     * With {@code tls} (null: plain TCP) every connection is TLS; one whose handshake and request
+     * are not complete within {@code requestTimeout} is closed and refused.
+     */
+    static DataPlane start(
+            String bindHost,
+            String advertisedHost,
+            int port,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            Duration stall,
+            Duration unfetchedAfter,
+            LongConsumer onSent,
+            DataPlaneTls tls,
+            Duration requestTimeout)
+            throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
             server.bind(new InetSocketAddress(bindHost, port), 128);
-            return new DataPlane(server, advertisedHost, kryo, chunkBytes, stall, unfetchedAfter, onSent);
+            return new DataPlane(
+                    server, advertisedHost, kryo, chunkBytes, stall, unfetchedAfter, onSent, tls, requestTimeout);
         } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
@@ -162,6 +206,21 @@ final class DataPlane implements AutoCloseable {
         return dropped.get();
     }
 
+    /** This data plane's TLS, or null when it is plain TCP. */
+    DataPlaneTls tls() {
+        return tls;
+    }
+
+    /** Connections refused for {@code reason}. */
+    long refused(Reason reason) {
+        return refusals.count(reason);
+    }
+
+    /** Connections accepted and not yet done with: each holds one virtual thread. */
+    int connections() {
+        return connections.get();
+    }
+
     /** Keeps {@code message} for one fetch; send the ref to the receiver at once. */
     DirectRef offer(KryoSerializable message, String what) {
         byte[] t = new byte[TOKEN_BYTES];
@@ -172,21 +231,23 @@ final class DataPlane implements AutoCloseable {
     }
 
     /**
-     * Fetches the payload {@code ref} names from its sender's data plane and decodes it; blocks (run
-     * it on a virtual thread).
+     * Fetches the payload {@code ref} names from its sender's data plane and decodes it, over
+     * {@code tls} when it is given (null: plain TCP); blocks (run it on a virtual thread).
      *
      * @throws IOException when the connection fails, stalls or is cut short, or the sender no
      *     longer holds the payload
      */
     static Object fetch(
             DirectRef ref,
+            DataPlaneTls tls,
             String what,
             KryoPayloadSerializer kryo,
             int chunkBytes,
             Duration stall,
             Duration unfetchedAfter)
             throws IOException {
-        try (SocketChannel c = request(ref, HELLO, stall)) {
+        Connection c = request(ref, tls, HELLO, stall);
+        try (c) {
             // Kryo's Input buffers the reads itself (chunkBytes at a time); a buffer under it
             // would only add a copy of every byte.
             InputStream in = c.socket().getInputStream();
@@ -203,26 +264,48 @@ final class DataPlane implements AutoCloseable {
         }
     }
 
-    /** Connects to {@code ref}'s data plane and asks for its payload with {@code hello}. */
-    private static SocketChannel request(DirectRef ref, byte[] hello, Duration stall) throws IOException {
-        SocketChannel c = SocketChannel.open();
+    /**
+     * A connection: the TCP channel, and the socket to read and write ({@code channel}'s own, or a
+     * TLS socket over it). Closing closes the channel: at once, even while another thread writes.
+     */
+    record Connection(SocketChannel channel, Socket socket) implements AutoCloseable {
+        @Override
+        public void close() throws IOException {
+            channel.close();
+        }
+    }
+
+    /** Connects to {@code ref}'s data plane (over {@code tls} when given) and asks for its payload with {@code hello}. */
+    private static Connection request(DirectRef ref, DataPlaneTls tls, byte[] hello, Duration stall)
+            throws IOException {
+        if (tls != null) {
+            // From the connect on: the data plane's deadline runs from its accept.
+            tls.awaitTurn(stall);
+        }
+        SocketChannel c = null;
         try {
+            c = SocketChannel.open();
             c.socket().connect(new InetSocketAddress(ref.host(), ref.port()), (int) REQUEST_TIMEOUT.toMillis());
             c.socket().setTcpNoDelay(true);
             c.socket().setReceiveBufferSize(1 << 20);
-            ByteBuffer request = ByteBuffer.allocate(hello.length + ref.token().length() + 1);
-            request.put(hello)
-                    .put(ref.token().getBytes(StandardCharsets.US_ASCII))
-                    .put((byte) '\n')
-                    .flip();
-            while (request.hasRemaining()) {
-                c.write(request);
-            }
+            Socket s = tls == null ? c.socket() : tls.connect(c.socket(), ref.host(), ref.port(), REQUEST_TIMEOUT);
+            byte[] token = ref.token().getBytes(StandardCharsets.US_ASCII);
+            byte[] request = Arrays.copyOf(hello, hello.length + token.length + 1);
+            System.arraycopy(token, 0, request, hello.length, token.length);
+            request[request.length - 1] = '\n';
+            s.getOutputStream().write(request);
+            s.getOutputStream().flush();
             c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
-            return c;
+            return new Connection(c, s);
         } catch (IOException | RuntimeException e) {
-            c.close();
+            if (c != null) {
+                c.close();
+            }
             throw e;
+        } finally {
+            if (tls != null) {
+                tls.turnDone();
+            }
         }
     }
 
@@ -245,11 +328,11 @@ final class DataPlane implements AutoCloseable {
     }
 
     /** A batch being read from its holder's data plane as RBATCH bytes: {@link #length} of them on {@link #in}. */
-    record BatchStream(SocketChannel channel, InputStream in, long length) implements AutoCloseable {
+    record BatchStream(Connection connection, InputStream in, long length) implements AutoCloseable {
         @Override
         public void close() {
             try {
-                channel.close();
+                connection.close();
             } catch (IOException e) {
                 log.debug("closing a batch relay: {}", e.toString());
             }
@@ -264,8 +347,9 @@ final class DataPlane implements AutoCloseable {
      *
      * @throws IOException when the connection fails or the holder no longer holds the batch
      */
-    static BatchStream openBatch(DirectRef ref, Duration stall, Duration unfetchedAfter) throws IOException {
-        SocketChannel c = request(ref, HELLO_BATCH, stall);
+    static BatchStream openBatch(DirectRef ref, DataPlaneTls tls, Duration stall, Duration unfetchedAfter)
+            throws IOException {
+        Connection c = request(ref, tls, HELLO_BATCH, stall);
         try {
             InputStream in = c.socket().getInputStream();
             expectYes(in, ref, unfetchedAfter);
@@ -331,14 +415,32 @@ final class DataPlane implements AutoCloseable {
     }
 
     private void serve(SocketChannel c) {
+        // The deadline of the handshake and the request, whatever the peer sends meanwhile; the
+        // read timeout alone would let a peer that sends a byte now and then hold the connection.
+        ScheduledFuture<?> deadline;
+        try {
+            deadline = sweeper.schedule(() -> closeQuietly(c), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            closeQuietly(c);
+            return;
+        }
+        connections.incrementAndGet();
+        SocketAddress peer = null;
+        Hello hello = null;
         Send send = null;
         try (c) {
+            peer = c.getRemoteAddress();
             c.socket().setTcpNoDelay(true);
             c.socket().setSendBufferSize(1 << 20);
-            c.socket().setSoTimeout((int) REQUEST_TIMEOUT.toMillis());
-            Hello hello = readHello(c.socket().getInputStream());
-            OutputStream raw = c.socket().getOutputStream();
-            Offer offer = hello == null ? null : offers.get(hello.token());
+            c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, requestTimeout.toMillis()));
+            Socket socket = tls == null ? c.socket() : tls.accept(c.socket());
+            Hello request = readHello(socket.getInputStream());
+            if (!deadline.cancel(false)) {
+                throw new Refused(Reason.TIMEOUT, "the deadline passed");
+            }
+            hello = request;
+            OutputStream raw = socket.getOutputStream();
+            Offer offer = offers.get(hello.token());
             TrainingBatch batch = null;
             if (offer != null && hello.rbatch()) {
                 if (!(offer.message() instanceof Collector.BatchReply reply) || reply.batch() == null) {
@@ -377,36 +479,64 @@ final class DataPlane implements AutoCloseable {
                 n = kryo.write(offer.message(), out, chunkBytes);
             }
             out.flush();
-            c.shutdownOutput();
             onSent.accept(n);
-        } catch (IOException | RuntimeException e) {
-            if (!closed) {
-                log.warn(
-                        "{}: sending the payload to its receiver failed{}: {}",
-                        send == null ? "a data-plane request" : send.what,
-                        send == null ? "" : " after " + send.written + " bytes",
-                        e.toString());
+            // The end of the stream (with TLS, its close_notify first); the receiver may have
+            // closed already once it had every byte.
+            try {
+                socket.shutdownOutput();
+            } catch (IOException e) {
+                log.debug("{}: ending the stream after the payload: {}", s.what, e.toString());
             }
+        } catch (IOException | RuntimeException e) {
+            if (closed) {
+                return;
+            }
+            if (hello == null) {
+                // Before a whole request: refused, or the deadline closed the connection, or a read
+                // timed out, or the peer went away mid-request.
+                boolean late =
+                        deadline.isDone() && !deadline.isCancelled() || DataPlaneTls.failure(e) == Reason.TIMEOUT;
+                Reason reason = late ? Reason.TIMEOUT : e instanceof Refused r ? r.reason() : Reason.BAD_REQUEST;
+                refusals.refuse(reason, peer, e instanceof Refused ? e.getMessage() : e.toString());
+                return;
+            }
+            log.warn(
+                    "{}: sending the payload to its receiver failed{}: {}",
+                    send == null ? "a data-plane request" : send.what,
+                    send == null ? "" : " after " + send.written + " bytes",
+                    e.toString());
         } finally {
+            deadline.cancel(false);
             if (send != null) {
                 sends.remove(send);
             }
+            connections.decrementAndGet();
+        }
+    }
+
+    private static void closeQuietly(SocketChannel c) {
+        try {
+            c.close();
+        } catch (IOException e) {
+            log.debug("closing a data-plane connection: {}", e.toString());
         }
     }
 
     /** A request: the token it names, and whether it asks for a batch in RBATCH form. */
     private record Hello(String token, boolean rbatch) {}
 
-    /** The request on {@code in}, or null when it is not one. */
+    /** The request on {@code in}; refused as {@link Reason#BAD_REQUEST} when it is not one. */
     private static Hello readHello(InputStream in) throws IOException {
         byte[] head = in.readNBytes(HELLO.length);
         boolean kryo = Arrays.equals(head, HELLO);
         if (!kryo && !Arrays.equals(head, HELLO_BATCH)) {
-            return null;
+            throw new Refused(
+                    Reason.BAD_REQUEST,
+                    head.length < HELLO.length ? "closed after " + head.length + " bytes" : "no request");
         }
         byte[] token = in.readNBytes(2 * TOKEN_BYTES + 1);
         if (token.length != 2 * TOKEN_BYTES + 1 || token[2 * TOKEN_BYTES] != '\n') {
-            return null;
+            throw new Refused(Reason.BAD_REQUEST, "a malformed token");
         }
         return new Hello(new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII), !kryo);
     }

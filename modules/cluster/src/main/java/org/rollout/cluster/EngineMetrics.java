@@ -147,6 +147,12 @@ public final class EngineMetrics {
                 .description("bytes of the batches relayed whole")
                 .baseUnit("bytes")
                 .register(registry);
+        for (String reason : LargePayloads.dataPlaneRefusalReasons()) {
+            FunctionCounter.builder("rollout_data_plane_refused", payloads, p -> p.dataPlaneRefused(reason))
+                    .description("connections this node's data plane refused, by reason (docs/architecture.md)")
+                    .tag("reason", reason)
+                    .register(registry);
+        }
         MailboxDepths mailboxes = MailboxDepths.get(client.system());
         for (String kind : MailboxDepths.KINDS) {
             Gauge.builder("rollout_actor_mailbox_messages", mailboxes, d -> d.depth(kind))

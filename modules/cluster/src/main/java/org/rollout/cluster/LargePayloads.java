@@ -97,6 +97,8 @@ public final class LargePayloads implements Extension {
     static final int MAX_CHUNK = LargePayloadLimits.MAX_CHUNK;
     static final long STALL_SECONDS = 60;
     private static final Duration STALL = Duration.ofSeconds(STALL_SECONDS);
+    /** A connection to the data plane must have completed its TLS handshake and request by then. */
+    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     /** An offer on the data plane not fetched by then is dropped (as a stream ref's subscription times out). */
     private static final Duration UNFETCHED_AFTER = Duration.ofSeconds(60);
     /** The buffer a relayed batch's bytes go through on their way from one socket to the other. */
@@ -124,6 +126,8 @@ public final class LargePayloads implements Extension {
     private final AtomicLong bytesRelayed = new AtomicLong();
     /** This node's data plane, or null when payloads go as stream refs. */
     private final DataPlane dataPlane;
+    /** TLS for fetching from other nodes' data planes (Artery's tls-tcp), or null for plain TCP. */
+    private final DataPlaneTls tls;
 
     private LargePayloads(ActorSystem<?> system) {
         Config config = system.settings().config();
@@ -137,7 +141,8 @@ public final class LargePayloads implements Extension {
         this.kryo = boundSerializer(system);
         this.io = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("large-payload-", 0).factory());
-        this.dataPlane = startDataPlane(system, config, kryo, chunkBytes, n -> {
+        this.tls = tls(config);
+        this.dataPlane = startDataPlane(system, config, kryo, chunkBytes, tls, n -> {
             streamsSent.incrementAndGet();
             bytesSent.addAndGet(n);
         });
@@ -150,23 +155,48 @@ public final class LargePayloads implements Extension {
     }
 
     /**
+     * The data plane's TLS when Artery runs over {@code tls-tcp} between nodes: Artery's own key
+     * material and settings ({@link DataPlaneTls}). Null for another transport, and for another
+     * {@code ssl-engine-provider} than Pekko's {@code ConfigSSLEngineProvider}, whose settings
+     * this cannot read, and with {@code rollout.large_payload_transport = "stream-ref"}: then
+     * payloads go as stream refs, over Artery's TLS.
+     *
+     * @throws IllegalStateException when the stores cannot be read (Artery could not either)
+     */
+    private static DataPlaneTls tls(Config config) {
+        if (config.getString("pekko.actor.provider").equals("local")
+                || !transport(config).equals("direct")
+                || !DataPlaneTls.arteryUsesTls(config)) {
+            return null;
+        }
+        if (!DataPlaneTls.readable(config)) {
+            log.warn(
+                    "Artery's {} is {}, whose key material the data plane cannot read: large payloads cross nodes as"
+                            + " stream refs over Artery's TLS (slower)",
+                    DataPlaneTls.PROVIDER_KEY,
+                    DataPlaneTls.provider(config));
+            return null;
+        }
+        return DataPlaneTls.fromConfig(config);
+    }
+
+    /**
      * The data plane, when payloads cross nodes at all ({@code pekko.actor.provider} not local),
-     * {@code rollout.large_payload_transport} is {@code direct} and Artery's transport is not
-     * {@code tls-tcp} (the data plane does not encrypt). It listens where Artery binds and is
-     * reached where Artery is.
+     * {@code rollout.large_payload_transport} is {@code direct}, and, under Artery's {@code
+     * tls-tcp}, {@code tls} was built from Artery's settings (then every connection is TLS). It
+     * listens where Artery binds and is reached where Artery is.
      */
     private static DataPlane startDataPlane(
-            ActorSystem<?> system, Config config, KryoPayloadSerializer kryo, int chunkBytes, LongConsumer sent) {
+            ActorSystem<?> system,
+            Config config,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            DataPlaneTls tls,
+            LongConsumer sent) {
         if (config.getString("pekko.actor.provider").equals("local")) {
             return null;
         }
-        String transport = config.hasPath(TRANSPORT_KEY) ? config.getString(TRANSPORT_KEY) : "direct";
-        if (!transport.equals("direct") && !transport.equals("stream-ref")) {
-            throw new InvalidConfigException(TRANSPORT_KEY, transport, LargePayloadLimits.TRANSPORT_ALLOWED);
-        }
-        if (transport.equals("stream-ref")
-                || (config.hasPath("pekko.remote.artery.transport")
-                        && config.getString("pekko.remote.artery.transport").equals("tls-tcp"))) {
+        if (transport(config).equals("stream-ref") || (tls == null && DataPlaneTls.arteryUsesTls(config))) {
             return null;
         }
         int port = config.hasPath(PORT_KEY) ? config.getInt(PORT_KEY) : 0;
@@ -177,8 +207,16 @@ public final class LargePayloads implements Extension {
                 ? config.getString("pekko.remote.artery.bind.hostname")
                 : advertised;
         try {
-            DataPlane d = DataPlane.start(bind, advertised, port, kryo, chunkBytes, STALL, UNFETCHED_AFTER, sent);
-            log.info("large payloads cross nodes on the data plane at {}:{}", advertised, d.port());
+            DataPlane d = DataPlane.start(
+                    bind, advertised, port, kryo, chunkBytes, STALL, UNFETCHED_AFTER, sent, tls, REQUEST_TIMEOUT);
+            log.info(
+                    "large payloads cross nodes on the data plane at {}:{} ({})",
+                    advertised,
+                    d.port(),
+                    tls == null
+                            ? "plain TCP"
+                            : tls.protocol() + " with Artery's key material"
+                                    + (tls.mutual() ? ", mutual authentication" : ""));
             return d;
         } catch (IOException e) {
             throw new IllegalStateException(
@@ -186,6 +224,15 @@ public final class LargePayloads implements Extension {
                             + "): " + e.getMessage(),
                     e);
         }
+    }
+
+    /** {@code rollout.large_payload_transport}: {@code direct} (the default) or {@code stream-ref}. */
+    private static String transport(Config config) {
+        String transport = config.hasPath(TRANSPORT_KEY) ? config.getString(TRANSPORT_KEY) : "direct";
+        if (!transport.equals("direct") && !transport.equals("stream-ref")) {
+            throw new InvalidConfigException(TRANSPORT_KEY, transport, LargePayloadLimits.TRANSPORT_ALLOWED);
+        }
+        return transport;
     }
 
     private static KryoPayloadSerializer boundSerializer(ActorSystem<?> system) {
@@ -332,6 +379,27 @@ public final class LargePayloads implements Extension {
         return dataPlane == null ? -1 : dataPlane.port();
     }
 
+    /** Whether this node's data plane runs over TLS (Artery's {@code tls-tcp}); false when there is none. */
+    public boolean dataPlaneEncrypted() {
+        return dataPlane != null && dataPlane.tls() != null;
+    }
+
+    /** The metric labels of the reasons a data plane refuses a connection for ({@link #dataPlaneRefused}). */
+    public static List<String> dataPlaneRefusalReasons() {
+        return java.util.Arrays.stream(DataPlaneRefusals.Reason.values())
+                .map(r -> r.label)
+                .toList();
+    }
+
+    /**
+     * Connections this node's data plane refused for {@code reason} (a label of {@link
+     * #dataPlaneRefusalReasons}); 0 without a data plane.
+     */
+    public long dataPlaneRefused(String reason) {
+        DataPlaneRefusals.Reason r = DataPlaneRefusals.byLabel(reason);
+        return dataPlane == null || r == null ? 0 : dataPlane.refused(r);
+    }
+
     /** Receives from {@code direct} when it is given, else from {@code bytes}. */
     public <T> CompletionStage<T> receive(SourceRef<ByteString> bytes, DirectRef direct, Class<T> type, String what) {
         return direct != null ? receive(direct, type, what) : receive(bytes, type, what);
@@ -344,7 +412,7 @@ public final class LargePayloads implements Extension {
      */
     public <T> CompletionStage<T> receive(DirectRef ref, Class<T> type, String what) {
         return decode(
-                () -> DataPlane.fetch(ref, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER),
+                () -> DataPlane.fetch(ref, tls, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER),
                 type,
                 what,
                 "the data plane",
@@ -364,7 +432,7 @@ public final class LargePayloads implements Extension {
         String what = "batch " + batchId;
         DataPlane.BatchStream stream;
         try {
-            stream = DataPlane.openBatch(ref, STALL, UNFETCHED_AFTER);
+            stream = DataPlane.openBatch(ref, tls, STALL, UNFETCHED_AFTER);
         } catch (IOException e) {
             throw new IOException(what + ": " + e.getMessage(), e);
         }

@@ -316,6 +316,17 @@ public final class SingletonHarness {
             return taken;
         }
 
+        /**
+         * How large payloads cross to this node's system from others: "data plane (TLS)", "data
+         * plane (plain TCP)" or "stream refs".
+         */
+        public String largePayloadPath() {
+            LargePayloads p = LargePayloads.get(system);
+            return p.dataPlanePort() < 0
+                    ? "stream refs"
+                    : p.dataPlaneEncrypted() ? "data plane (TLS)" : "data plane (plain TCP)";
+        }
+
         /** Starts a trainer thread that pulls and acknowledges batches until closed. */
         void startTrainer() {
             trainer = Thread.ofPlatform().name("bench-trainer").daemon().start(() -> {
@@ -633,8 +644,18 @@ public final class SingletonHarness {
      * trainer thread pulls on the collector's node.
      */
     public static Running remoteCollector(int batch, int window, TensorDict rows, Config pekko) throws Exception {
+        return remoteCollector(batch, window, rows, pekko, com.typesafe.config.ConfigFactory.empty());
+    }
+
+    /**
+     * As {@link #remoteCollector(int, int, TensorDict, Config)}, with {@code transport} over the
+     * nodes' Artery settings on both nodes: e.g. {@link TlsStores#tlsTcp()} for Artery, and so the
+     * data plane, over TLS.
+     */
+    public static Running remoteCollector(int batch, int window, TensorDict rows, Config pekko, Config transport)
+            throws Exception {
         Counter fed = new Counter();
-        Config cluster = CLUSTER.withFallback(pekko);
+        Config cluster = transport.withFallback(CLUSTER).withFallback(pekko);
         ActorSystem<Void> feederNode = ActorSystem.create(Behaviors.empty(), "bench-collector", cluster);
         ActorSystem<Void> system = null;
         try {

@@ -57,8 +57,8 @@ import org.slf4j.LoggerFactory;
  * The transport profiles of {@code cluster-config/}, read from the repository and layered as a
  * node layers them (overrides &gt; transport profile &gt; role profile &gt; local.conf &gt; the
  * engine's defaults): nodes form a cluster over Aeron UDP and over mutual TLS, a CBOR control
- * message and a Kryo tensor payload cross in both directions, and a node whose certificate the
- * cluster's CA did not sign is kept out.
+ * message and a Kryo tensor payload cross in both directions (over TLS, a large payload on the
+ * nodes' TLS data plane too), and a node whose certificate the cluster's CA did not sign is kept out.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TransportProfilesTest {
@@ -168,6 +168,19 @@ class TransportProfilesTest {
         assertThat(rolesSeenBy(b, a)).containsExactly("gateway");
         assertThat(rolesSeenBy(a, b)).containsExactly("rollout");
         exchangeCborAndKryo(a, b);
+
+        // Large payloads cross on the data plane, over TLS with the same stores, not on stream refs.
+        LargePayloads onA = LargePayloads.get(a.system());
+        assertThat(onA.dataPlaneEncrypted()).isTrue();
+        TrainingBatch large = Payloads.batch(4, 4, 8, 4_096);
+        DirectRef ref = onA.offerDirect(new Collector.BatchReply(large), "batch 4");
+        assertThat(ref).isNotNull();
+        assertThat(LargePayloads.get(b.system())
+                        .receive(ref, Collector.BatchReply.class, "batch 4")
+                        .toCompletableFuture()
+                        .join()
+                        .batch())
+                .isEqualTo(large);
     }
 
     @Test

@@ -39,8 +39,13 @@ final class TwoNodes implements AutoCloseable {
 
     /** Node A with {@code extraA} over the defaults, node B with the defaults; both Up. */
     TwoNodes(Config extraA) {
+        this(extraA, ConfigFactory.empty());
+    }
+
+    /** Node A with {@code extraA} over the defaults, node B with {@code extraB}; both Up. */
+    TwoNodes(Config extraA, Config extraB) {
         a = ActorTestKit.create("Rollout", extraA.withFallback(CLUSTER).withFallback(TestRollout.PEKKO));
-        b = ActorTestKit.create("Rollout", CLUSTER.withFallback(TestRollout.PEKKO));
+        b = ActorTestKit.create("Rollout", extraB.withFallback(CLUSTER).withFallback(TestRollout.PEKKO));
         Cluster ca = Cluster.get(a.system());
         ca.manager().tell(Join.create(ca.selfMember().address()));
         Cluster.get(b.system()).manager().tell(Join.create(ca.selfMember().address()));
