@@ -101,20 +101,12 @@ final class BatchBook<P> {
 
     /** The acceptance of {@code taskId} is in the ledger: its group joins the buffer. */
     List<Step<P>> acceptRecorded(long taskId, long now) {
-        return acceptRecorded(List.of(taskId), now);
-    }
-
-    /** The acceptances of {@code taskIds} are in the ledger: their groups join the buffer, in that order. */
-    List<Step<P>> acceptRecorded(List<Long> taskIds, long now) {
-        boolean joined = false;
-        for (long taskId : taskIds) {
-            TrainingGroup group = unrecorded.remove(taskId);
-            if (group != null) {
-                buffer.addLast(group);
-                joined = true;
-            }
+        TrainingGroup group = unrecorded.remove(taskId);
+        if (group == null) {
+            return List.of();
         }
-        return joined ? serve(now) : List.of();
+        buffer.addLast(group);
+        return serve(now);
     }
 
     /** Accepted groups not yet handed out: buffered, or waiting for their acceptance to be written. */

@@ -153,24 +153,10 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     sealed interface PullReply permits BatchReply, StreamedBatchReply {}
 
     /**
-     * The coordinator wrote the acceptance of tasks {@code taskIds} (those of one pass over its
-     * mailbox) to its ledger: their groups may now be handed out, as a successor would know.
+     * The coordinator wrote task {@code taskId}'s acceptance to its ledger: its group may now be
+     * handed out. Before that, a successor could not know that a trainer may hold it.
      */
-    record AcceptRecorded(List<Long> taskIds) implements Command, CborSerializable {
-        public AcceptRecorded {
-            taskIds = List.copyOf(taskIds);
-        }
-
-        AcceptRecorded(long taskId) {
-            this(List.of(taskId));
-        }
-
-        /** One message for a run of them, their tasks in order. */
-        static AcceptRecorded of(List<AcceptRecorded> run) {
-            return new AcceptRecorded(
-                    run.stream().flatMap(a -> a.taskIds().stream()).toList());
-        }
-    }
+    record AcceptRecorded(long taskId) implements Command, CborSerializable {}
 
     /**
      * The coordinator wrote that the tasks of batch {@code batchId} are being handed out: the batch
@@ -268,9 +254,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private record Tick() implements Command, NodeLocal {}
 
-    /** Sends the coordinator the run of {@code TaskFinished} of this pass over the mailbox ({@link Outbox}). */
-    private record ToCoordinator() implements Command, NodeLocal {}
-
     /** A streamed group, read back (or the reason it could not be). */
     private record Reassembled(StreamedGroupFinished header, GroupFinished finished, Throwable error)
             implements Command, NodeLocal {}
@@ -280,9 +263,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     private final long stalenessLimit;
     private final StatsBook stats;
     private ActorRef<RolloutCoordinator.Command> coordinator;
-    /** What goes to the coordinator, in order; a run of {@code TaskFinished} as one message. */
-    private final Outbox<ActorRef<RolloutCoordinator.Command>, RolloutCoordinator.Command> outbox;
-
     private final CollectorIntake intake;
     private final BatchBook<PullBatch> book;
     private final TakeOverRules<PullBatch> takeOver;
@@ -332,11 +312,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         this.intake = new CollectorIntake(ackTimeout, awaitAttach);
         this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit);
         this.takeOver = new TakeOverRules<>(intake, book);
-        this.outbox = new Outbox<>(
-                () -> ctx.getSelf().tell(new ToCoordinator()),
-                ActorRef::tell,
-                m -> m instanceof RolloutCoordinator.TaskFinished,
-                RolloutCoordinator.TasksFinished::of);
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }
 
@@ -357,7 +332,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                                         CollectorTransfers.receive(s, payloads),
                                         (finished, error) -> new Reassembled(s, finished, error))))
                 .onMessage(Reassembled.class, this::onReassembled)
-                .onMessage(AcceptRecorded.class, r -> carryOut(book.acceptRecorded(r.taskIds(), System.nanoTime())))
+                .onMessage(AcceptRecorded.class, r -> carryOut(book.acceptRecorded(r.taskId(), System.nanoTime())))
                 .onMessage(HandOutRecorded.class, r -> carryOut(book.handOutRecorded(r.batchId(), System.nanoTime())))
                 .onMessage(PullBatch.class, this::onPull)
                 .onMessage(Ack.class, this::onAck)
@@ -383,20 +358,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                             stats.flushAll();
                             f.replyTo().tell(true);
                         }))
-                .onMessage(ToCoordinator.class, t -> same(outbox::flush))
-                .onSignal(
-                        PostStop.class,
-                        s -> same(() -> {
-                            outbox.flush();
-                            stats.flushAll();
-                        }))
+                .onSignal(PostStop.class, s -> same(stats::flushAll))
                 .onSignal(
                         PreRestart.class,
-                        s -> same(() -> {
-                            outbox.flush();
-                            book.waitingPullers() // they pull again
-                                    .forEach(p -> p.replyTo().tell(new BatchReply(null)));
-                        }))
+                        s -> same(() -> book.waitingPullers() // they pull again
+                                .forEach(p -> p.replyTo().tell(new BatchReply(null)))))
                 .build();
     }
 
@@ -406,9 +372,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         TakeOverRules.Attached at = takeOver.attach(
                 a.incarnation(), a.firstNewTaskId(), a.open(), a.possiblyDelivered(), System.nanoTime());
         at.announceAgain()
-                .forEach(g -> toCoordinator(new RolloutCoordinator.TaskFinished(
+                .forEach(g -> coordinator.tell(new RolloutCoordinator.TaskFinished(
                         g.taskId(), g.attempt(), false, true, null, book.backlog())));
-        at.held().forEach(id -> toCoordinator(new RolloutCoordinator.OutcomeHeld(id)));
+        at.held().forEach(id -> coordinator.tell(new RolloutCoordinator.OutcomeHeld(id)));
         at.marking().forEach(this::markHandOut);
         at.early().forEach(this::onGroupFinished);
         at.acks().forEach(this::onAck);
@@ -419,11 +385,25 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         CollectorIntake.Decision d = intake.decide(g, System.nanoTime());
         switch (d.verdict()) {
             case EARLY -> {} // before the coordinator is ready: it decides which tasks are still wanted
-            case DONE_BY_PREDECESSOR -> IntakeLog.doneByPredecessor(log(), g);
-            case DUPLICATE -> IntakeLog.duplicate(log(), g);
+            case DONE_BY_PREDECESSOR -> {
+                TaskJournal.duplicate(g.taskId(), g.attempt());
+                log().info(
+                                "task {} attempt {}: a predecessor was already done with it; dropped",
+                                g.taskId(),
+                                g.attempt());
+            }
+            case DUPLICATE -> {
+                TaskJournal.duplicate(g.taskId(), g.attempt());
+                log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
+            }
             case HELD -> {
                 toCoordinator(new RolloutCoordinator.OutcomeHeld(g.taskId()));
-                IntakeLog.held(log(), d, ackTimeout);
+                log().info(
+                                "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
+                                g.taskId(),
+                                g.attempt(),
+                                d.accepted() ? "accepted" : "rejected as " + d.rejectReason(),
+                                ackTimeout);
             }
             case TAKEN -> take(d);
         }
@@ -437,7 +417,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         stats.record(g);
         String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
-            IntakeLog.rejected(log(), g, r);
+            logRejection(g, r);
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason);
         if (d.buffered()) {
@@ -445,6 +425,17 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         toCoordinator(new RolloutCoordinator.TaskFinished(
                 g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
+    }
+
+    /** Says why a group was rejected, naming its task, as loudly as {@link OutcomeTally#loudness} says. */
+    private void logRejection(GroupFinished g, Rejected r) {
+        log().atLevel(OutcomeTally.loudness(r.reason()))
+                .log(
+                        "task {} attempt {}: rejected as {}: {}",
+                        g.taskId(),
+                        g.attempt(),
+                        r.reason().wireName(),
+                        OutcomeTally.shortened(r.detail()));
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
@@ -482,12 +473,18 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         TrainingGroup g = s.group();
         tally.discarded(RejectReason.STALE);
         stats.recordDiscarded(s.version(), RejectReason.STALE);
-        IntakeLog.droppedStale(log(), g, s.version(), stalenessLimit);
+        TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
+        log().info(
+                        "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
+                        g.taskId(),
+                        g.dispatchVersion(),
+                        s.version(),
+                        stalenessLimit);
         toCoordinator(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
     }
 
     private void markHandOut(TrainingBatch batch) {
-        toCoordinator(new RolloutCoordinator.HandingOut(
+        coordinator.tell(new RolloutCoordinator.HandingOut(
                 batch.batchId(),
                 batch.groups().stream().map(TrainingGroup::taskId).toList(),
                 getContext().getSelf()));
@@ -504,13 +501,26 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             case TakeOverRules.Waits w -> {} // until a coordinator attaches: only it can retire the tasks
             case TakeOverRules.Answered a -> ack.replyTo().tell(new AckReply(ack.batchId(), a.known()));
             case TakeOverRules.Consumed c ->
-                toCoordinator(new RolloutCoordinator.BatchConsumed(ack.batchId(), c.taskIds(), ack.replyTo()));
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), c.taskIds(), ack.replyTo()));
             case TakeOverRules.PredecessorsBatch p -> {
                 if (p.backlogChanged()) {
-                    toCoordinator(new RolloutCoordinator.Backlog(book.backlog()));
+                    coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
                 }
-                IntakeLog.predecessorsBatch(log(), ack.batchId(), p);
-                toCoordinator(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
+                for (GroupFinished held : p.superseded()) {
+                    TaskJournal.superseded(held.taskId(), held.attempt());
+                    log().info(
+                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
+                                    held.taskId(),
+                                    held.attempt(),
+                                    ack.batchId());
+                }
+                for (long heldBy : p.heldAgainBy()) {
+                    log().warn(
+                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
+                                    ack.batchId(),
+                                    heldBy);
+                }
+                coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
             }
         }
         return this;
@@ -566,7 +576,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
     /** Tells the coordinator, once one attached (a collector used on its own has none). */
     private void toCoordinator(RolloutCoordinator.Command message) {
         if (coordinator != null) {
-            outbox.tell(coordinator, message);
+            coordinator.tell(message);
         }
     }
 

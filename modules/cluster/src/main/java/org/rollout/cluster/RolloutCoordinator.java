@@ -5,10 +5,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -70,17 +70,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      */
     public record TaskFinished(long taskId, int attempt, boolean isEval, boolean accepted, String reason, int buffered)
             implements Command, CborSerializable {}
-
-    /** Tasks that ended one after the other, in that order: the collector's run of {@link TaskFinished}. */
-    public record TasksFinished(List<TaskFinished> finished) implements Command, CborSerializable {
-        public TasksFinished {
-            finished = List.copyOf(finished);
-        }
-
-        static Command of(List<Command> run) {
-            return new TasksFinished(run.stream().map(TaskFinished.class::cast).toList());
-        }
-    }
 
     /**
      * The collector holds task {@code taskId}'s outcome (re-sent, or of a re-run) while a trainer
@@ -187,9 +176,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     /** A ledger write completed (or failed: {@code error}); {@code then} runs on the actor. */
     record Persisted(Runnable then, Throwable error) implements Command, NodeLocal {}
 
-    /** Tells the collector the acceptances written since the last one (the {@link Outbox}'s run). */
-    private record AnnounceAccepts() implements Command, NodeLocal {}
-
     /**
      * What both of the coordinator's behaviours work with: its settings and timers, the tasks and
      * the runners ({@link CoordinatorRecovery} fills them in, the coordinator goes on with them).
@@ -217,12 +203,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final RunnerMembership runners;
     /** What is admitted next, and the admission cursor. */
     private final AdmissionPlanner<ActorRef<GroupRunner.Command>> planner;
-    /** Carries out the planner's admissions. */
-    private final Dispatches dispatches;
     /** Outcomes counted into the budget, and the tasks whose outcome the collector holds. */
     private final OutcomeAccounting outcomes;
-    /** Acceptances written to the ledger, told to the collector once per pass over the mailbox. */
-    private final Outbox<ActorRef<Collector.Command>, Collector.AcceptRecorded> accepts;
 
     private long incarnation;
 
@@ -286,16 +268,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.tasks = parts.tasks();
         this.outcomes = new OutcomeAccounting(budget);
         this.ledger = new LedgerWriter(ctx, parts.state(), this::cursor);
-        this.accepts = new Outbox<>(
-                () -> ctx.getSelf().tell(new AnnounceAccepts()),
-                ActorRef::tell,
-                a -> true,
-                Collector.AcceptRecorded::of);
         this.runners = new RunnerMembership(
                 ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
         this.planner = new AdmissionPlanner<>(
                 tasks, budget, eval, parts.source(), parts.queueSize(), nextTaskId, trainTaken, System::nanoTime);
-        this.dispatches = new Dispatches(planner, tasks, ledger, () -> this.collector, ctx.getLog());
     }
 
     /**
@@ -331,10 +307,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 })
                 .onMessage(CollectorRestarted.class, this::onCollectorRestarted)
                 .onMessage(Persisted.class, ledger::completed)
-                .onMessage(AnnounceAccepts.class, a -> {
-                    accepts.flush();
-                    return Behaviors.same();
-                })
                 .onMessage(Runners.class, listing -> {
                     runners.listing(listing.runners());
                     admit();
@@ -356,11 +328,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     return Behaviors.same();
                 })
                 .onMessage(TaskFinished.class, this::onTaskFinished)
-                .onMessage(TasksFinished.class, run -> {
-                    run.finished().forEach(this::finish);
-                    admit();
-                    return Behaviors.same();
-                })
                 .onMessage(OutcomeHeld.class, this::onOutcomeHeld)
                 .onMessage(HandingOut.class, this::onHandingOut)
                 .onMessage(AcceptedDiscarded.class, this::onAcceptedDiscarded)
@@ -381,10 +348,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                 .onMessage(HoldingsReceived.class, h -> Behaviors.same())
                 .onMessage(RecoveryDeadline.class, d -> Behaviors.same())
                 .onMessage(StateRead.class, r -> Behaviors.same())
-                .onSignal(PostStop.class, s -> {
-                    accepts.flush(); // what is written is told, even by a coordinator that stops
-                    return Behaviors.same();
-                })
                 .build();
     }
 
@@ -438,13 +401,6 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     // ---- outcomes ----
 
     private Behavior<Command> onTaskFinished(TaskFinished done) {
-        finish(done);
-        admit();
-        return Behaviors.same();
-    }
-
-    /** Carries out what task {@code done} ending means, short of admitting the next. */
-    private void finish(TaskFinished done) {
         planner.buffered(done.buffered());
         Task<ActorRef<GroupRunner.Command>> f = tasks.finish(done.taskId());
         if (f == null) {
@@ -454,9 +410,9 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             if (done.accepted() && !done.isEval()) {
                 // Accepted already (a held outcome taken, an announcement repeated): in the ledger
                 // as such, or done with. Either way the collector may hand it out.
-                accepts.tell(collector, new Collector.AcceptRecorded(done.taskId()));
+                collector.tell(new Collector.AcceptRecorded(done.taskId()));
             }
-            return;
+            return Behaviors.same();
         }
         if (f.attempt() != done.attempt() && f.runner() != null && tasks.hasRunner(f.runner())) {
             f.runner()
@@ -473,14 +429,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (done.accepted() && !f.isEval()) {
             tasks.accepted(f);
             ActorRef<Collector.Command> to = collector;
-            ledger.write(
-                    List.of(f.entry(true)),
-                    List.of(),
-                    () -> accepts.tell(to, new Collector.AcceptRecorded(f.taskId())));
+            ledger.write(List.of(f.entry(true)), List.of(), () -> to.tell(new Collector.AcceptRecorded(f.taskId())));
         } else {
             ActorRef<GroupRunner.Command> holder = f.runner();
             ledger.write(List.of(), List.of(f.taskId()), () -> forget(holder, List.of(f.taskId())));
         }
+        admit();
+        return Behaviors.same();
     }
 
     /** Marks the tasks of a batch about to be handed out, then lets the collector send it. */
@@ -579,7 +534,35 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
 
     /** Dispatches re-dispatches first, then evaluation and training, as far as limits allow. */
     private void admit() {
-        dispatches.admit();
+        AdmissionPlanner.Admission<ActorRef<GroupRunner.Command>> admission = planner.admit();
+        if (admission.promptsRanOut()) {
+            getContext().getLog().info("training prompts exhausted after {} prompts", planner.trainTaken());
+        }
+        if (admission.dispatches().isEmpty()) {
+            return;
+        }
+        List<DurableState.OpenTask> written = new ArrayList<>();
+        for (AdmissionPlanner.Dispatch<ActorRef<GroupRunner.Command>> d : admission.dispatches()) {
+            written.add(d.task().entry(false));
+        }
+        // Written before it is sent: a task on a lost node is always in the ledger.
+        ledger.write(written, List.of(), () -> admission.dispatches().forEach(d -> send(d.task())));
+    }
+
+    private void send(Task<ActorRef<GroupRunner.Command>> f) {
+        if (!tasks.isCurrent(f)) {
+            return; // finished or dispatched again while the write was on its way
+        }
+        Optional<String> node = tasks.node(f.runner());
+        if (node.isEmpty()) {
+            tasks.redispatchLater(f);
+            admit();
+            return;
+        }
+        TaskJournal.dispatched(f.taskId(), f.attempt(), f.isEval(), f.sourceIndex(), f.dispatchVersion(), node.get());
+        f.runner()
+                .tell(new GroupRunner.RunGroup(
+                        f.taskId(), f.attempt(), f.data(), f.isEval(), f.dispatchVersion(), collector));
     }
 
     private Behavior<Command> onGetStatus(GetStatus get) {

@@ -109,25 +109,6 @@ class BatchBookTest {
     }
 
     @Test
-    void acceptancesWrittenTogetherJoinTheBufferInTheOrderToldAndFormOneBatch() {
-        BatchBook<String> book = onItsOwn(3);
-        book.attach(1, true);
-        book.pull("t", "", 0, 100 * S, 0);
-        for (long id = 1; id <= 4; id++) {
-            book.accept(id, group(id), 0);
-        }
-        assertThat(book.acceptRecorded(List.of(9L), 0)).isEmpty(); // not accepted here: nothing
-
-        List<Step<String>> steps = book.acceptRecorded(List.of(3L, 1L, 2L, 3L), 0);
-
-        assertThat(steps).hasSize(2);
-        TrainingBatch batch = ((MarkHandOut<String>) steps.get(1)).batch();
-        assertThat(batch.groups()).extracting(TrainingGroup::taskId).containsExactly(3L, 1L, 2L);
-        assertThat(book.backlog()).isEqualTo(1); // task 4: accepted, not yet written
-        assertThat(book.acceptRecorded(List.of(), 0)).isEmpty();
-    }
-
-    @Test
     void batchIdsStartAtTheFirstAttachedIncarnationAndAReattachKeepsCounting() {
         BatchBook<String> book = onItsOwn(1);
         book.attach(2, true);

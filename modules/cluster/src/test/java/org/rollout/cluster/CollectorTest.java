@@ -3,7 +3,6 @@ package org.rollout.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -50,14 +49,6 @@ class CollectorTest {
                             if (f.accepted() && !f.isEval()) {
                                 self.get().tell(new Collector.AcceptRecorded(f.taskId()));
                             }
-                            return Behaviors.same();
-                        })
-                        .onMessage(RolloutCoordinator.TasksFinished.class, run -> {
-                            List<Long> written = run.finished().stream()
-                                    .filter(f -> f.accepted() && !f.isEval())
-                                    .map(RolloutCoordinator.TaskFinished::taskId)
-                                    .toList();
-                            self.get().tell(new Collector.AcceptRecorded(written));
                             return Behaviors.same();
                         })
                         .onMessage(RolloutCoordinator.HandingOut.class, h -> {

@@ -154,10 +154,6 @@ class MessageSerializationTest {
                         15, 1, false, 2, 3, 100, 9_000_000, null, new DirectRef("10.0.0.7", 40123, "00ff".repeat(8))),
                 new Collector.Attach(ref(), 2, 40, java.util.List.of(3L, 7L), java.util.List.of(7L)),
                 new Collector.AcceptRecorded(12),
-                new Collector.AcceptRecorded(List.of(12L, 7L, 1L << 40)),
-                new RolloutCoordinator.TasksFinished(List.of(
-                        new RolloutCoordinator.TaskFinished(3, 1, false, true, null, 4),
-                        new RolloutCoordinator.TaskFinished(9, 2, true, false, "failed", 0))),
                 new Collector.HandOutRecorded(13),
                 new Collector.Introduce(ref()),
                 new RolloutCoordinator.CollectorIs(ref()),

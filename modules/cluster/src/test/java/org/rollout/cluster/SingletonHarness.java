@@ -744,16 +744,6 @@ public final class SingletonHarness {
                         feed.run();
                         return Behaviors.same();
                     })
-                    .onMessage(RolloutCoordinator.TasksFinished.class, run -> {
-                        List<RolloutCoordinator.TaskFinished> finished = run.finished();
-                        running[0] -= finished.size();
-                        buffered[0] = finished.getLast().buffered();
-                        collector[0].tell(new Collector.AcceptRecorded(finished.stream()
-                                .map(RolloutCoordinator.TaskFinished::taskId)
-                                .toList()));
-                        feed.run();
-                        return Behaviors.same();
-                    })
                     .onMessage(RolloutCoordinator.HandingOut.class, h -> {
                         h.collector().tell(new Collector.HandOutRecorded(h.batchId()));
                         return Behaviors.same();
