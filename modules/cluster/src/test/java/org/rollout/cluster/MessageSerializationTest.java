@@ -37,7 +37,8 @@ import org.rollout.trainer.PublishResult;
 
 /**
  * Every message that may cross nodes round-trips through Pekko's serialization with the serializer
- * its marker binds: Jackson CBOR for control messages, Kryo for tensor payloads.
+ * its marker binds: Jackson CBOR for control messages, Kryo for tensor payloads, {@code
+ * rollout-ledger} for the values the replicated ledger keeps in Distributed Data.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class MessageSerializationTest {
@@ -223,6 +224,8 @@ class MessageSerializationTest {
             var serializer = serialization.findSerializerFor(message);
             if (message instanceof KryoSerializable) {
                 assertThat(serializer).as("%s", message.getClass()).isInstanceOf(KryoPayloadSerializer.class);
+            } else if (message instanceof DurableState.LedgerEntry) {
+                assertThat(serializer).as("%s", message.getClass()).isInstanceOf(LedgerEntrySerializer.class);
             } else {
                 assertThat(message).isInstanceOf(CborSerializable.class);
                 assertThat(serializer).as("%s", message.getClass()).isInstanceOf(JacksonCborSerializer.class);
