@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import org.rollout.api.InvalidConfigException;
@@ -90,7 +91,11 @@ public final class TrainerGateway implements AutoCloseable {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(extras, "extras");
         Objects.requireNonNull(engine, "engine");
-        GatewayHandler handler = new GatewayHandler(engine, config, extras);
+        AtomicReference<Http1Server> bound = new AtomicReference<>();
+        GatewayHandler handler = new GatewayHandler(engine, config, extras, () -> {
+            Http1Server s = bound.get();
+            return s == null ? 0 : s.connectionsAccepted();
+        });
         Http1Server.Options options = Http1Server.Options.DEFAULT
                 .withErrors(TrainerGateway::errorBody)
                 // Every body is read by the handler: an upload copied to disk as it arrives, any
@@ -108,6 +113,7 @@ public final class TrainerGateway implements AutoCloseable {
                     "cannot bind the trainer gateway to " + config.host() + ":" + config.port() + ": " + e.getMessage(),
                     e);
         }
+        bound.set(server);
         TrainerGateway gateway = new TrainerGateway(server, handler, config);
         log.info("trainer gateway listening on {} ({})", gateway.uri(), config);
         return gateway;
@@ -163,6 +169,16 @@ public final class TrainerGateway implements AutoCloseable {
     /** The pulls' handler: what it serves now and what it refused or dropped ({@code gateway.max_waiting_pulls}). */
     GatewayHandler handler() {
         return handler;
+    }
+
+    /** HTTP connections accepted so far: a trainer client that keeps its connection alive adds one. */
+    public long connectionsAccepted() {
+        return server.connectionsAccepted();
+    }
+
+    /** Pulls answered 307 to the gateway of the node that holds the batches. */
+    public long pullsRedirected() {
+        return handler.pullsRedirected();
     }
 
     /** The port bound (the free one picked when the configured port was 0). */
