@@ -117,8 +117,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                         "via other-node: timed pulls per size and client (each waits, untimed, until node 1 has a"
                                 + " whole batch buffered)"),
                 new Flag("node-warmup", "3", "via other-node: untimed pulls per size and client first"),
-                new Flag(
-                        "node-main", "org.rollout.cli.RolloutCli", "via other-node: main class of the rollout CLI"),
+                new Flag("node-main", "org.rollout.cli.RolloutCli", "via other-node: main class of the rollout CLI"),
                 new Flag(
                         "python-recycle-mb",
                         "4096",
@@ -415,13 +414,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     "bench handoff: " + script.toAbsolutePath()
                             + " not found; run it as bin/rollout bench handoff, which sets ROLLOUT_HOME (or pass --python none)");
         }
-        return List.of(
-                python,
-                script.toString(),
-                "--url",
-                url,
-                "--recycle-mb",
-                Integer.toString(recycleMb));
+        return List.of(python, script.toString(), "--url", url, "--recycle-mb", Integer.toString(recycleMb));
     }
 
     /**
@@ -445,12 +438,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         if (extra != null && !extra.isBlank()) {
             cmd.addAll(List.of(extra.strip().split("\\s+")));
         }
-        cmd.addAll(List.of(
-                "-cp",
-                System.getProperty("java.class.path"),
-                HandoffTrainer.class.getName(),
-                "--url",
-                url));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), HandoffTrainer.class.getName(), "--url", url));
         return cmd;
     }
 

@@ -75,7 +75,8 @@ public final class NodeGateway implements Extension {
         boolean wildcard;
         try {
             wildcard = host != null
-                    && InetAddress.getByName(host.replace("[", "").replace("]", "")).isAnyLocalAddress();
+                    && InetAddress.getByName(host.replace("[", "").replace("]", ""))
+                            .isAnyLocalAddress();
         } catch (UnknownHostException e) {
             wildcard = false;
         }

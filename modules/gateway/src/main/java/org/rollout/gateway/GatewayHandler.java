@@ -75,8 +75,7 @@ final class GatewayHandler implements Http1Server.Handler {
     }
 
     /** @param connectionsAccepted the connections the gateway's server accepted so far (a meter) */
-    GatewayHandler(
-            RolloutClient engine, GatewayConfig config, GatewayExtras extras, LongSupplier connectionsAccepted) {
+    GatewayHandler(RolloutClient engine, GatewayConfig config, GatewayExtras extras, LongSupplier connectionsAccepted) {
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxWaitingPulls = config.maxWaitingPulls();
         this.pullSlots = new Semaphore(maxWaitingPulls);

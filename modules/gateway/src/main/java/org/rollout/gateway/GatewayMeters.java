@@ -36,8 +36,7 @@ final class GatewayMeters {
     }
 
     /** @param connectionsAccepted the connections the gateway's server accepted so far */
-    GatewayMeters(
-            MeterRegistry registry, Semaphore pullSlots, int maxWaitingPulls, LongSupplier connectionsAccepted) {
+    GatewayMeters(MeterRegistry registry, Semaphore pullSlots, int maxWaitingPulls, LongSupplier connectionsAccepted) {
         if (registry == null) {
             handoffBytes = null;
             handoffTime = null;
@@ -65,8 +64,7 @@ final class GatewayMeters {
         FunctionCounter.builder("rollout_gateway_pulls_redirected", pullsRedirected, AtomicLong::get)
                 .description("pulls answered 307 to the gateway of the node that holds the batches")
                 .register(registry);
-        FunctionCounter.builder(
-                        "rollout_gateway_connections_accepted", connectionsAccepted, LongSupplier::getAsLong)
+        FunctionCounter.builder("rollout_gateway_connections_accepted", connectionsAccepted, LongSupplier::getAsLong)
                 .description("HTTP connections the gateway accepted (a trainer client keeps one alive across pulls)")
                 .register(registry);
     }

@@ -35,10 +35,10 @@ class KeepAlivePullTest {
         TrainingBatch batch = LargeBatchStreamingTest.large();
         FakeEngine engine = new FakeEngine();
         try (TrainerGateway g = TrainerGateway.start(GatewayConfig.defaults(), engine);
-                HttpRolloutClient trainer = (HttpRolloutClient) RolloutClient.connect(ClientConfig.of(
-                                g.uri().toString())
-                        .withPollWait(Duration.ofMillis(50))
-                        .withLease(null))) {
+                HttpRolloutClient trainer = (HttpRolloutClient)
+                        RolloutClient.connect(ClientConfig.of(g.uri().toString())
+                                .withPollWait(Duration.ofMillis(50))
+                                .withLease(null))) {
             for (int i = 0; i < PULLS; i++) {
                 if (i % 2 == 0) {
                     engine.batch = batch; // every other pull gets a 10 MB batch, the others none (204)
@@ -48,7 +48,9 @@ class KeepAlivePullTest {
                 }
             }
             assertThat(engine.pulls.get()).isGreaterThanOrEqualTo(PULLS);
-            assertThat(g.connectionsAccepted()).as("connections the gateway accepted").isEqualTo(1);
+            assertThat(g.connectionsAccepted())
+                    .as("connections the gateway accepted")
+                    .isEqualTo(1);
             assertThat(trainer.pullConnectionsOpened()).isEqualTo(1);
         }
     }
@@ -74,11 +76,11 @@ class KeepAlivePullTest {
                     throw new UncheckedIOException(e);
                 }
             });
-            try (HttpRolloutClient trainer = (HttpRolloutClient) RolloutClient.connect(ClientConfig.of(
-                            "http://127.0.0.1:" + server.getLocalPort())
-                    .withPollWait(Duration.ofMillis(50))
-                    .withRetry(Duration.ofMillis(50), Duration.ofMillis(200), Duration.ofSeconds(20))
-                    .withLease(null))) {
+            try (HttpRolloutClient trainer = (HttpRolloutClient)
+                    RolloutClient.connect(ClientConfig.of("http://127.0.0.1:" + server.getLocalPort())
+                            .withPollWait(Duration.ofMillis(50))
+                            .withRetry(Duration.ofMillis(50), Duration.ofMillis(200), Duration.ofSeconds(20))
+                            .withLease(null))) {
                 assertThat(trainer.nextBatch(Duration.ZERO)).isEmpty();
                 Thread.sleep(200); // the close reaches the client's kept connection
                 assertThat(trainer.nextBatch(Duration.ZERO)).isEmpty();

@@ -98,7 +98,8 @@ class RedirectedPullTest {
         t.maxConcurrent = 4;
         t.eta = 1_000; // the trainer below publishes nothing
         t.ackTimeout = Duration.ofSeconds(20);
-        ClusterRollout n = ClusterRollout.start(t.spec(), name, nodeConfig(port, seedPort, roles), Duration.ofSeconds(3));
+        ClusterRollout n =
+                ClusterRollout.start(t.spec(), name, nodeConfig(port, seedPort, roles), Duration.ofSeconds(3));
         open.add(n);
         return n;
     }
@@ -182,7 +183,9 @@ class RedirectedPullTest {
         HttpRolloutClient trainer = trainer(ClientConfig.of(onB.uri().toString()));
         pullAndAcknowledge(trainer, 4, new HashSet<>());
 
-        assertThat(onB.pullsRedirected()).as("one redirect, then a minute without").isEqualTo(1);
+        assertThat(onB.pullsRedirected())
+                .as("one redirect, then a minute without")
+                .isEqualTo(1);
         assertThat(trainer.redirectsFellBack()).isEqualTo(1);
         assertThat(LargePayloads.get(b.system()).batchesRelayed()).isGreaterThanOrEqualTo(4);
     }
@@ -277,7 +280,9 @@ class RedirectedPullTest {
         assertThat(knocked).hasValue(1);
         assertThat(after).as("a batch from the successor, pulled through B").isPresent();
         for (TrainingGroup g : after.get().groups()) {
-            assertThat(seen.add(g.taskId())).as("task %d delivered once", g.taskId()).isTrue();
+            assertThat(seen.add(g.taskId()))
+                    .as("task %d delivered once", g.taskId())
+                    .isTrue();
         }
         trainer.acknowledge(after.get());
         assertThat(trainer.redirectsFellBack()).isGreaterThanOrEqualTo(1);

@@ -81,7 +81,8 @@ final class PlainHttpExchange implements AutoCloseable {
                 ArrayDeque<Idle> q = idle.get(key);
                 while (q != null && !q.isEmpty()) {
                     Idle i = q.pollLast();
-                    if (now - i.since() > IDLE_FOR.toNanos() || !i.connection().channel.isOpen()) {
+                    if (now - i.since() > IDLE_FOR.toNanos()
+                            || !i.connection().channel.isOpen()) {
                         expired.add(i.connection());
                         continue;
                     }
@@ -194,6 +195,7 @@ final class PlainHttpExchange implements AutoCloseable {
     private final InputStream body;
     /** Whether the connection may carry the next exchange once the body is read to its end. */
     private final boolean reusable;
+
     private boolean done;
 
     private PlainHttpExchange(
@@ -264,8 +266,7 @@ final class PlainHttpExchange implements AutoCloseable {
     }
 
     private static PlainHttpExchange exchange(
-            Connection c, byte[] request, URI base, Duration headTimeout, Pool pool, boolean kept)
-            throws IOException {
+            Connection c, byte[] request, URI base, Duration headTimeout, Pool pool, boolean kept) throws IOException {
         SocketChannel channel = c.channel;
         boolean handedOver = false;
         try {

@@ -33,6 +33,7 @@ final class PullRedirects {
     private final boolean enabled;
     /** The base URL of the holder's gateway that answered the last followed pull, or null. */
     private final AtomicReference<URI> holder = new AtomicReference<>();
+
     private final AtomicLong noFollowUntil = new AtomicLong(System.nanoTime());
     private final AtomicLong followed = new AtomicLong();
     private final AtomicLong fellBack = new AtomicLong();
