@@ -114,9 +114,12 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                 new Flag(
                         "node-rounds",
                         "5",
-                        "via other-node: timed pulls per size and client (each waits, untimed, until node 1 has a"
-                                + " whole batch buffered)"),
-                new Flag("node-warmup", "3", "via other-node: untimed pulls per size and client first"),
+                        "via other-node: timed pulls per size and client (2 for sizes of 500 MB and more; node 1"
+                                + " makes them all before the client starts)"),
+                new Flag(
+                        "node-warmup",
+                        "3",
+                        "via other-node: untimed pulls per size and client first (1 for 500 MB and more)"),
                 new Flag("node-main", "org.rollout.cli.RolloutCli", "via other-node: main class of the rollout CLI"),
                 new Flag(
                         "python-recycle-mb",
@@ -204,15 +207,15 @@ final class HandoffBenchmark implements EndToEndBenchmark {
     }
 
     /**
-     * The hand-off from a gateway on a node that does not hold the batches: two {@code rollout node}
-     * JVMs per size, node 1 with the collector (coordinator, rollout and gateway roles) making
-     * groups of synthetic tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) of about
-     * the size's bytes a batch, node 2 a gateway only. Each trainer's contact point is node 2's
+     * The hand-off from a gateway on a node that does not hold the batches: per size and client, two
+     * {@code rollout node} JVMs, node 1 with the collector (coordinator, rollout and gateway roles)
+     * making groups of synthetic tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) of
+     * about the size's bytes a batch, node 2 a gateway only. Node 1 makes every batch the client
+     * will pull before the client starts (the staleness bound admits exactly those groups, one at
+     * a time), so no generation competes with a pull. The client's contact point is node 2's
      * gateway: its first pull is redirected to node 1's gateway and the later ones go there
-     * directly, so the batch's bytes go from node 1 to the trainer once. Before each pull the
-     * benchmark waits (untimed) until node 1 has a whole batch buffered, so a pull times the
-     * hand-off, not the generation. Afterwards node 2's /metrics must show no batch relayed.
-     * Returns the lowest ratio to the raw socket.
+     * directly, so each batch's bytes go from node 1 to the trainer once. Afterwards node 2's
+     * /metrics must show no batch relayed. Returns the lowest ratio to the raw socket.
      */
     private static double viaOtherNode(
             Flags f, int groups, String java, String python, int recycleMb, SummaryLine line, PrintStream log)
@@ -224,8 +227,6 @@ final class HandoffBenchmark implements EndToEndBenchmark {
             throw new IllegalStateException("bench handoff --via other-node starts node JVMs with " + main
                     + ", which is not on this class path: run it as bin/rollout bench handoff");
         }
-        int warmup = f.integer("node-warmup", 0);
-        int rounds = f.integer("node-rounds", 1);
         double lowest = Double.MAX_VALUE;
         Path dir = Files.createTempDirectory("rollout-bench-handoff-");
         log.printf("handoff: via another node: node logs under %s%n", dir);
@@ -233,105 +234,116 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         Files.writeString(dataset, "{\"prompt\": \"handoff\"}\n");
         for (String part : f.string("sizes-mb").split(",")) {
             int mb = Integer.parseInt(part.strip());
+            // Batches of 500 MB and more: one untimed pull and two timed ones (node 1 holds them all).
+            int warmup = mb >= 500 ? Math.min(1, f.integer("node-warmup", 0)) : f.integer("node-warmup", 0);
+            int rounds = mb >= 500 ? Math.min(2, f.integer("node-rounds", 1)) : f.integer("node-rounds", 1);
             // input_ids, loss_mask, versions (int32), logprobs (float32), attention_mask (bool) per token.
             int tokens = (int) Math.max(1, (long) mb * 1_000_000 / ((long) groups * ROWS * BYTES_PER_TOKEN));
             long batchBytes = (long) groups * ROWS * tokens * BYTES_PER_TOKEN;
             String key = mb + "mb";
-            long heapMb = Math.max(768, 5 * (batchBytes >> 20) + 512);
-            try (SimulatedFleet fleet = SimulatedFleet.start(
-                            1,
-                            new LatencyModel(Duration.ZERO, Duration.ZERO, Duration.ZERO),
-                            new OutputLengths(org.rollout.modelserver.LengthDistribution.parse("fixed:length=8"), 1),
-                            16);
-                    NodeJvms nodes = new NodeJvms(main, dir.resolve(key), log)) {
-                ServerAddress server = fleet.addresses().get(0);
-                List<String> common = List.of(
-                        "rollout.workflow=" + ScaleOutWorkflow.class.getName(),
-                        "rollout.workflow_kwargs.payload_tokens=" + tokens,
-                        "rollout.workflow_kwargs.prompt_tokens=32",
-                        "rollout.dataset.train=" + dataset.toAbsolutePath(),
-                        "rollout.tokenizer_path=builtin",
-                        "gconfig.n_samples=" + ROWS,
-                        "gconfig.max_new_tokens=" + tokens,
-                        "rollout.consumer_batch_size=" + groups,
-                        // One batch buffered and one being made at most: node 1 holds a few batches, not a queue.
-                        "rollout.queue_size=" + groups,
-                        "rollout.max_concurrent_rollouts=" + groups,
-                        "rollout.max_head_offpolicyness=1000000",
-                        "rollout.batch_ack_timeout=600",
-                        "rollout.servers=" + server.host() + ":" + server.port(),
-                        "rollout.trial_name=handoff-" + key,
-                        "rollout.fileroot=" + dir.resolve(key + "/out"),
-                        "rollout.dump_to_file=false");
-                nodes.start(1, "coordinator,rollout,gateway", heapMb + "m", common);
-                nodes.start(2, "gateway", "512m", common);
-                nodes.awaitAllUp(Duration.ofMinutes(3));
-                String holder = nodes.gatewayUrl(1);
-                String other = nodes.gatewayUrl(2);
-                log.printf(
-                        "handoff: %s: the collector's node's gateway %s, the trainers' contact point %s%n",
-                        key, holder, other);
-                try (RolloutClient status = RolloutClient.connect(clientConfig(holder))) {
-                    Ready ready = () -> awaitBuffered(status, groups);
-                    if (!java.equals("none")) {
-                        lowest = Math.min(
-                                lowest,
-                                processRounds(
-                                        "Java client (own JVM) via another node",
-                                        "java_via_other_node",
-                                        javaTrainerCommand(other, batchBytes),
-                                        batchBytes,
-                                        warmup,
-                                        rounds,
-                                        key,
-                                        line,
-                                        log,
-                                        ready));
+            List<String[]> clients = new ArrayList<>();
+            if (!java.equals("none")) {
+                clients.add(new String[] {"java_via_other_node", "Java client (own JVM) via another node"});
+            }
+            if (!python.equals("none")) {
+                clients.add(new String[] {"python_via_other_node", "Python client via another node"});
+            }
+            double relayed = 0;
+            double redirected = 0;
+            for (String[] client : clients) {
+                int batches = warmup + rounds;
+                long heapMb = Math.max(768, (long) (batches + 1) * (batchBytes >> 20) + 768);
+                try (SimulatedFleet fleet = SimulatedFleet.start(
+                                1,
+                                new LatencyModel(Duration.ZERO, Duration.ZERO, Duration.ZERO),
+                                new OutputLengths(
+                                        org.rollout.modelserver.LengthDistribution.parse("fixed:length=8"), 1),
+                                16);
+                        NodeJvms nodes = new NodeJvms(main, dir.resolve(key + "-" + client[0]), log)) {
+                    ServerAddress server = fleet.addresses().get(0);
+                    List<String> common = List.of(
+                            "rollout.workflow=" + ScaleOutWorkflow.class.getName(),
+                            "rollout.workflow_kwargs.payload_tokens=" + tokens,
+                            "rollout.workflow_kwargs.prompt_tokens=32",
+                            "rollout.dataset.train=" + dataset.toAbsolutePath(),
+                            "rollout.tokenizer_path=builtin",
+                            "gconfig.n_samples=" + ROWS,
+                            "gconfig.max_new_tokens=" + tokens,
+                            "rollout.consumer_batch_size=" + groups,
+                            // Exactly the batches the client pulls, made one group at a time.
+                            "rollout.max_head_offpolicyness=" + (batches - 1),
+                            "rollout.queue_size=" + (batches * groups),
+                            "rollout.max_concurrent_rollouts=1",
+                            "rollout.batch_ack_timeout=600",
+                            "rollout.servers=" + server.host() + ":" + server.port(),
+                            "rollout.trial_name=handoff-" + key,
+                            "rollout.fileroot=" + dir.resolve(key + "/out"),
+                            "rollout.dump_to_file=false");
+                    nodes.start(1, "coordinator,rollout,gateway", heapMb + "m", common);
+                    nodes.start(2, "gateway", "512m", common);
+                    nodes.awaitAllUp(Duration.ofMinutes(3));
+                    String holder = nodes.gatewayUrl(1);
+                    String other = nodes.gatewayUrl(2);
+                    try (RolloutClient status = RolloutClient.connect(clientConfig(holder))) {
+                        long t0 = System.nanoTime();
+                        awaitBuffered(status, batches * groups, Duration.ofMinutes(10));
+                        log.printf(
+                                Locale.ROOT,
+                                "handoff: %s: %d batches made on node 1 in %.1f s; the collector's node's gateway %s,"
+                                        + " the trainer's contact point %s%n",
+                                key,
+                                batches,
+                                (System.nanoTime() - t0) / 1e9,
+                                holder,
+                                other);
                     }
-                    if (!python.equals("none")) {
-                        lowest = Math.min(
-                                lowest,
-                                processRounds(
-                                        "Python client via another node",
-                                        "python_via_other_node",
-                                        pythonCommand(python, recycleMb, other),
-                                        batchBytes,
-                                        warmup,
-                                        rounds,
-                                        key,
-                                        line,
-                                        log,
-                                        ready));
-                    }
+                    List<String> command = client[0].startsWith("java")
+                            ? javaTrainerCommand(other, batchBytes)
+                            : pythonCommand(python, recycleMb, other);
+                    lowest = Math.min(
+                            lowest,
+                            processRounds(
+                                    client[1],
+                                    client[0],
+                                    command,
+                                    batchBytes,
+                                    warmup,
+                                    rounds,
+                                    key,
+                                    line,
+                                    log,
+                                    () -> {}));
+                    String metrics = metricsOf(other);
+                    relayed += metricSum(metrics, "rollout_batches_relayed_total");
+                    redirected += metricSum(metrics, "rollout_gateway_pulls_redirected_total");
                 }
-                String metrics = metricsOf(other);
-                double relayed = metricSum(metrics, "rollout_batches_relayed_total");
-                double redirected = metricSum(metrics, "rollout_gateway_pulls_redirected_total");
-                line.put("via_other_node_relayed_" + key, relayed).put("via_other_node_redirected_" + key, redirected);
-                log.printf(
-                        Locale.ROOT,
-                        "handoff: %s via another node: node 2 redirected %.0f pull(s), relayed %.0f batch(es)%n",
-                        key,
-                        redirected,
-                        relayed);
-                if (relayed != 0) {
-                    throw new IllegalStateException("bench handoff: node 2 relayed " + relayed
-                            + " batch(es): the pulls were not redirected to the collector's node");
-                }
+            }
+            line.put("via_other_node_relayed_" + key, relayed).put("via_other_node_redirected_" + key, redirected);
+            log.printf(
+                    Locale.ROOT,
+                    "handoff: %s via another node: node 2 redirected %.0f pull(s), relayed %.0f batch(es)%n",
+                    key,
+                    redirected,
+                    relayed);
+            if (relayed != 0) {
+                throw new IllegalStateException("bench handoff: node 2 relayed " + relayed
+                        + " batch(es): the pulls were not redirected to the collector's node");
             }
         }
         SimulatedFleet.deleteTree(dir);
         return lowest;
     }
 
-    /** Waits until the collector holds a whole batch (a pull then times the hand-off alone). */
-    private static void awaitBuffered(RolloutClient status, int groups) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(5).toNanos();
-        while (status.status().bufferedGroups() < groups) {
+    /** Waits until the collector holds {@code groups} groups. */
+    private static void awaitBuffered(RolloutClient status, int groups, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int buffered;
+        while ((buffered = status.status().bufferedGroups()) < groups) {
             if (System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("bench handoff: no whole batch buffered on node 1 within 5 minutes");
+                throw new IllegalStateException("bench handoff: " + buffered + " of " + groups
+                        + " groups buffered on node 1 within " + timeout);
             }
-            Thread.sleep(50);
+            Thread.sleep(200);
         }
     }
 

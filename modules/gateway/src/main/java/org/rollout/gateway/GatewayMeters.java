@@ -24,6 +24,7 @@ final class GatewayMeters {
     /** Pulls answered 307: the trainer reads from the gateway of the node that holds the batches. */
     final AtomicLong pullsRedirected = new AtomicLong();
 
+    private final LongSupplier connectionsAccepted;
     private final DistributionSummary handoffBytes;
     private final Timer handoffTime;
 
@@ -37,6 +38,8 @@ final class GatewayMeters {
 
     /** @param connectionsAccepted the connections the gateway's server accepted so far */
     GatewayMeters(MeterRegistry registry, Semaphore pullSlots, int maxWaitingPulls, LongSupplier connectionsAccepted) {
+        // Held here: a function meter keeps only a weak reference to what it reads.
+        this.connectionsAccepted = connectionsAccepted;
         if (registry == null) {
             handoffBytes = null;
             handoffTime = null;
@@ -64,7 +67,8 @@ final class GatewayMeters {
         FunctionCounter.builder("rollout_gateway_pulls_redirected", pullsRedirected, AtomicLong::get)
                 .description("pulls answered 307 to the gateway of the node that holds the batches")
                 .register(registry);
-        FunctionCounter.builder("rollout_gateway_connections_accepted", connectionsAccepted, LongSupplier::getAsLong)
+        FunctionCounter.builder(
+                        "rollout_gateway_connections_accepted", this.connectionsAccepted, LongSupplier::getAsLong)
                 .description("HTTP connections the gateway accepted (a trainer client keeps one alive across pulls)")
                 .register(registry);
     }
