@@ -23,8 +23,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The batch endpoints: {@code POST /v1/batches/next} (a pull: waits for the engine's next batch and
- * streams it as RBATCH, at most {@code gateway.max_waiting_pulls} at once), {@code POST
- * /v1/batches/{id}/ack} and {@code POST /v1/leases/renew}.
+ * streams it as RBATCH, at most {@code gateway.max_waiting_pulls} at once; or, for a trainer that
+ * follows redirects, {@code 307} to the gateway of the node that holds the batches when that is
+ * another node), {@code POST /v1/batches/{id}/ack} and {@code POST /v1/leases/renew}.
  */
 final class BatchEndpoints {
     // Logs under the handler's name, as the gateway's lines always have.

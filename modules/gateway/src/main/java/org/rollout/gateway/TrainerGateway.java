@@ -45,6 +45,12 @@ import org.slf4j.LoggerFactory;
  * first), in 1 MiB writes straight from the tensors, so the gateway never holds an encoded copy, and a trainer that reads slowly holds its thread (not
  * memory) through TCP back-pressure.
  *
+ * <p>Where the batch is read: a pull whose trainer follows redirects ({@code
+ * X-Rollout-Follow-Redirect: 1}) through a gateway on another node than the collector's is
+ * answered {@code 307} to the same pull on the collector's node's gateway (when that node
+ * advertises one), so the batch leaves that node once, straight to the trainer; nothing is handed
+ * out for such a pull. Any other pull is served here, relayed from the collector's node.
+ *
  * <p>Delivery: the gateway adds nothing to the engine's rules. A batch whose stream breaks (the
  * trainer went away mid-batch) stays unacknowledged and comes again after the engine's {@code
  * batch_ack_timeout}, with the same id. A pull whose trainer disconnects while it waits still takes

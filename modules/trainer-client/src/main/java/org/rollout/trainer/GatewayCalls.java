@@ -26,8 +26,9 @@ import org.rollout.trainer.wire.GatewayJson;
  * The calls of an {@link HttpRolloutClient} to the trainer gateways: one request at a time to the
  * preferred contact point, failing over to the next on a refused or broken connection, a timeout
  * or a 503, and backing off between rounds over all of them until {@code retry_deadline}. Owns
- * the pooled {@link HttpClient}, the plain sockets of batch pulls in flight and the watchdog that
- * abandons idle bodies ({@link IdleGuardedStream}).
+ * the pooled {@link HttpClient}, the plain sockets of batch pulls (in flight, and kept alive
+ * between pulls: {@link PlainHttpExchange.Pool}) and the watchdog that abandons idle bodies
+ * ({@link IdleGuardedStream}).
  */
 final class GatewayCalls {
     private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
