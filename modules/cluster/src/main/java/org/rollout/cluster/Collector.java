@@ -120,13 +120,26 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * A trainer asks for the next batch; answered now or when ready, at the latest after {@code
      * maxWait}. {@code knownVersion} is the newest version the trainer has seen published: the
      * version broadcast may reach the collector after the trainer's next pull, and hand-out must
-     * never use an older version than the trainer's.
+     * never use an older version than the trainer's. {@code readElsewhere}: the puller (a trainer
+     * gateway on another node, for a trainer that follows redirects) may be told to have its trainer
+     * read from this node's own gateway instead ({@link ReadFrom}); nothing is handed out then.
      */
-    record PullBatch(Duration maxWait, int knownVersion, String holder, long leaseMillis, ActorRef<PullReply> replyTo)
+    record PullBatch(
+            Duration maxWait,
+            int knownVersion,
+            String holder,
+            long leaseMillis,
+            boolean readElsewhere,
+            ActorRef<PullReply> replyTo)
             implements Command, CborSerializable {
         /** A pull by an unnamed trainer, without a lease. */
         PullBatch(Duration maxWait, int knownVersion, ActorRef<PullReply> replyTo) {
-            this(maxWait, knownVersion, "", 0, replyTo);
+            this(maxWait, knownVersion, "", 0, false, replyTo);
+        }
+
+        /** A pull that is served here, whatever the puller's node. */
+        PullBatch(Duration maxWait, int knownVersion, String holder, long leaseMillis, ActorRef<PullReply> replyTo) {
+            this(maxWait, knownVersion, holder, leaseMillis, false, replyTo);
         }
     }
 
@@ -150,7 +163,16 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * bigger than {@code rollout.large_payload_threshold}, a {@link StreamedBatchReply} that the
      * puller turns into one with {@link LargePayloads#receive}.
      */
-    sealed interface PullReply permits BatchReply, StreamedBatchReply {}
+    sealed interface PullReply permits BatchReply, StreamedBatchReply, ReadFrom {}
+
+    /**
+     * The answer to a {@link PullBatch#readElsewhere} pull from another node when this node has a
+     * trainer gateway ({@link NodeGateway}): the trainer should pull from {@code gateway} (its base
+     * URL), where the batches are. No batch was handed out for the pull, so nothing waits for an
+     * acknowledgement or a release; a trainer that cannot reach {@code gateway} pulls again without
+     * {@code readElsewhere} and its batch is relayed.
+     */
+    record ReadFrom(String gateway) implements PullReply, CborSerializable {}
 
     /**
      * The coordinator wrote task {@code taskId}'s acceptance to its ledger: its group may now be
@@ -450,6 +472,14 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private Behavior<Command> onPull(PullBatch pull) {
         onVersionChanged(new VersionChanged(pull.knownVersion())); // never older than the trainer's
+        if (pull.readElsewhere() && !LargePayloads.isLocal(pull.replyTo())) {
+            // The trainer reads from this node's gateway: the batch leaves this node once, to it.
+            var here = NodeGateway.get(getContext().getSystem()).uri();
+            if (here.isPresent()) {
+                pull.replyTo().tell(new ReadFrom(here.get().toString()));
+                return this;
+            }
+        }
         long now = System.nanoTime();
         return carryOut(book.pull(
                 pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));

@@ -169,6 +169,8 @@ class MessageSerializationTest {
                 new DurableState.VersionRecord(5, "/w/v5"),
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, ref()),
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, "host-a:412:9f3c", 15_000, ref()),
+                new Collector.PullBatch(Duration.ofSeconds(20), 3, "host-a:412:9f3c", 15_000, true, ref()),
+                new Collector.ReadFrom("http://10.0.0.5:8470"),
                 new Collector.RenewLease("host-a:412:9f3c", 15_000, ref()),
                 new Collector.LeaseRenewed(java.util.List.of(9L, 10L)),
                 new Collector.BatchReply(batch),

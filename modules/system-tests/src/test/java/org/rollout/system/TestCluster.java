@@ -812,10 +812,18 @@ final class TestCluster implements AutoCloseable {
 
     /** As {@link #trainerClient()}, with the contact points in the given node order (1-based). */
     RolloutClient trainerClient(int... nodeOrder) {
+        return trainerClient(true, nodeOrder);
+    }
+
+    /**
+     * As {@link #trainerClient(int...)}; {@code followRedirects} false keeps every pull on the
+     * gateway it is sent to (relayed from the collector's node when that is another node).
+     */
+    RolloutClient trainerClient(boolean followRedirects, int... nodeOrder) {
         List<String> urls = Arrays.stream(nodeOrder)
                 .mapToObj(i -> "http://" + hostOf(node(i)) + ":" + node(i).gatewayPort)
                 .toList();
-        return RolloutClient.connect(clientConfig(urls));
+        return RolloutClient.connect(clientConfig(urls).withPullRedirects(followRedirects));
     }
 
     /**
