@@ -407,25 +407,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         CollectorIntake.Decision d = intake.decide(g, System.nanoTime());
         switch (d.verdict()) {
             case EARLY -> {} // before the coordinator is ready: it decides which tasks are still wanted
-            case DONE_BY_PREDECESSOR -> {
-                TaskJournal.duplicate(g.taskId(), g.attempt());
-                log().info(
-                                "task {} attempt {}: a predecessor was already done with it; dropped",
-                                g.taskId(),
-                                g.attempt());
-            }
-            case DUPLICATE -> {
-                TaskJournal.duplicate(g.taskId(), g.attempt());
-                log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
-            }
+            case DONE_BY_PREDECESSOR -> IntakeLog.doneByPredecessor(log(), g);
+            case DUPLICATE -> IntakeLog.duplicate(log(), g);
             case HELD -> {
                 toCoordinator(new RolloutCoordinator.OutcomeHeld(g.taskId()));
-                log().info(
-                                "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
-                                g.taskId(),
-                                g.attempt(),
-                                d.accepted() ? "accepted" : "rejected as " + d.rejectReason(),
-                                ackTimeout);
+                IntakeLog.held(log(), d, ackTimeout);
             }
             case TAKEN -> take(d);
         }
@@ -439,7 +425,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         stats.record(g);
         String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
-            logRejection(g, r);
+            IntakeLog.rejected(log(), g, r);
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason);
         if (d.buffered()) {
@@ -447,17 +433,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         toCoordinator(new RolloutCoordinator.TaskFinished(
                 g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
-    }
-
-    /** Says why a group was rejected, naming its task, as loudly as {@link OutcomeTally#loudness} says. */
-    private void logRejection(GroupFinished g, Rejected r) {
-        log().atLevel(OutcomeTally.loudness(r.reason()))
-                .log(
-                        "task {} attempt {}: rejected as {}: {}",
-                        g.taskId(),
-                        g.attempt(),
-                        r.reason().wireName(),
-                        OutcomeTally.shortened(r.detail()));
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
@@ -503,13 +478,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         TrainingGroup g = s.group();
         tally.discarded(RejectReason.STALE);
         stats.recordDiscarded(s.version(), RejectReason.STALE);
-        TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
-        log().info(
-                        "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
-                        g.taskId(),
-                        g.dispatchVersion(),
-                        s.version(),
-                        stalenessLimit);
+        IntakeLog.droppedStale(log(), g, s.version(), stalenessLimit);
         toCoordinator(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
     }
 
@@ -536,20 +505,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 if (p.backlogChanged()) {
                     coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
                 }
-                for (GroupFinished held : p.superseded()) {
-                    TaskJournal.superseded(held.taskId(), held.attempt());
-                    log().info(
-                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
-                                    held.taskId(),
-                                    held.attempt(),
-                                    ack.batchId());
-                }
-                for (long heldBy : p.heldAgainBy()) {
-                    log().warn(
-                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
-                                    ack.batchId(),
-                                    heldBy);
-                }
+                IntakeLog.predecessorsBatch(log(), ack.batchId(), p);
                 coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
             }
         }

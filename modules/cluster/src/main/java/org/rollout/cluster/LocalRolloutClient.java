@@ -1,6 +1,7 @@
 package org.rollout.cluster;
 
 import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -147,7 +148,7 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
             throws InterruptedException {
         Collector.PullReply reply = pull(timeout, holder == null ? "" : holder, lease, readElsewhere);
         if (reply instanceof Collector.ReadFrom r) {
-            return Pulled.readFrom(java.net.URI.create(r.gateway()));
+            return Pulled.readFrom(URI.create(r.gateway()));
         }
         return Pulled.of(encoded(reply));
     }
