@@ -316,6 +316,25 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     String metrics = metricsOf(other);
                     relayed += metricSum(metrics, "rollout_batches_relayed_total");
                     redirected += metricSum(metrics, "rollout_gateway_pulls_redirected_total");
+                    // Where a pull's time goes: node 1's gateway times each batch from its first byte
+                    // to its last (warm-up pulls included); the rest of a pull is the engine's hand-out
+                    // (the ask to the collector, the hand-out mark written to a majority) and the head.
+                    String onHolder = metricsOf(holder);
+                    double streamed = metricSum(onHolder, "rollout_batch_handoff_size_bytes_sum");
+                    double streaming = metricSum(onHolder, "rollout_batch_handoff_duration_seconds_sum");
+                    double count = metricSum(onHolder, "rollout_batch_handoff_duration_seconds_count");
+                    if (streaming > 0 && count > 0) {
+                        line.put(client[0] + "_streaming_mb_per_s_" + key, streamed / 1e6 / streaming);
+                        log.printf(
+                                Locale.ROOT,
+                                "handoff: %s %s: node 1's gateway streamed %.0f batches at %.1f MB/s from first byte"
+                                        + " to last (%.1f ms a batch)%n",
+                                key,
+                                client[1],
+                                count,
+                                streamed / 1e6 / streaming,
+                                streaming / count * 1e3);
+                    }
                 }
             }
             line.put("via_other_node_relayed_" + key, relayed).put("via_other_node_redirected_" + key, redirected);
