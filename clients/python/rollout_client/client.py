@@ -3,6 +3,7 @@
 The Python twin of the Java ``HttpRolloutClient`` (modules/trainer-client)::
 
     next_batch(wait)          POST /v1/batches/next?wait=S   repeated until a batch comes or ``wait`` passes
+                              (a 307 to the gateway of the node that holds the batches is followed)
     ack(batch)                POST /v1/batches/{id}/ack {"task_ids": [...]}
     publish_weights(v, path)  POST /v1/weights {"version", "path"}
     status()                  GET  /v1/status
@@ -59,6 +60,10 @@ T = TypeVar("T")
 _MAX_SMALL_BODY = 1 << 20
 _MAX_STATS_BODY = 256 << 20  # every version's statistics lines: about 1 kB each
 _USER_AGENT = "rollout-client-python/1"
+# A pull's request header: this client follows a 307 to the gateway of the node that holds the batches.
+_FOLLOW_HEADER = "X-Rollout-Follow-Redirect"
+#: After a redirect that could not be followed, pulls ask for none for this many seconds.
+REDIRECT_COOL_DOWN_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,14 @@ class _ContactPoint:
     prefix: str
 
 
+class _Redirect(Exception):
+    """A pull's 307: the batches are held on another node, whose gateway is at ``location``."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
 class _Failure(Exception):
     """A failure that moves the call on to the next contact point."""
 
@@ -132,7 +145,12 @@ class RolloutClient:
     renews it from a daemon thread every third of that until the batch is acknowledged, so a trainer
     that dies gives its batches back within about ``lease`` seconds. ``None`` pulls without a lease
     (batches then come back only after the engine's ``batch_ack_timeout``). ``holder``: the name the
-    engine's status shows for this client (default ``host:pid:nonce``).
+    engine's status shows for this client (default ``host:pid:nonce``). ``follow_redirects``: a pull
+    through a gateway on another node than the one that holds the batches follows that gateway's
+    ``307`` to the holder's gateway (sending the token along), so the batch crosses no node on its
+    way, and later pulls go there first; a holder's gateway that cannot be reached or refuses sends
+    the pull back to its contact point (which relays the batch) and no redirect is followed for
+    ``REDIRECT_COOL_DOWN_S`` seconds. ``False``: pulls are always served (relayed) where they are sent.
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -156,6 +174,7 @@ class RolloutClient:
         recycle_bytes: int = 0,
         lease: Optional[float] = 15.0,
         holder: Optional[str] = None,
+        follow_redirects: bool = True,
     ) -> None:
         if isinstance(contact_points, str):
             contact_points = [contact_points]
@@ -204,6 +223,16 @@ class RolloutClient:
             raise ValueError(f"holder: 1 to 200 characters, not blank, got {holder!r}")
         self.holder = holder or holder_name()
         self._leases = LeaseKeeper(self.holder, lease, self._renew_lease) if lease is not None else None
+        self.follow_redirects = bool(follow_redirects)
+        # The gateway of the node that holds the batches, once a pull was redirected there; pulls
+        # go there first. After a redirect that could not be followed, none is followed until
+        # _no_follow_until (monotonic seconds).
+        self._holder_gateway: Optional[_ContactPoint] = None
+        self._no_follow_until = 0.0
+        #: Pulls answered by the gateway of the node that holds the batches after a redirect.
+        self.pulls_from_holder = 0
+        #: Redirects that could not be followed: the pull went back to its contact point (relayed).
+        self.redirects_fell_back = 0
 
     # ------------------------------------------------------------------ public calls
 
@@ -481,7 +510,84 @@ class RolloutClient:
         query = f"wait={wait:.3f}"
         if self._leases is not None:
             query += f"&lease={self._leases.seconds:.3f}&holder={urllib.parse.quote(self.holder, safe='')}"
-        return self._call(what, "POST", f"/v1/batches/next?{query}", b"", wait + self.request_timeout, read)
+        return self._call(
+            what, "POST", f"/v1/batches/next?{query}", b"", wait + self.request_timeout, read, self._pull_attempt
+        )
+
+    def _pull_attempt(
+        self,
+        cp: _ContactPoint,
+        index: int,
+        what: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
+        ambiguous: Optional[str],
+    ) -> T:
+        """One pull: at the holder's gateway first when one answered before, else at ``cp``; a 307 to
+        the holder's gateway is followed, and one that cannot be followed goes back to ``cp``."""
+        follow = self.follow_redirects and time.monotonic() >= self._no_follow_until
+        holder = self._holder_gateway if follow else None
+        if holder is not None:
+            try:
+                result = self._attempt(holder, None, what, method, path, body, timeout, reader, ambiguous, follow=True)
+                self.pulls_from_holder += 1
+                return result
+            except _Redirect as r:  # the batches moved on to another node
+                return self._follow(cp, index, holder, r.location, what, method, path, body, timeout, reader, ambiguous)
+            except (_Failure, GatewayError) as f:
+                if self._holder_gateway is holder:
+                    self._holder_gateway = None
+                log.debug("pull at %s, the gateway of the node that held the batches, failed (%s); back to %s",
+                          holder.url, f, cp.url)
+        try:
+            return self._attempt(cp, index, what, method, path, body, timeout, reader, ambiguous, follow=follow)
+        except _Redirect as r:
+            return self._follow(cp, index, cp, r.location, what, method, path, body, timeout, reader, ambiguous)
+
+    def _follow(
+        self,
+        cp: _ContactPoint,
+        index: int,
+        origin: _ContactPoint,
+        location: str,
+        what: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
+        ambiguous: Optional[str],
+    ) -> T:
+        """Pulls at ``location`` (a 307's, from ``origin``) without asking to be redirected again; on
+        any answer but a batch or none, pulls at ``cp`` again without following (relayed)."""
+        url = urllib.parse.urljoin(origin.url + "/", location)
+        u = urllib.parse.urlsplit(url)
+        why: str
+        try:
+            target = self._parse(f"{u.scheme}://{u.netloc}")
+        except ValueError as e:
+            target, why = None, str(e)
+        if target is not None:
+            target_path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+            try:
+                result = self._attempt(target, None, what, method, target_path, body, timeout, reader, ambiguous)
+                self._holder_gateway = target
+                self.pulls_from_holder += 1
+                return result
+            except (_Failure, GatewayError) as f:
+                why = str(f)
+        self.redirects_fell_back += 1
+        self._no_follow_until = time.monotonic() + REDIRECT_COOL_DOWN_S
+        if target is not None and self._holder_gateway == target:
+            self._holder_gateway = None
+        log.info(
+            "could not pull from %s, the gateway of the node that holds the batches (%s); pulling through %s "
+            "(relayed) and following no redirect for %.0f s", url, why, cp.url, REDIRECT_COOL_DOWN_S,
+        )
+        return self._attempt(cp, index, what, method, path, body, timeout, reader, ambiguous)
 
     # ------------------------------------------------------------------ transport
 
@@ -493,7 +599,9 @@ class RolloutClient:
         body: Optional[bytes],
         timeout: float,
         reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
+        attempt: Optional[Callable[..., T]] = None,
     ) -> T:
+        attempt = attempt or self._attempt
         if self._closed.is_set():
             raise ClientClosedError(f"could not {what}: the client is closed")
         last: Dict[str, str] = {}
@@ -507,7 +615,7 @@ class RolloutClient:
                 index = (start + i) % n
                 cp = self._contacts[index]
                 try:
-                    return self._attempt(cp, index, what, method, path, body, timeout, reader, ambiguous)
+                    return attempt(cp, index, what, method, path, body, timeout, reader, ambiguous)
                 except _Failure as f:
                     if self._closed.is_set():
                         raise ClientClosedError(f"could not {what}: the client was closed") from None
@@ -530,7 +638,7 @@ class RolloutClient:
     def _attempt(
         self,
         cp: _ContactPoint,
-        index: int,
+        index: Optional[int],
         what: str,
         method: str,
         path: str,
@@ -538,10 +646,16 @@ class RolloutClient:
         timeout: float,
         reader: Callable[[_ContactPoint, http.client.HTTPResponse, Optional[str]], T],
         ambiguous: Optional[str],
+        follow: bool = False,
     ) -> T:
+        """One request to ``cp`` (a contact point, or with ``index`` None the gateway of the node
+        that holds the batches). With ``follow``, the request says the client follows a redirect
+        there, and a 307 with a Location raises :class:`_Redirect`."""
         headers = {"User-Agent": _USER_AGENT, "Accept": "*/*"}
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token}"
+        if follow:
+            headers[_FOLLOW_HEADER] = "1"
         if body is not None:
             headers["Content-Type"] = "application/json"
             headers["Content-Length"] = str(len(body))
@@ -570,7 +684,20 @@ class RolloutClient:
                     message = f"HTTP 503 ({_describe(e)})"
                 self._drop(conn)
                 raise _Failure(message, ambiguous=False)
-            self._preferred = index
+            if index is not None:
+                self._preferred = index
+            if follow and resp.status == 307 and resp.getheader("Location"):
+                location = resp.getheader("Location") or ""
+                try:
+                    resp.read(_MAX_SMALL_BODY)
+                except (OSError, http.client.HTTPException):
+                    self._drop(conn)
+                    raise _Redirect(location) from None
+                if not resp.will_close and resp.isclosed():
+                    self._give_back(cp, conn)
+                else:
+                    self._drop(conn)
+                raise _Redirect(location)
             ok = False
             try:
                 result = reader(cp, resp, ambiguous)
@@ -592,7 +719,7 @@ class RolloutClient:
             raise ClientClosedError("the client is closed")
         conn: Optional[http.client.HTTPConnection] = None
         with self._lock:
-            idle = self._idle[cp.url]
+            idle = self._idle.setdefault(cp.url, [])
             if idle and not fresh:
                 conn = idle.pop()
         was_idle = conn is not None
@@ -621,7 +748,7 @@ class RolloutClient:
         with self._lock:
             self._active.discard(conn)
             if not self._closed.is_set():
-                self._idle[cp.url].append(conn)
+                self._idle.setdefault(cp.url, []).append(conn)
                 return
         _abort(conn)
 

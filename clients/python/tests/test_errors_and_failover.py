@@ -105,7 +105,15 @@ def test_fail_over_to_the_second_gateway_when_the_first_node_is_killed(pair: dic
     n1, n2 = pair["node1"], pair["node2"]
     # The acknowledgement is answered once the retired tasks are written to a majority, which with
     # node-2 gone means after the Split Brain Resolver has downed it (about 17 s).
-    with RolloutClient([n2.gateway, n1.gateway], token_from_env=False, retry_deadline=60.0, request_timeout=60.0) as c:
+    # Without following redirects: the batch is relayed through node-2's gateway, the one killed
+    # (a client that follows would read it from node-1's, which holds it; test_redirects.py).
+    with RolloutClient(
+        [n2.gateway, n1.gateway],
+        token_from_env=False,
+        retry_deadline=60.0,
+        request_timeout=60.0,
+        follow_redirects=False,
+    ) as c:
         b = c.next_batch(wait=60)
         assert b is not None
         n2.proc.kill()

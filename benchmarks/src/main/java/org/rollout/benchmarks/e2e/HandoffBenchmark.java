@@ -38,8 +38,11 @@ import org.rollout.api.Int32Tensor;
 import org.rollout.api.TensorDict;
 import org.rollout.api.TrainingBatch;
 import org.rollout.api.TrainingGroup;
+import org.rollout.config.ServerAddress;
 import org.rollout.gateway.GatewayConfig;
 import org.rollout.gateway.TrainerGateway;
+import org.rollout.modelserver.LatencyModel;
+import org.rollout.modelserver.OutputLengths;
 import org.rollout.trainer.ClientConfig;
 import org.rollout.trainer.PublishResult;
 import org.rollout.trainer.RolloutClient;
@@ -103,6 +106,22 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                                 + " in-process (in the benchmark's JVM, beside the gateway), both, or none"),
                 new Flag("python", "/usr/bin/python3", "the Python interpreter for the Python client (none: skip)"),
                 new Flag(
+                        "via",
+                        "gateway",
+                        "where the batch is pulled: gateway (a gateway in this JVM in front of one fixed batch),"
+                                + " other-node (two rollout node JVMs; the trainer's contact point is node 2's gateway,"
+                                + " the collector and its batches are on node 1: the pull is redirected there), or both"),
+                new Flag(
+                        "node-rounds",
+                        "5",
+                        "via other-node: timed pulls per size and client (2 for sizes of 500 MB and more; node 1"
+                                + " makes them all before the client starts)"),
+                new Flag(
+                        "node-warmup",
+                        "3",
+                        "via other-node: untimed pulls per size and client first (1 for 500 MB and more)"),
+                new Flag("node-main", "org.rollout.cli.RolloutCli", "via other-node: main class of the rollout CLI"),
+                new Flag(
                         "python-recycle-mb",
                         "4096",
                         "the Python client's recycle_bytes in MiB; each batch is recycled after its ack (0: fresh memory)"));
@@ -120,8 +139,21 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     "bench handoff: flag --java: '" + java + "' is not one of process, in-process, both, none");
         }
         int recycleMb = f.integer("python-recycle-mb", 0);
+        String via = f.string("via");
+        if (!List.of("gateway", "other-node", "both").contains(via)) {
+            throw new IllegalArgumentException(
+                    "bench handoff: flag --via: '" + via + "' is not one of gateway, other-node, both");
+        }
         SummaryLine line = new SummaryLine(name());
         double lowest = Double.MAX_VALUE;
+        if (!via.equals("gateway")) {
+            lowest = Math.min(lowest, viaOtherNode(f, groups, java, python, recycleMb, line, log));
+        }
+        if (via.equals("other-node")) {
+            line.put("target_ratio", TARGET_RATIO).put("met", lowest >= TARGET_RATIO ? "yes" : "no");
+            f.appendTo(line);
+            return line;
+        }
         for (String part : f.string("sizes-mb").split(",")) {
             int mb;
             try {
@@ -174,6 +206,194 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         return line;
     }
 
+    /**
+     * The hand-off from a gateway on a node that does not hold the batches: per size and client, two
+     * {@code rollout node} JVMs, node 1 with the collector (coordinator, rollout and gateway roles)
+     * making groups of synthetic tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) of
+     * about the size's bytes a batch, node 2 a gateway only. Node 1 makes every batch the client
+     * will pull before the client starts (the staleness bound admits exactly those groups, one at
+     * a time), so no generation competes with a pull. The client's contact point is node 2's
+     * gateway: its first pull is redirected to node 1's gateway and the later ones go there
+     * directly, so each batch's bytes go from node 1 to the trainer once. Afterwards node 2's
+     * /metrics must show no batch relayed. Returns the lowest ratio to the raw socket.
+     */
+    private static double viaOtherNode(
+            Flags f, int groups, String java, String python, int recycleMb, SummaryLine line, PrintStream log)
+            throws Exception {
+        String main = f.string("node-main");
+        try {
+            Class.forName(main, false, HandoffBenchmark.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException("bench handoff --via other-node starts node JVMs with " + main
+                    + ", which is not on this class path: run it as bin/rollout bench handoff");
+        }
+        double lowest = Double.MAX_VALUE;
+        Path dir = Files.createTempDirectory("rollout-bench-handoff-");
+        log.printf("handoff: via another node: node logs under %s%n", dir);
+        Path dataset = dir.resolve("prompts.jsonl");
+        Files.writeString(dataset, "{\"prompt\": \"handoff\"}\n");
+        for (String part : f.string("sizes-mb").split(",")) {
+            int mb = Integer.parseInt(part.strip());
+            // Batches of 500 MB and more: one untimed pull and two timed ones (node 1 holds them all).
+            int warmup = mb >= 500 ? Math.min(1, f.integer("node-warmup", 0)) : f.integer("node-warmup", 0);
+            int rounds = mb >= 500 ? Math.min(2, f.integer("node-rounds", 1)) : f.integer("node-rounds", 1);
+            // input_ids, loss_mask, versions (int32), logprobs (float32), attention_mask (bool) per token.
+            int tokens = (int) Math.max(1, (long) mb * 1_000_000 / ((long) groups * ROWS * BYTES_PER_TOKEN));
+            long batchBytes = (long) groups * ROWS * tokens * BYTES_PER_TOKEN;
+            String key = mb + "mb";
+            List<String[]> clients = new ArrayList<>();
+            if (!java.equals("none")) {
+                clients.add(new String[] {"java_via_other_node", "Java client (own JVM) via another node"});
+            }
+            if (!python.equals("none")) {
+                clients.add(new String[] {"python_via_other_node", "Python client via another node"});
+            }
+            double relayed = 0;
+            double redirected = 0;
+            for (String[] client : clients) {
+                int batches = warmup + rounds;
+                long heapMb = Math.max(768, (long) (batches + 1) * (batchBytes >> 20) + 768);
+                try (SimulatedFleet fleet = SimulatedFleet.start(
+                                1,
+                                new LatencyModel(Duration.ZERO, Duration.ZERO, Duration.ZERO),
+                                new OutputLengths(
+                                        org.rollout.modelserver.LengthDistribution.parse("fixed:length=8"), 1),
+                                16);
+                        NodeJvms nodes = new NodeJvms(main, dir.resolve(key + "-" + client[0]), log)) {
+                    ServerAddress server = fleet.addresses().get(0);
+                    List<String> common = List.of(
+                            "rollout.workflow=" + ScaleOutWorkflow.class.getName(),
+                            "rollout.workflow_kwargs.payload_tokens=" + tokens,
+                            "rollout.workflow_kwargs.prompt_tokens=32",
+                            "rollout.dataset.train=" + dataset.toAbsolutePath(),
+                            "rollout.tokenizer_path=builtin",
+                            "gconfig.n_samples=" + ROWS,
+                            "gconfig.max_new_tokens=" + tokens,
+                            "rollout.consumer_batch_size=" + groups,
+                            // Exactly the batches the client pulls, made one group at a time.
+                            "rollout.max_head_offpolicyness=" + (batches - 1),
+                            "rollout.queue_size=" + (batches * groups),
+                            "rollout.max_concurrent_rollouts=1",
+                            "rollout.batch_ack_timeout=600",
+                            "rollout.servers=" + server.host() + ":" + server.port(),
+                            "rollout.trial_name=handoff-" + key,
+                            "rollout.fileroot=" + dir.resolve(key + "/out"),
+                            "rollout.dump_to_file=false");
+                    nodes.start(1, "coordinator,rollout,gateway", heapMb + "m", common);
+                    nodes.start(2, "gateway", "512m", common);
+                    nodes.awaitAllUp(Duration.ofMinutes(3));
+                    String holder = nodes.gatewayUrl(1);
+                    String other = nodes.gatewayUrl(2);
+                    try (RolloutClient status = RolloutClient.connect(clientConfig(holder))) {
+                        long t0 = System.nanoTime();
+                        awaitBuffered(status, batches * groups, Duration.ofMinutes(10));
+                        log.printf(
+                                Locale.ROOT,
+                                "handoff: %s: %d batches made on node 1 in %.1f s; the collector's node's gateway %s,"
+                                        + " the trainer's contact point %s%n",
+                                key,
+                                batches,
+                                (System.nanoTime() - t0) / 1e9,
+                                holder,
+                                other);
+                    }
+                    List<String> command = client[0].startsWith("java")
+                            ? javaTrainerCommand(other, batchBytes)
+                            : pythonCommand(python, recycleMb, other);
+                    lowest = Math.min(
+                            lowest,
+                            processRounds(
+                                    client[1],
+                                    client[0],
+                                    command,
+                                    batchBytes,
+                                    warmup,
+                                    rounds,
+                                    key,
+                                    line,
+                                    log,
+                                    () -> {}));
+                    String metrics = metricsOf(other);
+                    relayed += metricSum(metrics, "rollout_batches_relayed_total");
+                    redirected += metricSum(metrics, "rollout_gateway_pulls_redirected_total");
+                    // Where a pull's time goes: node 1's gateway times each batch from its first byte
+                    // to its last (warm-up pulls included); the rest of a pull is the engine's hand-out
+                    // (the ask to the collector, the hand-out mark written to a majority) and the head.
+                    String onHolder = metricsOf(holder);
+                    double streamed = metricSum(onHolder, "rollout_batch_handoff_size_bytes_sum");
+                    double streaming = metricSum(onHolder, "rollout_batch_handoff_duration_seconds_sum");
+                    double count = metricSum(onHolder, "rollout_batch_handoff_duration_seconds_count");
+                    if (streaming > 0 && count > 0) {
+                        line.put(client[0] + "_streaming_mb_per_s_" + key, streamed / 1e6 / streaming);
+                        log.printf(
+                                Locale.ROOT,
+                                "handoff: %s %s: node 1's gateway streamed %.0f batches at %.1f MB/s from first byte"
+                                        + " to last (%.1f ms a batch)%n",
+                                key,
+                                client[1],
+                                count,
+                                streamed / 1e6 / streaming,
+                                streaming / count * 1e3);
+                    }
+                }
+            }
+            line.put("via_other_node_relayed_" + key, relayed).put("via_other_node_redirected_" + key, redirected);
+            log.printf(
+                    Locale.ROOT,
+                    "handoff: %s via another node: node 2 redirected %.0f pull(s), relayed %.0f batch(es)%n",
+                    key,
+                    redirected,
+                    relayed);
+            if (relayed != 0) {
+                throw new IllegalStateException("bench handoff: node 2 relayed " + relayed
+                        + " batch(es): the pulls were not redirected to the collector's node");
+            }
+        }
+        SimulatedFleet.deleteTree(dir);
+        return lowest;
+    }
+
+    /** Waits until the collector holds {@code groups} groups. */
+    private static void awaitBuffered(RolloutClient status, int groups, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int buffered;
+        while ((buffered = status.status().bufferedGroups()) < groups) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("bench handoff: " + buffered + " of " + groups
+                        + " groups buffered on node 1 within " + timeout);
+            }
+            Thread.sleep(200);
+        }
+    }
+
+    private static String metricsOf(String gateway) throws IOException, InterruptedException {
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            return http.send(
+                            java.net.http.HttpRequest.newBuilder(java.net.URI.create(gateway + "/metrics"))
+                                    .timeout(Duration.ofSeconds(30))
+                                    .build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofString())
+                    .body();
+        }
+    }
+
+    /** The sum of the samples of {@code name} in Prometheus text. */
+    static double metricSum(String text, String name) {
+        double sum = 0;
+        for (String l : text.split("\n")) {
+            if (l.startsWith(name + " ") || l.startsWith(name + "{")) {
+                sum += Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1));
+            }
+        }
+        return sum;
+    }
+
+    /** What is done, untimed, before each pull of a process trainer. */
+    @FunctionalInterface
+    private interface Ready {
+        void await() throws Exception;
+    }
+
     /** The Java client in the benchmark's JVM, beside the gateway; returns its ratio to the raw socket. */
     private static double inProcessRounds(
             TrainerGateway gateway, long bytes, int warmup, int rounds, String key, SummaryLine line, PrintStream log)
@@ -214,6 +434,10 @@ final class HandoffBenchmark implements EndToEndBenchmark {
 
     /** The Python trainer: {@code benchmarks/python/bench_handoff.py} under {@code python}. */
     private static List<String> pythonCommand(String python, int recycleMb, TrainerGateway gateway) {
+        return pythonCommand(python, recycleMb, gateway.uri().toString());
+    }
+
+    private static List<String> pythonCommand(String python, int recycleMb, String url) {
         Path script = Path.of(
                 Optional.ofNullable(System.getenv("ROLLOUT_HOME")).orElse("."), "benchmarks/python/bench_handoff.py");
         if (!Files.isRegularFile(script)) {
@@ -221,13 +445,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                     "bench handoff: " + script.toAbsolutePath()
                             + " not found; run it as bin/rollout bench handoff, which sets ROLLOUT_HOME (or pass --python none)");
         }
-        return List.of(
-                python,
-                script.toString(),
-                "--url",
-                gateway.uri().toString(),
-                "--recycle-mb",
-                Integer.toString(recycleMb));
+        return List.of(python, script.toString(), "--url", url, "--recycle-mb", Integer.toString(recycleMb));
     }
 
     /**
@@ -236,6 +454,10 @@ final class HandoffBenchmark implements EndToEndBenchmark {
      * would be set up; {@code ROLLOUT_BENCH_TRAINER_OPTS} adds flags (a profiler, say).
      */
     private static List<String> javaTrainerCommand(TrainerGateway gateway, long bytes) {
+        return javaTrainerCommand(gateway.uri().toString(), bytes);
+    }
+
+    private static List<String> javaTrainerCommand(String url, long bytes) {
         String javaBin = ProcessHandle.current()
                 .info()
                 .command()
@@ -247,12 +469,7 @@ final class HandoffBenchmark implements EndToEndBenchmark {
         if (extra != null && !extra.isBlank()) {
             cmd.addAll(List.of(extra.strip().split("\\s+")));
         }
-        cmd.addAll(List.of(
-                "-cp",
-                System.getProperty("java.class.path"),
-                HandoffTrainer.class.getName(),
-                "--url",
-                gateway.uri().toString()));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), HandoffTrainer.class.getName(), "--url", url));
         return cmd;
     }
 
@@ -272,6 +489,21 @@ final class HandoffBenchmark implements EndToEndBenchmark {
             SummaryLine line,
             PrintStream log)
             throws Exception {
+        return processRounds(label, prefix, command, bytes, warmup, rounds, key, line, log, null);
+    }
+
+    private static double processRounds(
+            String label,
+            String prefix,
+            List<String> command,
+            long bytes,
+            int warmup,
+            int rounds,
+            String key,
+            SummaryLine line,
+            PrintStream log,
+            Ready ready)
+            throws Exception {
         Process p = new ProcessBuilder(command)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
@@ -282,6 +514,9 @@ final class HandoffBenchmark implements EndToEndBenchmark {
             double[] raw = new double[rounds];
             long memory = 0;
             for (int i = 0; i < warmup + rounds; i++) {
+                if (ready != null) {
+                    ready.await();
+                }
                 in.write("pull\n");
                 in.flush();
                 String answer = out.readLine();
@@ -291,15 +526,18 @@ final class HandoffBenchmark implements EndToEndBenchmark {
                 String[] w = answer.strip().split(" ");
                 double seconds = Double.parseDouble(w[1]);
                 memory = Long.parseLong(w[2]);
-                double loop = loopback(bytes);
+                // A batch the nodes made (ready != null) is as big as the trainer says (its tensor
+                // bytes); the fixed batch is exactly {@code bytes} on the wire.
+                long moved = ready == null ? bytes : Long.parseLong(w[0]);
+                double loop = loopback(moved);
                 if (i >= warmup) {
-                    rate[i - warmup] = bytes / 1e6 / seconds;
-                    raw[i - warmup] = bytes / 1e6 / loop;
+                    rate[i - warmup] = moved / 1e6 / seconds;
+                    raw[i - warmup] = moved / 1e6 / loop;
                 }
             }
             in.write("quit\n");
             in.flush();
-            boolean python = prefix.equals("python");
+            boolean python = prefix.startsWith("python");
             String memoryKey = python ? "_peak_rss_batches_" : "_peak_heap_batches_";
             line.put(prefix + "_mb_per_s_" + key, median(rate))
                     .put(prefix + "_loopback_mb_per_s_" + key, median(raw))

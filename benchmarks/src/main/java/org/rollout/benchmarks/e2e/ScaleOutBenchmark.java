@@ -39,8 +39,10 @@ import org.rollout.trainer.RolloutClient;
  * tokens ({@link ScaleOutWorkflow} with {@code payload_tokens}) until {@code 2 × handoff-batches}
  * batches wait in the collector (after {@code handoff-warmup-batches} pulled through each gateway
  * untimed, for the JIT). The trainer pulls {@code handoff-batches} of them back to back
- * through node 2, so each crosses node 1 → node 2 (Artery, chunked stream ref) → trainer (HTTP,
- * streamed RBATCH), then the rest through node 1 (collector → gateway in one JVM → trainer). Bytes
+ * through node 2 with a client that does not follow redirects, so each is relayed from node 1
+ * through node 2 (the data plane) to the trainer (HTTP, streamed RBATCH), then the rest through
+ * node 1 (collector → gateway in one JVM → trainer). A client that follows node 2's redirect
+ * reads from node 1 instead: {@code bench handoff --via other-node}. Bytes
  * per second (tensor bytes, {@link LargePayloads#estimatedBytes}) are set against the same number
  * of bytes sent through a raw loopback TCP socket between two threads of this JVM, in the same run.
  *
@@ -373,7 +375,10 @@ public final class ScaleOutBenchmark implements EndToEndBenchmark {
             nodes.awaitAllUp(START_TIMEOUT);
             long want = 2L * batch * batches;
             try (RolloutClient local = RolloutClient.connect(clientConfig(nodes.gatewayUrl(1)));
-                    RolloutClient remote = RolloutClient.connect(clientConfig(nodes.gatewayUrl(2)))) {
+                    // Relayed: a client that followed node 2's redirect would read from node 1 (bench
+                    // handoff --via other-node measures that path).
+                    RolloutClient remote = RolloutClient.connect(
+                            clientConfig(nodes.gatewayUrl(2)).withPullRedirects(false))) {
                 // Warm-up: both paths, untimed, as the batches come (the nodes' JIT compiles the
                 // Kryo, stream and HTTP code; the first transfers run several times slower).
                 pullAll(remote, warmup);

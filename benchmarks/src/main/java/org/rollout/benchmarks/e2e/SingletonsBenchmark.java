@@ -77,6 +77,25 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                         "coordinator with --ledger-nodes: split (keys by task range, writes to a key grouped), "
                                 + "single (one key, each write sent on its own: the layout before), or both"),
                 new Flag(
+                        "held",
+                        "0",
+                        "coordinator: tasks each simulated runner keeps running (open) at once, a queue entry each, "
+                                + "not an actor; a task beyond them ends the oldest. Open tasks = runners × held; "
+                                + "the coordinator sees capacity held + --capacity. 0: each task ends at once"),
+                new Flag("hold-s", "0", "coordinator: a held task also ends once this many seconds old (0: never)"),
+                new Flag(
+                        "ledger-serializer",
+                        "compact",
+                        "coordinator with --ledger-nodes: compact (rollout-ledger, the binding) or cbor (Jackson CBOR, "
+                                + "the ledger's entries as they were written before)"),
+                new Flag(
+                        "failover",
+                        "none",
+                        "coordinator with --ledger-nodes: after the timed groups, stop the coordinator while it admits "
+                                + "and start its successor on the same node (same-node) or another one (other-node); "
+                                + "report the time until it has recovered the ledger and admits again, and what it "
+                                + "read back against what was written"),
+                new Flag(
                         "collector-remote",
                         "no",
                         "collector: yes to send the groups from another cluster node in this JVM (Kryo, over the "
@@ -146,12 +165,29 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                     "bench singletons: --transport: one or more transports, and other than tcp only with"
                             + " --collector-remote yes");
         }
+        int held = f.integer("held", 0);
+        double holdSeconds = f.decimal("hold-s", 0);
+        SingletonHarness.Hold hold = new SingletonHarness.Hold(held, Duration.ofMillis(Math.round(holdSeconds * 1000)));
+        String serializer = f.string("ledger-serializer");
+        if (!serializer.equals("compact") && !serializer.equals("cbor")) {
+            throw new IllegalArgumentException(
+                    "bench singletons: --ledger-serializer: '" + serializer + "' is neither compact nor cbor");
+        }
+        String failover = f.string("failover");
+        if (!List.of("none", "same-node", "other-node").contains(failover)) {
+            throw new IllegalArgumentException(
+                    "bench singletons: --failover: '" + failover + "' is not none, same-node or other-node");
+        }
+        if (!failover.equals("none") && ledgerNodes < 2) {
+            throw new IllegalArgumentException("bench singletons: --failover needs --ledger-nodes 2 or more");
+        }
         for (int r : runners) {
-            if ((parts.contains("coordinator") || parts.contains("pipeline")) && warmup < (long) r * capacity) {
+            long slots = (long) r * (capacity + (parts.contains("coordinator") ? held : 0));
+            if ((parts.contains("coordinator") || parts.contains("pipeline")) && warmup < slots) {
                 // The first admission pass dispatches every runner's capacity at once: timed, that
                 // burst would be taken for the coordinator's steady rate.
                 throw new IllegalArgumentException("bench singletons: --warmup-groups " + warmup
-                        + " must be at least the groups in flight, runners × capacity = " + (long) r * capacity);
+                        + " must be at least the groups in flight, runners × (held + capacity) = " + slots);
             }
         }
         double needGroups = f.decimal("need-groups-per-s", 0);
@@ -162,40 +198,130 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         TensorDict small = SingletonHarness.groupRows(rows, tokens[0]);
 
         if (parts.contains("coordinator")) {
+            com.typesafe.config.Config pekko = BenchmarkPipeline.PEKKO;
+            if (ledgerNodes > 0) {
+                if (serializer.equals("cbor")) {
+                    pekko = SingletonHarness.LedgerWireSize.cborBinding().withFallback(pekko);
+                }
+                SingletonHarness.LedgerWireSize w = SingletonHarness.LedgerWireSize.measure(pekko);
+                log.printf(
+                        Locale.ROOT,
+                        "singletons: ledger entries as %s: an open task's value %.0f B; in Distributed Data a put"
+                                + " %.0f B and a removal %.0f B of a delta, %.0f B an entry of a key's full state%n",
+                        serializer,
+                        w.valueBytes(),
+                        w.putBytes(),
+                        w.removeBytes(),
+                        w.fullStateBytes());
+                line.put("ledger_value_bytes", w.valueBytes());
+                line.put("ledger_put_bytes", w.putBytes());
+                line.put("ledger_remove_bytes", w.removeBytes());
+                line.put("ledger_full_state_entry_bytes", w.fullStateBytes());
+            }
             for (int r : runners) {
                 Map<String, Double> byLayout = new LinkedHashMap<>();
                 for (String layout : layouts) {
-                    try (Running run = SingletonHarness.coordinator(
-                            r, capacity, batch, small, BenchmarkPipeline.PEKKO, ledgerNodes, layout.equals("single"))) {
+                    SingletonHarness.WireWatch.reset();
+                    var setup = new SingletonHarness.CoordinatorSetup(
+                            r, capacity, hold, batch, ledgerNodes, layout.equals("single"));
+                    try (Running run = SingletonHarness.coordinator(setup, small, pekko)) {
                         double rate = rate(run.dispatched(), warmup, groups, "coordinator, " + r + " runners");
+                        int openAtEnd = run.ledgerOpen();
+                        var status = run.coordinatorStatus(Duration.ofSeconds(60));
                         // Writes time out after 10 s: wait for those made so far to settle, so the
                         // unconfirmed count covers the whole point.
                         run.ledgerSettled()
                                 .awaitCount(
                                         run.ledgerWrites().get(), Duration.ofSeconds(30), "ledger writes to settle");
+                        Map<String, Long> oversized = SingletonHarness.WireWatch.oversized();
+                        Map<String, Long> dropped = SingletonHarness.WireWatch.dropped();
+                        long[] deltas = SingletonHarness.WireWatch.sent("DeltaPropagation");
                         log.printf(
                                 Locale.ROOT,
-                                "singletons: coordinator, %d runners × %d, %s ledger: %.0f admissions/s"
+                                "singletons: coordinator, %d runners × %d%s, %s ledger: %.0f admissions/s with %d"
+                                        + " open tasks in the ledger (%d running) at the end"
                                         + " (%d ledger writes, %d not confirmed within 10 s)%n",
                                 r,
                                 capacity,
-                                ledgerNodes == 0 ? "in-memory" : ledgerNodes + "-node replicated " + layout,
+                                held > 0
+                                        ? " + " + held + " held" + (holdSeconds > 0 ? " (≤ " + holdSeconds + " s)" : "")
+                                        : "",
+                                ledgerNodes == 0
+                                        ? "in-memory"
+                                        : ledgerNodes + "-node replicated " + layout + " " + serializer,
                                 rate,
+                                openAtEnd,
+                                status.inFlight(),
                                 run.ledgerWrites().get(),
                                 run.ledgerUnconfirmed().get());
+                        String k = "coordinator_r" + r + (held > 0 ? "_h" + held : "");
                         if (ledgerNodes > 0) {
+                            log.printf(
+                                    Locale.ROOT,
+                                    "singletons: Artery over the whole point: dropped as oversized %s; dropped otherwise"
+                                            + " %s; DeltaPropagation sent %d, largest %d B, %d of them ≥ %d B%n",
+                                    oversized,
+                                    dropped,
+                                    deltas[0],
+                                    deltas[2],
+                                    deltas[3],
+                                    SingletonHarness.WireWatch.NEAR_FRAME);
                             line.put(
-                                    "coordinator_r" + r + "_" + layout + "_unconfirmed",
+                                    k + "_" + layout + "_unconfirmed",
                                     run.ledgerUnconfirmed().get());
+                            line.put(
+                                    k + "_oversized",
+                                    oversized.values().stream()
+                                            .mapToLong(Long::longValue)
+                                            .sum());
+                            line.put(
+                                    k + "_oversized_delta_propagation", oversized.getOrDefault("DeltaPropagation", 0L));
+                            line.put(
+                                    k + "_dropped_other",
+                                    dropped.values().stream()
+                                            .mapToLong(Long::longValue)
+                                            .sum());
+                            line.put(k + "_delta_propagation_max_bytes", deltas[2]);
                         }
+                        line.put(k + "_open_at_end", openAtEnd);
                         line.put(
-                                ledgerNodes == 0 || layouts.size() == 1
-                                        ? "coordinator_r" + r + "_per_s"
-                                        : "coordinator_r" + r + "_" + layout + "_per_s",
+                                ledgerNodes == 0 || layouts.size() == 1 ? k + "_per_s" : k + "_" + layout + "_per_s",
                                 rate);
                         byLayout.put(layout, rate);
                         if (!layout.equals("single")) {
                             met &= rate >= needGroups;
+                        }
+                        if (!failover.equals("none")) {
+                            var fo = run.failOver(failover.equals("same-node") ? 0 : 1, POINT_TIMEOUT);
+                            double after = rate(run.dispatched(), 0, Math.min(groups, 20_000), "after the fail-over");
+                            log.printf(
+                                    Locale.ROOT,
+                                    "singletons: fail-over to %s: %d open tasks written, %d read back (%d missing, %d"
+                                            + " extra, %d changed; %d writes unconfirmed in the run); writes settled"
+                                            + " %.2f s, recovered %.2f s, admitting %.2f s after the stop; %d outcomes"
+                                            + " reached the collector during recovery; stash capacity %d; successor"
+                                            + " status: %d running; %.0f admissions/s over the next %d%n",
+                                    failover,
+                                    fo.openAtStop(),
+                                    fo.recovered(),
+                                    fo.missing(),
+                                    fo.extra(),
+                                    fo.changed(),
+                                    fo.unconfirmed(),
+                                    fo.settleSeconds(),
+                                    fo.recoveredSeconds(),
+                                    fo.admittingSeconds(),
+                                    fo.outcomesDuringRecovery(),
+                                    fo.stashCapacity(),
+                                    fo.statusAfter().inFlight(),
+                                    after,
+                                    Math.min(groups, 20_000));
+                            line.put(k + "_failover_open", fo.openAtStop());
+                            line.put(k + "_failover_missing", fo.missing() + fo.changed());
+                            line.put(k + "_failover_recovered_s", fo.recoveredSeconds());
+                            line.put(k + "_failover_admitting_s", fo.admittingSeconds());
+                            line.put(k + "_failover_after_per_s", after);
+                            met &= fo.missing() == 0 && fo.changed() == 0;
                         }
                     }
                 }

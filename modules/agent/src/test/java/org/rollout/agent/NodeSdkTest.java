@@ -128,7 +128,8 @@ class NodeSdkTest {
         assumeNodeAndModules();
         assumeFrameworkModules();
         ScriptedEngine engine = ScriptedEngine.replying(
-                "Hello there.",
+                // The AI SDK sends a reasoning item back by reference too.
+                "<think>\nGreet them.\n</think>\n\nHello there.",
                 "Fine, thanks.",
                 AFTER_NAME,
                 AFTER_OPEN,

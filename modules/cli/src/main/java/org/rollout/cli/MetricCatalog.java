@@ -236,7 +236,19 @@ final class MetricCatalog {
                     "counter",
                     "",
                     true,
-                    "batches whose connection closed before their last byte, given to the next pull at once"));
+                    "batches whose connection closed before their last byte, given to the next pull at once"),
+            new Metric(
+                    "rollout_gateway_pulls_redirected_total",
+                    "counter",
+                    "",
+                    true,
+                    "pulls answered 307 to the gateway of the collector's node (the trainer reads the batch there)"),
+            new Metric(
+                    "rollout_gateway_connections_accepted_total",
+                    "counter",
+                    "",
+                    true,
+                    "HTTP connections the gateway accepted (a Java or Python trainer client keeps its pull connection alive)"));
 
     /** Every name in the catalogue. */
     static Set<String> names() {

@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
 import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.NodeGateway;
 import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.config.ConfigErrors;
 import org.rollout.config.RolloutConfig;
@@ -330,6 +331,11 @@ final class NodeCommand implements Callable<Integer> {
                         () -> TrainerGateway.start(
                                 gatewayConfig, node.client(), observability.gatewayExtras(serverList)));
                 toClose.add(gateway);
+                // Should the collector run here, trainers that pull through other nodes' gateways read
+                // from this one; withdrawn first when the node stops (toClose runs backwards).
+                NodeGateway advertised = NodeGateway.get(node.system());
+                advertised.advertise(gateway.uri());
+                toClose.add(advertised::withdraw);
                 out.println("gateway listening on " + gateway.uri());
                 out.println("metrics on " + gateway.uri() + "/metrics, dashboard on " + gateway.uri() + "/dashboard");
             } else if (settings.metrics().port() >= 0) {

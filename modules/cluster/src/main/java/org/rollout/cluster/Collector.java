@@ -120,13 +120,26 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * A trainer asks for the next batch; answered now or when ready, at the latest after {@code
      * maxWait}. {@code knownVersion} is the newest version the trainer has seen published: the
      * version broadcast may reach the collector after the trainer's next pull, and hand-out must
-     * never use an older version than the trainer's.
+     * never use an older version than the trainer's. {@code readElsewhere}: the puller (a trainer
+     * gateway on another node, for a trainer that follows redirects) may be told to have its trainer
+     * read from this node's own gateway instead ({@link ReadFrom}); nothing is handed out then.
      */
-    record PullBatch(Duration maxWait, int knownVersion, String holder, long leaseMillis, ActorRef<PullReply> replyTo)
+    record PullBatch(
+            Duration maxWait,
+            int knownVersion,
+            String holder,
+            long leaseMillis,
+            boolean readElsewhere,
+            ActorRef<PullReply> replyTo)
             implements Command, CborSerializable {
         /** A pull by an unnamed trainer, without a lease. */
         PullBatch(Duration maxWait, int knownVersion, ActorRef<PullReply> replyTo) {
-            this(maxWait, knownVersion, "", 0, replyTo);
+            this(maxWait, knownVersion, "", 0, false, replyTo);
+        }
+
+        /** A pull that is served here, whatever the puller's node. */
+        PullBatch(Duration maxWait, int knownVersion, String holder, long leaseMillis, ActorRef<PullReply> replyTo) {
+            this(maxWait, knownVersion, holder, leaseMillis, false, replyTo);
         }
     }
 
@@ -150,7 +163,16 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      * bigger than {@code rollout.large_payload_threshold}, a {@link StreamedBatchReply} that the
      * puller turns into one with {@link LargePayloads#receive}.
      */
-    sealed interface PullReply permits BatchReply, StreamedBatchReply {}
+    sealed interface PullReply permits BatchReply, StreamedBatchReply, ReadFrom {}
+
+    /**
+     * The answer to a {@link PullBatch#readElsewhere} pull from another node when this node has a
+     * trainer gateway ({@link NodeGateway}): the trainer should pull from {@code gateway} (its base
+     * URL), where the batches are. No batch was handed out for the pull, so nothing waits for an
+     * acknowledgement or a release; a trainer that cannot reach {@code gateway} pulls again without
+     * {@code readElsewhere} and its batch is relayed.
+     */
+    record ReadFrom(String gateway) implements PullReply, CborSerializable {}
 
     /**
      * The coordinator wrote task {@code taskId}'s acceptance to its ledger: its group may now be
@@ -385,25 +407,11 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         CollectorIntake.Decision d = intake.decide(g, System.nanoTime());
         switch (d.verdict()) {
             case EARLY -> {} // before the coordinator is ready: it decides which tasks are still wanted
-            case DONE_BY_PREDECESSOR -> {
-                TaskJournal.duplicate(g.taskId(), g.attempt());
-                log().info(
-                                "task {} attempt {}: a predecessor was already done with it; dropped",
-                                g.taskId(),
-                                g.attempt());
-            }
-            case DUPLICATE -> {
-                TaskJournal.duplicate(g.taskId(), g.attempt());
-                log().info("task {} attempt {}: late duplicate dropped", g.taskId(), g.attempt());
-            }
+            case DONE_BY_PREDECESSOR -> IntakeLog.doneByPredecessor(log(), g);
+            case DUPLICATE -> IntakeLog.duplicate(log(), g);
             case HELD -> {
                 toCoordinator(new RolloutCoordinator.OutcomeHeld(g.taskId()));
-                log().info(
-                                "task {} attempt {}: {}, held for up to {}: it was accepted before the fail-over and a trainer may still acknowledge it",
-                                g.taskId(),
-                                g.attempt(),
-                                d.accepted() ? "accepted" : "rejected as " + d.rejectReason(),
-                                ackTimeout);
+                IntakeLog.held(log(), d, ackTimeout);
             }
             case TAKEN -> take(d);
         }
@@ -417,7 +425,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         stats.record(g);
         String reason = d.rejectReason();
         if (g.outcome() instanceof Rejected r) {
-            logRejection(g, r);
+            IntakeLog.rejected(log(), g, r);
         }
         TaskJournal.outcome(g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason);
         if (d.buffered()) {
@@ -425,17 +433,6 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         }
         toCoordinator(new RolloutCoordinator.TaskFinished(
                 g.taskId(), g.attempt(), g.isEval(), d.accepted(), reason, book.backlog()));
-    }
-
-    /** Says why a group was rejected, naming its task, as loudly as {@link OutcomeTally#loudness} says. */
-    private void logRejection(GroupFinished g, Rejected r) {
-        log().atLevel(OutcomeTally.loudness(r.reason()))
-                .log(
-                        "task {} attempt {}: rejected as {}: {}",
-                        g.taskId(),
-                        g.attempt(),
-                        r.reason().wireName(),
-                        OutcomeTally.shortened(r.detail()));
     }
 
     private Behavior<Command> onReassembled(Reassembled r) {
@@ -450,6 +447,14 @@ final class Collector extends AbstractBehavior<Collector.Command> {
 
     private Behavior<Command> onPull(PullBatch pull) {
         onVersionChanged(new VersionChanged(pull.knownVersion())); // never older than the trainer's
+        if (pull.readElsewhere() && !LargePayloads.isLocal(pull.replyTo())) {
+            // The trainer reads from this node's gateway: the batch leaves this node once, to it.
+            var here = NodeGateway.get(getContext().getSystem()).uri();
+            if (here.isPresent()) {
+                pull.replyTo().tell(new ReadFrom(here.get().toString()));
+                return this;
+            }
+        }
         long now = System.nanoTime();
         return carryOut(book.pull(
                 pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));
@@ -473,13 +478,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
         TrainingGroup g = s.group();
         tally.discarded(RejectReason.STALE);
         stats.recordDiscarded(s.version(), RejectReason.STALE);
-        TaskJournal.discarded(g.taskId(), RejectReason.STALE.wireName());
-        log().info(
-                        "task {}: dispatched at version {}, dropped at hand-out at version {} (max_head_offpolicyness={})",
-                        g.taskId(),
-                        g.dispatchVersion(),
-                        s.version(),
-                        stalenessLimit);
+        IntakeLog.droppedStale(log(), g, s.version(), stalenessLimit);
         toCoordinator(new RolloutCoordinator.AcceptedDiscarded(g.taskId(), s.backlog()));
     }
 
@@ -506,20 +505,7 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 if (p.backlogChanged()) {
                     coordinator.tell(new RolloutCoordinator.Backlog(book.backlog()));
                 }
-                for (GroupFinished held : p.superseded()) {
-                    TaskJournal.superseded(held.taskId(), held.attempt());
-                    log().info(
-                                    "task {} attempt {}: its held outcome is dropped; batch {} of a predecessor delivered the task",
-                                    held.taskId(),
-                                    held.attempt(),
-                                    ack.batchId());
-                }
-                for (long heldBy : p.heldAgainBy()) {
-                    log().warn(
-                                    "batch {} (of a predecessor) acknowledged while batch {} holds some of its tasks again",
-                                    ack.batchId(),
-                                    heldBy);
-                }
+                IntakeLog.predecessorsBatch(log(), ack.batchId(), p);
                 coordinator.tell(new RolloutCoordinator.BatchConsumed(ack.batchId(), p.taskIds(), ack.replyTo()));
             }
         }

@@ -1,9 +1,12 @@
 package org.rollout.cluster;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -67,13 +70,24 @@ final class CoordinatorRecovery extends AbstractBehavior<Command> {
                 Receptionist.Listing.class, l -> new Runners(l.getServiceInstances(GroupRunner.SERVICE_KEY)));
         ctx.getSystem().receptionist().tell(Receptionist.subscribe(GroupRunner.SERVICE_KEY, listing));
         collector.tell(new Collector.Introduce(ctx.getSelf()));
-        DurableState state = parts.state();
-        ctx.pipeToSelf(
-                state.readLedger()
-                        .thenCombine(state.readVersion(), (l, v) -> new StateRead(l, v, null))
-                        .toCompletableFuture(),
-                (read, error) -> read != null ? read : new StateRead(null, null, error));
+        readState(ctx, parts.state(), Duration.ZERO);
         return new CoordinatorRecovery(ctx, stash, parts);
+    }
+
+    /** How long a coordinator waits before it reads the ledger again after a read failed. */
+    static final Duration REREAD_AFTER = Duration.ofSeconds(1);
+
+    /** Reads the ledger and the version after {@code delay}; the result comes back as {@link StateRead}. */
+    private static void readState(ActorContext<Command> ctx, DurableState state, Duration delay) {
+        CompletableFuture<Void> wait = delay.isZero()
+                ? CompletableFuture.completedFuture(null)
+                : CompletableFuture.runAsync(
+                        () -> {}, CompletableFuture.delayedExecutor(delay.toMillis(), TimeUnit.MILLISECONDS));
+        ctx.pipeToSelf(
+                wait.thenCompose(x -> state.readLedger()
+                        .thenCombine(state.readVersion(), (l, v) -> new StateRead(l, v, null))
+                        .toCompletableFuture()),
+                (read, error) -> read != null ? read : new StateRead(null, null, error));
     }
 
     private CoordinatorRecovery(ActorContext<Command> ctx, StashBuffer<Command> stash, Parts parts) {
@@ -132,13 +146,20 @@ final class CoordinatorRecovery extends AbstractBehavior<Command> {
     private Behavior<Command> onStateRead(StateRead read) {
         StalenessBudget budget = parts.budget();
         if (read.error() != null) {
-            getContext().getLog().error("reading the durable ledger failed; starting as on a fresh run", read.error());
-            recoveredLedger = DurableState.Ledger.EMPTY;
-            recoveredVersion = budget.version();
-        } else {
-            recoveredLedger = read.ledger();
-            recoveredVersion = Math.max(budget.version(), read.version().version());
+            // Never taken for a fresh start: a predecessor's open tasks would be lost, and task ids
+            // handed out again. What arrives meanwhile waits in the stash (a coordinator whose stash
+            // overflows fails and is restarted, and reads again).
+            getContext()
+                    .getLog()
+                    .error(
+                            "reading the durable ledger failed ({}); reading it again in {}",
+                            GroupRun.describe(read.error()),
+                            REREAD_AFTER);
+            readState(getContext(), parts.state(), REREAD_AFTER);
+            return Behaviors.same();
         }
+        recoveredLedger = read.ledger();
+        recoveredVersion = Math.max(budget.version(), read.version().version());
         if (!recoveredLedger.isFresh()) {
             getContext()
                     .getLog()

@@ -84,14 +84,20 @@ public interface DurableState {
         public static final Cursor START = new Cursor(0, 0, 0, 0);
     }
 
-    /** What is replicated: one of the records above (CBOR, with its type named). */
+    /**
+     * What is replicated: one of the records above. Serialized by {@link LedgerEntrySerializer}
+     * ({@code rollout-ledger}, bound to this interface in the module's {@code reference.conf}): a few
+     * varints an entry. The Jackson annotations are kept so that the entries can still be bound to
+     * {@code jackson-cbor} (how they were written before; {@code bench singletons
+     * --ledger-serializer cbor} measures against it); a cluster must not mix the two bindings.
+     */
     @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "type")
     @JsonSubTypes({
         @JsonSubTypes.Type(value = VersionRecord.class, name = "version"),
         @JsonSubTypes.Type(value = OpenTask.class, name = "task"),
         @JsonSubTypes.Type(value = Cursor.class, name = "cursor")
     })
-    sealed interface LedgerEntry extends CborSerializable permits VersionRecord, OpenTask, Cursor {}
+    sealed interface LedgerEntry permits VersionRecord, OpenTask, Cursor {}
 
     /** The ledger: the cursor and the open tasks by id. */
     record Ledger(Cursor cursor, Map<Long, OpenTask> open) {

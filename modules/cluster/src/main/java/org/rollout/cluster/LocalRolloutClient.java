@@ -1,6 +1,7 @@
 package org.rollout.cluster;
 
 import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -25,6 +26,7 @@ import org.rollout.trainer.StatsPage;
 import org.rollout.trainer.WeightPublishException;
 import org.rollout.trainer.wire.EncodedBatch;
 import org.rollout.trainer.wire.EncodedBatchSource;
+import org.rollout.trainer.wire.EncodedBatchSource.Pulled;
 import org.rollout.trainer.wire.GatewayJson;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,10 +95,15 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
      * holder} under {@code lease} (null: none).
      */
     private Collector.PullReply pull(Duration timeout, String holder, BatchLease lease) throws InterruptedException {
+        return pull(timeout, holder, lease, false);
+    }
+
+    private Collector.PullReply pull(Duration timeout, String holder, BatchLease lease, boolean readElsewhere)
+            throws InterruptedException {
         long leaseMillis = lease == null ? 0 : lease.duration().toMillis();
         return ask(
                 refs.collector(),
-                r -> new Collector.PullBatch(timeout, knownVersion.get(), holder, leaseMillis, r),
+                r -> new Collector.PullBatch(timeout, knownVersion.get(), holder, leaseMillis, readElsewhere, r),
                 timeout.plus(CONTROL_TIMEOUT),
                 "pull a batch");
     }
@@ -127,7 +134,26 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
     @Override
     public Optional<EncodedBatch> nextEncodedBatch(Duration timeout, String holder, BatchLease lease)
             throws InterruptedException {
-        Collector.PullReply reply = pull(timeout, holder == null ? "" : holder, lease);
+        return encoded(pull(timeout, holder == null ? "" : holder, lease));
+    }
+
+    /**
+     * As {@link #nextEncodedBatch(Duration, String, BatchLease)}; with {@code readElsewhere}, a
+     * collector on another node whose node has a trainer gateway ({@link NodeGateway}) answers that
+     * gateway's URL at once instead of a batch, and hands nothing out: the trainer pulls there, and
+     * the batch goes from the collector's node straight to it.
+     */
+    @Override
+    public Pulled pullEncoded(Duration timeout, String holder, BatchLease lease, boolean readElsewhere)
+            throws InterruptedException {
+        Collector.PullReply reply = pull(timeout, holder == null ? "" : holder, lease, readElsewhere);
+        if (reply instanceof Collector.ReadFrom r) {
+            return Pulled.readFrom(URI.create(r.gateway()));
+        }
+        return Pulled.of(encoded(reply));
+    }
+
+    private Optional<EncodedBatch> encoded(Collector.PullReply reply) throws InterruptedException {
         if (reply instanceof Collector.StreamedBatchReply s && s.direct() != null) {
             try {
                 return Optional.of(LargePayloads.get(system).relay(s.direct(), s.batchId(), s.groups(), s.taskIds()));
@@ -158,6 +184,10 @@ public final class LocalRolloutClient implements RolloutClient, EncodedBatchSour
     private Collector.BatchReply received(Collector.PullReply reply) throws InterruptedException {
         return switch (reply) {
             case Collector.BatchReply b -> b;
+            case Collector.ReadFrom r ->
+                // Only a pull that allowed it is answered so; none of this client's object pulls does.
+                throw new IllegalStateException("the collector answered a pull with a gateway to read from ("
+                        + r.gateway() + ") though the pull did not allow it");
             case Collector.StreamedBatchReply s -> {
                 var stage = LargePayloads.get(system)
                         .receive(s.bytes(), s.direct(), Collector.BatchReply.class, "batch " + s.batchId());

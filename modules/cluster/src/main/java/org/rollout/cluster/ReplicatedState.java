@@ -50,6 +50,14 @@ import org.slf4j.LoggerFactory;
  *       they were made. Each write completes when the update that carried it is confirmed.
  * </ul>
  *
+ * <p>What crosses Artery stays inside its frame: the values are a few bytes each ({@link
+ *       LedgerEntrySerializer}); an update of {@code max-delta-size} changes or more (the cluster
+ *       module's {@code reference.conf} sets 4; the cursor counts as one) goes to the majority as the
+ *       key's gzipped full state instead of its delta, and the replicator's background delta
+ *       propagation, one message for all keys, carries fewer than that many changes of each key (the
+ *       rest by full-state gossip), so it is bounded by the number of keys, not by the admission
+ *       rate (docs/scaling.md).
+ *
  * <p>The part of one write that falls in one key is applied as one update, so a reader sees all of
  * it or none; a write that spans keys (a batch acknowledgement across ranges) is one update per
  * key, each confirmed on its own.
@@ -92,6 +100,8 @@ public final class ReplicatedState implements DurableState {
     private final boolean grouped;
     private final List<Shard> shards;
     private final AtomicLong ledgerUpdates = new AtomicLong();
+    /** Changes (entries put or removed, the cursor counts) from which an update goes as full state. */
+    private final int fullStateFrom;
 
     /** @param timeout how long a write or read waits for a majority */
     public ReplicatedState(ActorSystem<?> system, Duration timeout) {
@@ -127,6 +137,8 @@ public final class ReplicatedState implements DurableState {
             s.add(new Shard(LWWMapKey.create("rollout-ledger-" + i)));
         }
         this.shards = List.copyOf(s);
+        this.fullStateFrom = Math.max(
+                2, system.settings().config().getInt("pekko.cluster.distributed-data.delta-crdt.max-delta-size"));
     }
 
     /** Ledger updates sent to the replicator so far: fewer than the writes when writes were grouped. */
@@ -325,14 +337,19 @@ public final class ReplicatedState implements DurableState {
                                         newest = newest == null ? c.cursor : newest(newest, c.cursor);
                                     }
                                 }
-                                if (newest == null) {
-                                    return m;
+                                int changes = 0;
+                                for (Change c : batch) {
+                                    changes += c.put.size() + c.remove.size();
                                 }
-                                scala.Option<LedgerEntry> held = m.get(CURSOR);
-                                if (held.isDefined() && held.get() instanceof Cursor c) {
-                                    newest = newest(c, newest);
+                                if (newest != null) {
+                                    changes++;
+                                    scala.Option<LedgerEntry> held = m.get(CURSOR);
+                                    if (held.isDefined() && held.get() instanceof Cursor c) {
+                                        newest = newest(c, newest);
+                                    }
+                                    m = m.put(self, CURSOR, newest);
                                 }
-                                return m.put(self, CURSOR, newest);
+                                return changes >= fullStateFrom ? withoutDelta(m) : m;
                             },
                             key.id() + ": " + puts + " task(s) written, " + removes + " removed in " + batch.size()
                                     + " write(s)")
@@ -347,6 +364,19 @@ public final class ReplicatedState implements DurableState {
                         }
                     });
         }
+    }
+
+    /**
+     * {@code m} without its delta: the replicator then writes the key's full state (gzipped) to the
+     * majority, and leaves the key out of its background delta propagation for this change (full-state
+     * gossip carries it to the other nodes). Distributed Data checks a delta's size against
+     * {@code max-delta-size} only when it merges several updates, so without this one update of many
+     * changes would go into the one message that carries every key's recent changes, and could
+     * outgrow Artery's frame.
+     */
+    @SuppressWarnings("unchecked")
+    private static LWWMap<String, LedgerEntry> withoutDelta(LWWMap<String, LedgerEntry> m) {
+        return (LWWMap<String, LedgerEntry>) (Object) m.resetDelta();
     }
 
     private static Throwable unwrap(Throwable error) {

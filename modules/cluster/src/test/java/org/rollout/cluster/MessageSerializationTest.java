@@ -37,7 +37,8 @@ import org.rollout.trainer.PublishResult;
 
 /**
  * Every message that may cross nodes round-trips through Pekko's serialization with the serializer
- * its marker binds: Jackson CBOR for control messages, Kryo for tensor payloads.
+ * its marker binds: Jackson CBOR for control messages, Kryo for tensor payloads, {@code
+ * rollout-ledger} for the values the replicated ledger keeps in Distributed Data.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class MessageSerializationTest {
@@ -168,6 +169,8 @@ class MessageSerializationTest {
                 new DurableState.VersionRecord(5, "/w/v5"),
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, ref()),
                 new Collector.PullBatch(Duration.ofSeconds(20), 3, "host-a:412:9f3c", 15_000, ref()),
+                new Collector.PullBatch(Duration.ofSeconds(20), 3, "host-a:412:9f3c", 15_000, true, ref()),
+                new Collector.ReadFrom("http://10.0.0.5:8470"),
                 new Collector.RenewLease("host-a:412:9f3c", 15_000, ref()),
                 new Collector.LeaseRenewed(java.util.List.of(9L, 10L)),
                 new Collector.BatchReply(batch),
@@ -223,6 +226,8 @@ class MessageSerializationTest {
             var serializer = serialization.findSerializerFor(message);
             if (message instanceof KryoSerializable) {
                 assertThat(serializer).as("%s", message.getClass()).isInstanceOf(KryoPayloadSerializer.class);
+            } else if (message instanceof DurableState.LedgerEntry) {
+                assertThat(serializer).as("%s", message.getClass()).isInstanceOf(LedgerEntrySerializer.class);
             } else {
                 assertThat(message).isInstanceOf(CborSerializable.class);
                 assertThat(serializer).as("%s", message.getClass()).isInstanceOf(JacksonCborSerializer.class);

@@ -36,6 +36,11 @@ class SerializationTableTest {
     }
 
     @Test
+    void theTableListsEveryLedgerEntryAndNoOther() throws Exception {
+        assertThat(listed("DurableState.LedgerEntry")).isEqualTo(marked(DurableState.LedgerEntry.class, false));
+    }
+
+    @Test
     void theTableListsEveryNodeLocalMessageOtherClassesCanSendAndNoOther() throws Exception {
         assertThat(listed("NodeLocal")).isEqualTo(marked(NodeLocal.class, true));
     }

@@ -169,32 +169,158 @@ public final class SingletonHarness {
      */
     static Behavior<GroupRunner.Command> simulatedRunner(
             String node, int capacity, TensorDict rows, long tokensPerGroup, Counter dispatched, Counter prepared) {
-        return Behaviors.setup(ctx -> {
-            ctx.getSystem().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, ctx.getSelf()));
-            return Behaviors.receive(GroupRunner.Command.class)
-                    .onMessage(GroupRunner.RunGroup.class, run -> {
-                        dispatched.increment();
-                        run.collector()
-                                .tell(accepted(
-                                        run.taskId(), run.attempt(), run.dispatchVersion(), rows, tokensPerGroup));
-                        return Behaviors.same();
-                    })
-                    .onMessage(GroupRunner.GetInfo.class, g -> {
-                        g.replyTo().tell(new GroupRunner.Info(ctx.getSelf(), node, capacity, 0));
-                        return Behaviors.same();
-                    })
-                    .onMessage(GroupRunner.GetHoldings.class, g -> {
-                        g.replyTo().tell(new GroupRunner.Holdings(ctx.getSelf(), node, List.of()));
-                        return Behaviors.same();
-                    })
-                    .onMessage(GroupRunner.PrepareWeightUpdate.class, p -> {
-                        prepared.increment();
-                        p.replyTo().tell(new WeightVersion.RunnerPrepared(p.updateId(), ctx.getSelf()));
-                        return Behaviors.same();
-                    })
-                    .onAnyMessage(m -> Behaviors.same()) // Forget, CancelGroup, Abandon…, Resend
-                    .build();
-        });
+        return simulatedRunner(node, capacity, Hold.NONE, rows, tokensPerGroup, dispatched, prepared);
+    }
+
+    /**
+     * How long a simulated runner keeps a task running: {@code held} tasks at once (a task that
+     * comes in beyond them ends the oldest), and no task longer than {@code maxAge} (zero: no limit).
+     * {@link #NONE} ends each task at once. A held task is an entry in the runner's queue, not an
+     * actor, so one benchmark JVM holds the fleet's ~160,000 open tasks.
+     */
+    public record Hold(int held, Duration maxAge) {
+        public static final Hold NONE = new Hold(0, Duration.ZERO);
+
+        public Hold {
+            if (held < 0 || maxAge.isNegative()) {
+                throw new IllegalArgumentException("held tasks and their age must not be negative");
+            }
+        }
+
+        boolean none() {
+            return held == 0 && maxAge.isZero();
+        }
+    }
+
+    /** A task a simulated runner runs: ended (its group sent) once displaced or too old. */
+    private record HeldTask(long taskId, int attempt, int version, ActorRef<Collector.Command> collector, long at) {}
+
+    /** The runner's own timer: ends the tasks that reached their age. */
+    private record EndDue() {}
+
+    /**
+     * A simulated runner that keeps tasks running as {@code hold} says, then ends each with an
+     * accepted group; it keeps the outcomes it sent until the coordinator says {@code Forget}, and
+     * answers {@code GetHoldings} and {@code Resend} as a real runner does, so that a successor
+     * coordinator recovers from it. Its capacity is {@code hold.held() + spare}.
+     */
+    static Behavior<GroupRunner.Command> simulatedRunner(
+            String node,
+            int spare,
+            Hold hold,
+            TensorDict rows,
+            long tokensPerGroup,
+            Counter dispatched,
+            Counter prepared) {
+        int capacity = hold.held() + spare;
+        if (hold.none()) {
+            return Behaviors.setup(ctx -> {
+                ctx.getSystem().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, ctx.getSelf()));
+                return Behaviors.receive(GroupRunner.Command.class)
+                        .onMessage(GroupRunner.RunGroup.class, run -> {
+                            dispatched.increment();
+                            run.collector()
+                                    .tell(accepted(
+                                            run.taskId(), run.attempt(), run.dispatchVersion(), rows, tokensPerGroup));
+                            return Behaviors.same();
+                        })
+                        .onMessage(GroupRunner.GetInfo.class, g -> {
+                            g.replyTo().tell(new GroupRunner.Info(ctx.getSelf(), node, capacity, 0));
+                            return Behaviors.same();
+                        })
+                        .onMessage(GroupRunner.GetHoldings.class, g -> {
+                            g.replyTo().tell(new GroupRunner.Holdings(ctx.getSelf(), node, List.of()));
+                            return Behaviors.same();
+                        })
+                        .onMessage(GroupRunner.PrepareWeightUpdate.class, p -> {
+                            prepared.increment();
+                            p.replyTo().tell(new WeightVersion.RunnerPrepared(p.updateId(), ctx.getSelf()));
+                            return Behaviors.same();
+                        })
+                        .onAnyMessage(m -> Behaviors.same()) // Forget, CancelGroup, Abandon…, Resend
+                        .build();
+            });
+        }
+        long maxAge = hold.maxAge().toNanos();
+        return Behaviors.<Object>setup(ctx -> Behaviors.<Object>withTimers(timers -> {
+                    ActorRef<GroupRunner.Command> self = ctx.getSelf().narrow();
+                    ctx.getSystem().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, self));
+                    if (maxAge > 0) {
+                        timers.startTimerWithFixedDelay(new EndDue(), Duration.ofMillis(50));
+                    }
+                    java.util.ArrayDeque<HeldTask> running = new java.util.ArrayDeque<>();
+                    // Outcomes sent and not yet forgotten: task id → attempt.
+                    Map<Long, Integer> ended = new java.util.HashMap<>();
+                    java.util.function.Consumer<HeldTask> end = r -> {
+                        ended.put(r.taskId(), r.attempt());
+                        r.collector().tell(accepted(r.taskId(), r.attempt(), r.version(), rows, tokensPerGroup));
+                    };
+                    return Behaviors.receive(Object.class)
+                            .onMessage(GroupRunner.RunGroup.class, run -> {
+                                dispatched.increment();
+                                running.addLast(new HeldTask(
+                                        run.taskId(),
+                                        run.attempt(),
+                                        run.dispatchVersion(),
+                                        run.collector(),
+                                        System.nanoTime()));
+                                while (running.size() > hold.held()) {
+                                    end.accept(running.pollFirst());
+                                }
+                                return Behaviors.same();
+                            })
+                            .onMessage(EndDue.class, d -> {
+                                long now = System.nanoTime();
+                                while (!running.isEmpty()
+                                        && now - running.peekFirst().at() >= maxAge) {
+                                    end.accept(running.pollFirst());
+                                }
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.Forget.class, f -> {
+                                f.taskIds().forEach(ended::remove);
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.CancelGroup.class, c -> {
+                                running.removeIf(r -> r.taskId() == c.taskId() && r.attempt() == c.attempt());
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.GetHoldings.class, g -> {
+                                List<GroupRunner.Held> held = new ArrayList<>(running.size() + ended.size());
+                                List<HeldTask> moved = new ArrayList<>(running.size());
+                                for (HeldTask r : running) {
+                                    held.add(new GroupRunner.Held(r.taskId(), r.attempt(), false, false));
+                                    moved.add(
+                                            new HeldTask(r.taskId(), r.attempt(), r.version(), g.collector(), r.at()));
+                                }
+                                running.clear();
+                                running.addAll(moved); // outcomes go to the collector named from now on
+                                ended.forEach((id, attempt) -> held.add(new GroupRunner.Held(id, attempt, true, true)));
+                                g.replyTo().tell(new GroupRunner.Holdings(self, node, held));
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.Resend.class, r -> {
+                                for (Long id : r.taskIds()) {
+                                    Integer attempt = ended.get(id);
+                                    if (attempt != null) {
+                                        r.collector().tell(accepted(id, attempt, 0, rows, tokensPerGroup));
+                                    }
+                                }
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.GetInfo.class, g -> {
+                                g.replyTo().tell(new GroupRunner.Info(self, node, capacity, running.size()));
+                                return Behaviors.same();
+                            })
+                            .onMessage(GroupRunner.PrepareWeightUpdate.class, p -> {
+                                prepared.increment();
+                                p.replyTo().tell(new WeightVersion.RunnerPrepared(p.updateId(), self));
+                                return Behaviors.same();
+                            })
+                            .onAnyMessage(m -> Behaviors.same())
+                            .build();
+                }))
+                .narrow();
     }
 
     private static void spawnRunners(
@@ -205,8 +331,22 @@ public final class SingletonHarness {
             long tokensPerGroup,
             Counter dispatched,
             Counter prepared) {
+        spawnRunners(ctx, runners, capacity, Hold.NONE, rows, tokensPerGroup, dispatched, prepared);
+    }
+
+    private static void spawnRunners(
+            org.apache.pekko.actor.typed.javadsl.ActorContext<Void> ctx,
+            int runners,
+            int spare,
+            Hold hold,
+            TensorDict rows,
+            long tokensPerGroup,
+            Counter dispatched,
+            Counter prepared) {
         for (int i = 0; i < runners; i++) {
-            ctx.spawn(simulatedRunner("sim-" + i, capacity, rows, tokensPerGroup, dispatched, prepared), "runner-" + i);
+            ctx.spawn(
+                    simulatedRunner("sim-" + i, spare, hold, rows, tokensPerGroup, dispatched, prepared),
+                    "runner-" + i);
         }
     }
 
@@ -284,6 +424,129 @@ public final class SingletonHarness {
             this.ledgerUnconfirmed = unconfirmed;
             this.ledgerSettled = settled;
             return this;
+        }
+
+        private CoordinatorScenario scenario;
+
+        Running withScenario(CoordinatorScenario scenario) {
+            this.scenario = scenario;
+            return this;
+        }
+
+        /** Open tasks in the ledger as the coordinator wrote it (coordinator scenarios). */
+        public int ledgerOpen() {
+            return scenario == null ? 0 : scenario.written.open.size();
+        }
+
+        /** Outcomes the stand-in collector received again after it had taken them (a fail-over re-sends some). */
+        public long duplicateOutcomes() {
+            return scenario == null ? 0 : scenario.duplicateOutcomes.get();
+        }
+
+        /** The current coordinator's status (coordinator scenarios). */
+        public RolloutCoordinator.Status coordinatorStatus(Duration timeout) throws Exception {
+            ActorRef<RolloutCoordinator.Command> c = scenario.current.get();
+            return AskPattern.<RolloutCoordinator.Command, RolloutCoordinator.Status>ask(
+                            c, RolloutCoordinator.GetStatus::new, timeout, system.scheduler())
+                    .toCompletableFuture()
+                    .get(timeout.toMillis() + 5000, TimeUnit.MILLISECONDS);
+        }
+
+        /**
+         * Stops the coordinator while it admits (at its next message, as a crash would: what it
+         * stashed or had not yet done is gone), waits until the ledger writes it made are settled,
+         * and starts its successor, with a {@link ReplicatedState} of its own, on node {@code
+         * successorNode} (0: the stopped one's node; another node reads the ledger through its own
+         * replicator and reaches the runners and the collector over Artery). Returns once the
+         * successor has recovered and dispatched again, with what it read back compared with the
+         * ledger as written.
+         */
+        public Failover failOver(int successorNode, Duration timeout) throws Exception {
+            CoordinatorScenario sc = scenario;
+            if (sc == null || sc.setup.ledgerNodes() <= 0) {
+                throw new IllegalStateException("a fail-over needs a coordinator scenario with a replicated ledger");
+            }
+            if (successorNode < 0 || successorNode >= sc.nodes.size()) {
+                throw new IllegalArgumentException("no node " + successorNode + " of " + sc.nodes.size());
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            sc.kill.set(true);
+            while (sc.stoppedAt.get() == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new TimeoutException("the coordinator did not stop within " + timeout);
+                }
+                Thread.sleep(1);
+            }
+            long stopped = sc.stoppedAt.get();
+            // Its writes in flight still complete (its node is up): wait for them, so that the ledger
+            // as written is what a majority holds.
+            Counter writes = sc.counters[0];
+            Counter unconfirmed = sc.counters[1];
+            Counter settled = sc.counters[2];
+            settled.awaitCount(
+                    writes.get(), Duration.ofNanos(Math.max(1, deadline - System.nanoTime())), "writes to settle");
+            long settledAt = System.nanoTime();
+            Map<Long, DurableState.OpenTask> expected = sc.written.snapshot();
+            long outcomesBefore = sc.outcomes.get();
+            long dispatchedBefore = dispatched.get();
+            ActorSystem<Void> node = sc.nodes.get(successorNode);
+            org.apache.pekko.actor.typed.ActorRefResolver here =
+                    org.apache.pekko.actor.typed.ActorRefResolver.get(system);
+            ActorRef<Collector.Command> collector = org.apache.pekko.actor.typed.ActorRefResolver.get(node)
+                    .resolveActorRef(here.toSerializationFormat(sc.collector));
+            AtomicReference<DurableState.Ledger> read = new AtomicReference<>();
+            DurableState state = counting(
+                    new ReplicatedState(node, Duration.ofSeconds(10)), writes, unconfirmed, settled, sc.written, read);
+            int total = sc.setup.total();
+            int stash = CoordinatorRecovery.stashCapacity(total, 4 * total + sc.setup.batch());
+            ActorRef<RolloutCoordinator.Command> successor = node.systemActorOf(
+                    sc.create(collector, state), "coordinator-successor", org.apache.pekko.actor.typed.Props.empty());
+            sc.current.set(successor);
+            // A status read sent now waits in the successor's stash until it has recovered.
+            RolloutCoordinator.Status status = AskPattern.<RolloutCoordinator.Command, RolloutCoordinator.Status>ask(
+                            successor,
+                            RolloutCoordinator.GetStatus::new,
+                            Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
+                            node.scheduler())
+                    .toCompletableFuture()
+                    .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            long recoveredAt = System.nanoTime();
+            long outcomesDuring = sc.outcomes.get() - outcomesBefore;
+            long admittingAt = dispatched.awaitCount(
+                    dispatchedBefore + 1,
+                    Duration.ofNanos(Math.max(1, deadline - System.nanoTime())),
+                    "the successor's first dispatch");
+            DurableState.Ledger got = read.get();
+            int missing = 0;
+            int changed = 0;
+            for (Map.Entry<Long, DurableState.OpenTask> e : expected.entrySet()) {
+                DurableState.OpenTask back = got.open().get(e.getKey());
+                if (back == null) {
+                    missing++;
+                } else if (!back.equals(e.getValue())) {
+                    changed++;
+                }
+            }
+            int extra = 0;
+            for (Long id : got.open().keySet()) {
+                if (!expected.containsKey(id)) {
+                    extra++;
+                }
+            }
+            return new Failover(
+                    expected.size(),
+                    got.open().size(),
+                    missing,
+                    extra,
+                    changed,
+                    unconfirmed.get(),
+                    (settledAt - stopped) / 1e9,
+                    (recoveredAt - stopped) / 1e9,
+                    (Math.max(admittingAt, recoveredAt) - stopped) / 1e9,
+                    outcomesDuring,
+                    stash,
+                    successorNode,
+                    status);
         }
 
         /** Ledger writes whose stage completed, confirmed or not. */
@@ -423,38 +686,6 @@ public final class SingletonHarness {
         return coordinator(runners, capacity, batch, rows, pekko, 0);
     }
 
-    /** {@code state}, counting its ledger writes, those whose stage failed, and those settled either way. */
-    private static DurableState counting(DurableState state, Counter writes, Counter unconfirmed, Counter settled) {
-        return new DurableState() {
-            @Override
-            public java.util.concurrent.CompletionStage<VersionRecord> readVersion() {
-                return state.readVersion();
-            }
-
-            @Override
-            public java.util.concurrent.CompletionStage<Void> writeVersion(VersionRecord record) {
-                return state.writeVersion(record);
-            }
-
-            @Override
-            public java.util.concurrent.CompletionStage<Ledger> readLedger() {
-                return state.readLedger();
-            }
-
-            @Override
-            public java.util.concurrent.CompletionStage<Void> writeLedger(
-                    java.util.Collection<OpenTask> put, java.util.Collection<Long> remove, Cursor cursor) {
-                writes.increment();
-                return state.writeLedger(put, remove, cursor).whenComplete((ok, error) -> {
-                    if (error != null) {
-                        unconfirmed.increment();
-                    }
-                    settled.increment();
-                });
-            }
-        };
-    }
-
     /**
      * As {@link #coordinator(int, int, int, TensorDict, Config)}; with {@code ledgerNodes} &gt; 0 the
      * coordinator's actor system is one of {@code ledgerNodes} cluster nodes in this JVM (Artery TCP
@@ -480,56 +711,168 @@ public final class SingletonHarness {
             int ledgerNodes,
             boolean singleKeyLedger)
             throws Exception {
+        return coordinator(
+                new CoordinatorSetup(runners, capacity, Hold.NONE, batch, ledgerNodes, singleKeyLedger), rows, pekko);
+    }
+
+    /**
+     * A coordinator scenario.
+     *
+     * @param runners simulated runners
+     * @param spare groups a runner takes beyond those it holds ({@code --capacity})
+     * @param hold how long a runner keeps a task running ({@link Hold#NONE}: it ends each at once)
+     * @param batch accepted groups the stand-in collector acknowledges at a time
+     * @param ledgerNodes 0: the in-memory ledger; else cluster nodes whose majority holds each write
+     * @param singleKeyLedger the replicated ledger as one key, each write on its own (the layout before)
+     */
+    public record CoordinatorSetup(
+            int runners, int spare, Hold hold, int batch, int ledgerNodes, boolean singleKeyLedger) {
+        /** Groups in flight at most: what the budget and the stash are sized for. */
+        int total() {
+            return runners * (hold.held() + spare);
+        }
+    }
+
+    /**
+     * The ledger as the coordinators wrote it: every write applied in the order it was made (a
+     * coordinator's writes of one task all go to one key, in order), so once every write is
+     * confirmed it is what a majority holds and what a successor must read back.
+     */
+    static final class WrittenLedger {
+        final java.util.concurrent.ConcurrentHashMap<Long, DurableState.OpenTask> open =
+                new java.util.concurrent.ConcurrentHashMap<>();
+
+        synchronized void apply(java.util.Collection<DurableState.OpenTask> put, java.util.Collection<Long> remove) {
+            remove.forEach(open::remove);
+            put.forEach(t -> open.put(t.taskId(), t));
+        }
+
+        synchronized Map<Long, DurableState.OpenTask> snapshot() {
+            return new java.util.HashMap<>(open);
+        }
+    }
+
+    /**
+     * {@code state}, counting its ledger writes, those whose stage failed, and those settled either
+     * way; every write is applied to {@code written} as it is made, and every ledger read is kept in
+     * {@code read}.
+     */
+    private static DurableState counting(
+            DurableState state,
+            Counter writes,
+            Counter unconfirmed,
+            Counter settled,
+            WrittenLedger written,
+            AtomicReference<DurableState.Ledger> read) {
+        return new DurableState() {
+            @Override
+            public java.util.concurrent.CompletionStage<VersionRecord> readVersion() {
+                return state.readVersion();
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Void> writeVersion(VersionRecord record) {
+                return state.writeVersion(record);
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Ledger> readLedger() {
+                return state.readLedger().thenApply(l -> {
+                    read.set(l);
+                    return l;
+                });
+            }
+
+            @Override
+            public java.util.concurrent.CompletionStage<Void> writeLedger(
+                    java.util.Collection<OpenTask> put, java.util.Collection<Long> remove, Cursor cursor) {
+                writes.increment();
+                written.apply(put, remove);
+                return state.writeLedger(put, remove, cursor).whenComplete((ok, error) -> {
+                    if (error != null) {
+                        unconfirmed.increment();
+                    }
+                    settled.increment();
+                });
+            }
+        };
+    }
+
+    /** Stops the coordinator it wraps at the first message after {@code kill} is set, as a crash would. */
+    private static <T> Behavior<T> killable(Behavior<T> behavior, AtomicBoolean kill, AtomicLong stoppedAt) {
+        @SuppressWarnings("unchecked")
+        Class<T> any = (Class<T>) (Class<?>) Object.class;
+        return Behaviors.intercept(
+                () -> new org.apache.pekko.actor.typed.BehaviorInterceptor<T, T>(any) {
+                    @Override
+                    public Behavior<T> aroundReceive(
+                            org.apache.pekko.actor.typed.TypedActorContext<T> ctx, T msg, ReceiveTarget<T> target) {
+                        if (kill.get()) {
+                            stoppedAt.compareAndSet(0, System.nanoTime());
+                            return Behaviors.stopped();
+                        }
+                        return target.apply(ctx, msg);
+                    }
+                },
+                behavior);
+    }
+
+    /**
+     * The coordinator scenario of {@code setup}: the real coordinator, {@code setup.runners()}
+     * simulated runners and the stand-in collector on the first node; with a replicated ledger,
+     * {@code setup.ledgerNodes() - 1} more nodes that hold replicas. {@link Running#failOver} stops
+     * the coordinator and starts its successor.
+     */
+    public static Running coordinator(CoordinatorSetup setup, TensorDict rows, Config pekko) throws Exception {
         Counter dispatched = new Counter();
         Counter prepared = new Counter();
         Counter ledgerWrites = new Counter();
         Counter ledgerUnconfirmed = new Counter();
         Counter ledgerSettled = new Counter();
+        WrittenLedger written = new WrittenLedger();
+        CoordinatorScenario scenario = new CoordinatorScenario(setup, written);
         CompletableFuture<Boolean> up = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Collector.AckReply> acks = ctx.spawn(Behaviors.ignore(), "acks");
-            ActorRef<Collector.Command> collector = ctx.spawn(standInCollector(batch, acks), "collector");
-            int total = runners * capacity;
-            DurableState state = ledgerNodes > 0
-                    ? (singleKeyLedger
+            ActorRef<Collector.Command> collector =
+                    ctx.spawn(standInCollector(setup.batch(), acks, scenario), "collector");
+            scenario.collector = collector;
+            DurableState state = setup.ledgerNodes() > 0
+                    ? (setup.singleKeyLedger()
                             ? new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10), 1, 1, false)
                             : new ReplicatedState(ctx.getSystem(), Duration.ofSeconds(10)))
                     : DurableState.inMemory();
-            state = counting(state, ledgerWrites, ledgerUnconfirmed, ledgerSettled);
-            ctx.spawn(
-                    RolloutCoordinator.create(
-                            openBudget(total, batch),
-                            prompts(),
-                            List.of(),
-                            0,
-                            1,
-                            4 * total + batch,
-                            collector,
-                            state,
-                            Duration.ofSeconds(10)),
-                    "coordinator");
-            spawnRunners(ctx, runners, capacity, rows, rows.batchSize(), dispatched, prepared);
+            scenario.firstState = state;
+            state = counting(state, ledgerWrites, ledgerUnconfirmed, ledgerSettled, written, new AtomicReference<>());
+            scenario.current.set(ctx.spawn(
+                    killable(scenario.create(collector, state), scenario.kill, scenario.stoppedAt), "coordinator"));
+            spawnRunners(
+                    ctx, setup.runners(), setup.spare(), setup.hold(), rows, rows.batchSize(), dispatched, prepared);
             up.complete(true);
             return Behaviors.empty();
         });
-        if (ledgerNodes <= 0) {
+        if (setup.ledgerNodes() <= 0) {
             ActorSystem<Void> system = system(guardian, "bench-coordinator", pekko, up);
+            scenario.nodes = List.of(system);
             return new Running(system, dispatched, prepared, new Counter(), null, null)
-                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled);
+                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled)
+                    .withScenario(scenario);
         }
         // The other nodes first: the coordinator's first ledger read needs a majority.
         Config cluster = CLUSTER.withFallback(pekko);
         List<ActorSystem<Void>> others = new ArrayList<>();
         try {
-            for (int i = 1; i < ledgerNodes; i++) {
+            for (int i = 1; i < setup.ledgerNodes(); i++) {
                 ActorSystem<Void> node = ActorSystem.create(Behaviors.empty(), "bench-coordinator", cluster);
                 others.add(node);
+                WireWatch.watch(node);
                 // Every node of a rollout cluster runs the replicator (ClusterRollout starts its
                 // ReplicatedState on each); it starts on first use, so start it here.
                 org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData.get(node)
                         .replicator();
             }
             ActorSystem<Void> system = ActorSystem.create(guardian, "bench-coordinator", cluster);
+            WireWatch.watch(system);
             others.add(0, system);
             org.apache.pekko.cluster.typed.Cluster first = org.apache.pekko.cluster.typed.Cluster.get(system);
             for (ActorSystem<Void> node : others) {
@@ -539,22 +882,94 @@ public final class SingletonHarness {
                                 first.selfMember().address()));
             }
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (upCount(system) < ledgerNodes) {
+            while (upCount(system) < setup.ledgerNodes()) {
                 if (System.nanoTime() > deadline) {
-                    throw new TimeoutException(
-                            "only " + upCount(system) + " of " + ledgerNodes + " ledger nodes were Up after 60 s");
+                    throw new TimeoutException("only " + upCount(system) + " of " + setup.ledgerNodes()
+                            + " ledger nodes were Up after 60 s");
                 }
                 Thread.onSpinWait();
             }
             up.get(30, TimeUnit.SECONDS);
+            scenario.nodes = List.copyOf(others);
+            scenario.counters = new Counter[] {ledgerWrites, ledgerUnconfirmed, ledgerSettled};
             return new Running(
                             system, dispatched, prepared, new Counter(), null, null, others.subList(1, others.size()))
-                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled);
+                    .withLedger(ledgerWrites, ledgerUnconfirmed, ledgerSettled)
+                    .withScenario(scenario);
         } catch (Exception e) {
             others.forEach(ActorSystem::terminate);
             throw e;
         }
     }
+
+    /** What a coordinator scenario keeps to report on and to fail the coordinator over. */
+    static final class CoordinatorScenario {
+        final CoordinatorSetup setup;
+        final WrittenLedger written;
+        final AtomicBoolean kill = new AtomicBoolean();
+        final AtomicLong stoppedAt = new AtomicLong();
+        final AtomicReference<ActorRef<RolloutCoordinator.Command>> current = new AtomicReference<>();
+        /** Outcomes the stand-in collector passed on as {@code TaskFinished}, and those it had taken already. */
+        final AtomicLong outcomes = new AtomicLong();
+
+        final AtomicLong duplicateOutcomes = new AtomicLong();
+        volatile ActorRef<Collector.Command> collector;
+        volatile DurableState firstState;
+        volatile List<ActorSystem<Void>> nodes = List.of();
+        volatile Counter[] counters;
+
+        CoordinatorScenario(CoordinatorSetup setup, WrittenLedger written) {
+            this.setup = setup;
+            this.written = written;
+        }
+
+        Behavior<RolloutCoordinator.Command> create(ActorRef<Collector.Command> collector, DurableState state) {
+            int total = setup.total();
+            return RolloutCoordinator.create(
+                    openBudget(total, setup.batch()),
+                    prompts(),
+                    List.of(),
+                    0,
+                    1,
+                    4 * total + setup.batch(),
+                    collector,
+                    state,
+                    Duration.ofSeconds(10));
+        }
+    }
+
+    /**
+     * What a fail-over found.
+     *
+     * @param openAtStop open tasks in the ledger as written when the coordinator stopped (every write
+     *     settled)
+     * @param recovered open tasks the successor read back
+     * @param missing tasks written open and not read back (lost)
+     * @param extra tasks read back open that the writes had removed, or never wrote
+     * @param changed tasks read back with other fields than written
+     * @param unconfirmed ledger writes not confirmed by a majority in the whole run
+     * @param settleSeconds from the stop until every write the coordinator made was settled
+     * @param recoveredSeconds from the stop until the successor answered a status read (sent at its
+     *     start; it waits in the stash until recovery is done)
+     * @param admittingSeconds from the stop until a runner received the successor's first dispatch
+     * @param outcomesDuringRecovery outcomes the collector sent on while the successor recovered
+     * @param stashCapacity the successor's stash capacity
+     * @param successorNode the node the successor ran on (0: the stopped one's)
+     */
+    public record Failover(
+            int openAtStop,
+            int recovered,
+            int missing,
+            int extra,
+            int changed,
+            long unconfirmed,
+            double settleSeconds,
+            double recoveredSeconds,
+            double admittingSeconds,
+            long outcomesDuringRecovery,
+            int stashCapacity,
+            int successorNode,
+            RolloutCoordinator.Status statusAfter) {}
 
     /** Three or more nodes of one cluster in this JVM, as the multi-node tests run them. */
     private static final Config CLUSTER = com.typesafe.config.ConfigFactory.parseString("""
@@ -564,6 +979,7 @@ public final class SingletonHarness {
                     pekko.remote.artery.canonical.port = 0
                     pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                     pekko.cluster.failure-detector.acceptable-heartbeat-pause = 30 s
+                    pekko.remote.artery.advanced.instruments = ["org.rollout.cluster.SingletonHarness$FrameSizes"]
                     """);
 
     private static long upCount(ActorSystem<?> system) {
@@ -577,11 +993,18 @@ public final class SingletonHarness {
                 .count();
     }
 
-    /** Stands in for the collector: every outcome is answered at once, every {@code batch} accepted are acknowledged. */
-    private static Behavior<Collector.Command> standInCollector(int batch, ActorRef<Collector.AckReply> acks) {
+    /**
+     * Stands in for the collector: every outcome is answered at once, every {@code batch} accepted are
+     * acknowledged. An outcome it took already (delivered again after a fail-over) is answered and
+     * counted, not acknowledged twice; a new coordinator ({@code Introduce}, {@code Attach}) is
+     * answered from then on.
+     */
+    private static Behavior<Collector.Command> standInCollector(
+            int batch, ActorRef<Collector.AckReply> acks, CoordinatorScenario scenario) {
         return Behaviors.setup(ctx -> {
             ActorRef<RolloutCoordinator.Command>[] coordinator = new ActorRef[1];
             List<Long> pending = new ArrayList<>(batch);
+            TakenIds taken = new TakenIds();
             long[] nextBatch = {0};
             return Behaviors.receive(Collector.Command.class)
                     .onMessage(Collector.Introduce.class, i -> {
@@ -596,6 +1019,11 @@ public final class SingletonHarness {
                     .onMessage(Collector.GroupFinished.class, g -> {
                         coordinator[0].tell(
                                 new RolloutCoordinator.TaskFinished(g.taskId(), g.attempt(), false, true, null, 0));
+                        scenario.outcomes.incrementAndGet();
+                        if (!taken.add(g.taskId())) {
+                            scenario.duplicateOutcomes.incrementAndGet();
+                            return Behaviors.same();
+                        }
                         pending.add(g.taskId());
                         if (pending.size() >= batch) {
                             coordinator[0].tell(
@@ -607,6 +1035,266 @@ public final class SingletonHarness {
                     .onAnyMessage(m -> Behaviors.same())
                     .build();
         });
+    }
+
+    // ---- what crosses the wire ----
+
+    /**
+     * What one ledger entry costs on the wire, measured with Pekko's own serializers (Distributed
+     * Data's {@code ReplicatedDataSerializer} around the values, the values with whatever the
+     * configuration binds {@link DurableState.LedgerEntry} to): the value alone, one put and one
+     * removal inside a delta (what a write and the delta propagation carry per change), and one
+     * entry of a key's full state (what full-state gossip and a majority read carry).
+     *
+     * @param valueBytes an open task's serialized value, its manifest included
+     * @param putBytes one put in a delta of {@link #DELTA} puts, per put
+     * @param removeBytes one removal in a delta of {@link #DELTA} removals, per removal
+     * @param fullStateBytes one entry of a key holding {@link #KEY_ENTRIES} open tasks, per entry
+     */
+    public record LedgerWireSize(double valueBytes, double putBytes, double removeBytes, double fullStateBytes) {
+
+        /** Puts (or removals) in one measured delta: Distributed Data's default max-delta-size is 50. */
+        public static final int DELTA = 49;
+
+        /** Entries of one measured key: the fleet's ~160,000 open tasks over 256 keys. */
+        public static final int KEY_ENTRIES = 625;
+
+        /** The binding that puts the entries back on Jackson CBOR, as they were written before. */
+        public static Config cborBinding() {
+            return com.typesafe.config.ConfigFactory.parseString(
+                    "pekko.actor.serialization-bindings { \"org.rollout.cluster.DurableState$LedgerEntry\" = jackson-cbor }");
+        }
+
+        /** Measures in a throwaway actor system built from {@code pekko}. */
+        public static LedgerWireSize measure(Config pekko) {
+            org.apache.pekko.actor.ActorSystem system =
+                    org.apache.pekko.actor.ActorSystem.create("ledger-wire-size", pekko);
+            try {
+                return measure(org.apache.pekko.serialization.SerializationExtension.get(system));
+            } finally {
+                system.terminate();
+            }
+        }
+
+        static LedgerWireSize measure(org.apache.pekko.serialization.Serialization serialization) {
+            // A node's address as the benchmark's nodes have it (a longer host name costs more: each
+            // put carries the writer's address three times: its dot, its version vector, its register).
+            org.apache.pekko.cluster.ddata.SelfUniqueAddress self =
+                    new org.apache.pekko.cluster.ddata.SelfUniqueAddress(new org.apache.pekko.cluster.UniqueAddress(
+                            new org.apache.pekko.actor.Address("pekko", "bench-coordinator", "127.0.0.1", 40_123),
+                            4_611_686_018_427L));
+            long firstId = 1_000_000;
+            DurableState.OpenTask sample = task(firstId, false);
+            double value = serialization.serialize(sample).get().length
+                    + org.apache.pekko.serialization.Serializers.manifestFor(
+                                    serialization.findSerializerFor(sample), sample)
+                            .length();
+            // A key holding KEY_ENTRIES tasks of its ranges (64 ids a range, every 256th range).
+            LWW key = LWW.create();
+            LWW one = null;
+            for (int i = 0; i < KEY_ENTRIES; i++) {
+                long id = firstId + (i / 64) * 64L * 256 + i % 64;
+                key = key.put(self, "t" + id, task(id, i % 2 == 0));
+                if (i == 0) {
+                    one = key;
+                }
+            }
+            key = key.reset();
+            double full =
+                    (size(serialization, key.map) - size(serialization, one.reset().map)) / (double) (KEY_ENTRIES - 1);
+            // A delta of DELTA puts (tasks admitted) and one of DELTA removals (tasks acknowledged).
+            LWW puts = key;
+            LWW put1 = null;
+            for (int i = 0; i < DELTA; i++) {
+                long id = firstId + 10_000_000L + i;
+                puts = puts.put(self, "t" + id, task(id, false));
+                if (i == 0) {
+                    put1 = puts;
+                }
+            }
+            double put = (size(serialization, puts.delta()) - size(serialization, put1.delta())) / (double) (DELTA - 1);
+            LWW removes = key;
+            LWW remove1 = null;
+            int removed = 0;
+            for (String k : key.map.getEntries().keySet()) {
+                removes = removes.remove(self, k);
+                if (removed++ == 0) {
+                    remove1 = removes;
+                }
+                if (removed == DELTA) {
+                    break;
+                }
+            }
+            double remove = (size(serialization, removes.delta()) - size(serialization, remove1.delta()))
+                    / (double) (DELTA - 1);
+            return new LedgerWireSize(value, put, remove, full);
+        }
+
+        /** The ledger's map type, without the generics at every use. */
+        private record LWW(org.apache.pekko.cluster.ddata.LWWMap<String, DurableState.LedgerEntry> map) {
+            static LWW create() {
+                return new LWW(org.apache.pekko.cluster.ddata.LWWMap.create());
+            }
+
+            LWW put(org.apache.pekko.cluster.ddata.SelfUniqueAddress self, String k, DurableState.LedgerEntry v) {
+                return new LWW(map.put(self, k, v));
+            }
+
+            LWW remove(org.apache.pekko.cluster.ddata.SelfUniqueAddress self, String k) {
+                return new LWW(map.remove(self, k));
+            }
+
+            @SuppressWarnings("unchecked")
+            LWW reset() {
+                return new LWW((org.apache.pekko.cluster.ddata.LWWMap<String, DurableState.LedgerEntry>)
+                        (Object) map.resetDelta());
+            }
+
+            Object delta() {
+                return map.delta().get();
+            }
+        }
+
+        private static DurableState.OpenTask task(long id, boolean accepted) {
+            return new DurableState.OpenTask(id, 0, false, id - 37, 12, accepted, false);
+        }
+
+        private static int size(org.apache.pekko.serialization.Serialization serialization, Object o) {
+            return serialization.serialize(o).get().length;
+        }
+    }
+
+    /**
+     * What Artery did with the messages of every node in this JVM: the messages it dropped (per
+     * message class, oversized ones apart: Artery's encoder publishes a {@code Dropped} event for
+     * each, besides logging {@code OversizedPayloadException}), and the sizes of those it sent (a
+     * remote instrument, {@link FrameSizes}, in {@link #CLUSTER}'s configuration). A message sent by
+     * actor selection, as Distributed Data sends its gossip and delta propagation, is counted by the
+     * class of the message it carries.
+     */
+    public static final class WireWatch {
+        private static final java.util.concurrent.ConcurrentHashMap<String, AtomicLong> OVERSIZED =
+                new java.util.concurrent.ConcurrentHashMap<>();
+        private static final java.util.concurrent.ConcurrentHashMap<String, AtomicLong> DROPPED =
+                new java.util.concurrent.ConcurrentHashMap<>();
+        private static final java.util.concurrent.ConcurrentHashMap<String, long[]> SENT =
+                new java.util.concurrent.ConcurrentHashMap<>();
+        /** A sent message at least this big is counted as near the frame. */
+        public static final int NEAR_FRAME = 200 * 1024;
+
+        private WireWatch() {}
+
+        /** Counts the drops of {@code system} from now on. */
+        public static void watch(ActorSystem<?> system) {
+            ActorRef<org.apache.pekko.actor.Dropped> counter = system.systemActorOf(
+                    Behaviors.receive(org.apache.pekko.actor.Dropped.class)
+                            .onMessage(org.apache.pekko.actor.Dropped.class, d -> {
+                                String name = className(d.message());
+                                (d.reason().startsWith("Discarding oversized payload") ? OVERSIZED : DROPPED)
+                                        .computeIfAbsent(name, k -> new AtomicLong())
+                                        .incrementAndGet();
+                                return Behaviors.same();
+                            })
+                            .build(),
+                    "wire-watch",
+                    org.apache.pekko.actor.typed.Props.empty());
+            system.eventStream()
+                    .tell(new org.apache.pekko.actor.typed.eventstream.EventStream.Subscribe<>(
+                            org.apache.pekko.actor.Dropped.class, counter));
+        }
+
+        static String className(Object message) {
+            if (message instanceof org.apache.pekko.actor.ActorSelectionMessage sel) {
+                message = sel.msg();
+            }
+            return message == null ? "null" : message.getClass().getSimpleName();
+        }
+
+        static void sent(Object message, int size) {
+            long[] s = SENT.computeIfAbsent(className(message), k -> new long[4]);
+            synchronized (s) {
+                s[0]++;
+                s[1] += size;
+                s[2] = Math.max(s[2], size);
+                if (size >= NEAR_FRAME) {
+                    s[3]++;
+                }
+            }
+        }
+
+        /** Forgets every count. */
+        public static void reset() {
+            OVERSIZED.clear();
+            DROPPED.clear();
+            SENT.clear();
+        }
+
+        /** Messages Artery dropped as larger than its frame, by message class. */
+        public static Map<String, Long> oversized() {
+            return counts(OVERSIZED);
+        }
+
+        /** Messages Artery dropped for any other reason (a full send queue), by message class. */
+        public static Map<String, Long> dropped() {
+            return counts(DROPPED);
+        }
+
+        /** For messages of {@code simpleClassName} sent: count, bytes, the largest, those of at least {@link #NEAR_FRAME}. */
+        public static long[] sent(String simpleClassName) {
+            long[] s = SENT.get(simpleClassName);
+            if (s == null) {
+                return new long[4];
+            }
+            synchronized (s) {
+                return s.clone();
+            }
+        }
+
+        private static Map<String, Long> counts(java.util.concurrent.ConcurrentHashMap<String, AtomicLong> m) {
+            Map<String, Long> out = new java.util.TreeMap<>();
+            m.forEach((k, v) -> out.put(k, v.get()));
+            return out;
+        }
+    }
+
+    /** The remote instrument of {@link WireWatch}: notes the size of every message Artery sends. */
+    public static final class FrameSizes extends org.apache.pekko.remote.artery.RemoteInstrument {
+        @Override
+        public byte identifier() {
+            return 17;
+        }
+
+        @Override
+        public void remoteWriteMetadata(
+                org.apache.pekko.actor.ActorRef recipient,
+                Object message,
+                org.apache.pekko.actor.ActorRef sender,
+                java.nio.ByteBuffer buffer) {}
+
+        @Override
+        public void remoteMessageSent(
+                org.apache.pekko.actor.ActorRef recipient,
+                Object message,
+                org.apache.pekko.actor.ActorRef sender,
+                int size,
+                long time) {
+            WireWatch.sent(message, size);
+        }
+
+        @Override
+        public void remoteReadMetadata(
+                org.apache.pekko.actor.ActorRef recipient,
+                Object message,
+                org.apache.pekko.actor.ActorRef sender,
+                java.nio.ByteBuffer buffer) {}
+
+        @Override
+        public void remoteMessageReceived(
+                org.apache.pekko.actor.ActorRef recipient,
+                Object message,
+                org.apache.pekko.actor.ActorRef sender,
+                int size,
+                long time) {}
     }
 
     /**

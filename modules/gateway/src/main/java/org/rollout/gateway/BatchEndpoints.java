@@ -1,6 +1,7 @@
 package org.rollout.gateway;
 
 import java.io.IOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -22,13 +23,20 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The batch endpoints: {@code POST /v1/batches/next} (a pull: waits for the engine's next batch and
- * streams it as RBATCH, at most {@code gateway.max_waiting_pulls} at once), {@code POST
- * /v1/batches/{id}/ack} and {@code POST /v1/leases/renew}.
+ * streams it as RBATCH, at most {@code gateway.max_waiting_pulls} at once; or, for a trainer that
+ * follows redirects, {@code 307} to the gateway of the node that holds the batches when that is
+ * another node), {@code POST /v1/batches/{id}/ack} and {@code POST /v1/leases/renew}.
  */
 final class BatchEndpoints {
     // Logs under the handler's name, as the gateway's lines always have.
     private static final Logger log = LoggerFactory.getLogger(GatewayHandler.class);
     private static final Duration REFUSAL_LOG_EVERY = Duration.ofSeconds(10);
+    /**
+     * A pull's request header by which the trainer says it follows a {@code 307} to the gateway of
+     * the node that holds the batches (both trainer clients send it; a pull without it is served
+     * here, relayed when the batches are held elsewhere).
+     */
+    static final String FOLLOW_HEADER = "X-Rollout-Follow-Redirect";
 
     private final RolloutClient engine;
     private final Duration maxPollWait;
@@ -94,20 +102,31 @@ final class BatchEndpoints {
         }
         meters.pullsAdmitted.incrementAndGet();
         try {
-            pull(ex, query);
+            pull(req, ex, query);
         } finally {
             pullSlots.release();
         }
     }
 
-    private void pull(Exchange ex, PullQuery query) throws IOException, InterruptedException {
-        Optional<EncodedBatch> next;
+    /** Whether the trainer said it follows a redirect to the node that holds the batches. */
+    static boolean follows(Request req) {
+        String v = req.header(FOLLOW_HEADER);
+        return v != null && (v.equals("1") || v.equalsIgnoreCase("true"));
+    }
+
+    private void pull(Request req, Exchange ex, PullQuery query) throws IOException, InterruptedException {
+        EncodedBatchSource.Pulled pulled;
         waitingPulls.add(Thread.currentThread());
         try {
-            next = nextEncoded(query);
+            pulled = nextEncoded(query, follows(req));
         } finally {
             waitingPulls.remove(Thread.currentThread());
         }
+        if (pulled.readFrom() != null) {
+            redirect(req, ex, pulled.readFrom());
+            return;
+        }
+        Optional<EncodedBatch> next = pulled.batch();
         if (next.isEmpty()) {
             ex.respond(204, 0).close();
             return;
@@ -121,22 +140,39 @@ final class BatchEndpoints {
      * The engine's next batch in RBATCH form: relayed from the node that holds it when the engine
      * can ({@link EncodedBatchSource}), else encoded here.
      */
-    private Optional<EncodedBatch> nextEncoded(PullQuery q) throws InterruptedException {
+    private EncodedBatchSource.Pulled nextEncoded(PullQuery q, boolean readElsewhere) throws InterruptedException {
         if (engine instanceof EncodedBatchSource source) {
-            return source.nextEncodedBatch(q.maxWait(), q.holder(), q.lease());
+            return source.pullEncoded(q.maxWait(), q.holder(), q.lease(), readElsewhere);
         }
         Optional<TrainingBatch> next =
                 q.lease() == null ? engine.nextBatch(q.maxWait()) : engine.nextBatch(q.maxWait(), q.lease());
         if (next.isEmpty()) {
-            return Optional.empty();
+            return EncodedBatchSource.Pulled.of(Optional.empty());
         }
         try {
-            return Optional.of(EncodedBatch.of(next.get()));
+            return EncodedBatchSource.Pulled.of(Optional.of(EncodedBatch.of(next.get())));
         } catch (IOException e) {
             engine.release(next.get().batchId());
             throw new IllegalStateException(
                     "batch " + next.get().batchId() + ": encoding its groups' metadata failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Answers {@code 307 Temporary Redirect} to the same pull on the trainer gateway at {@code
+     * gateway}, the one on the node that holds the batches: nothing was handed out for this pull, so
+     * a trainer that cannot follow (that gateway is unreachable or refuses) pulls here again without
+     * {@value #FOLLOW_HEADER} and its batch is relayed. The body says the same as JSON: {@code
+     * {"read_from": base URL, "location": the URL to pull}}.
+     */
+    private void redirect(Request req, Exchange ex, URI gateway) throws IOException {
+        String base = gateway.toString().replaceAll("/+$", "");
+        String location = base + "/v1/batches/next" + (req.query().isEmpty() ? "" : "?" + req.query());
+        meters.pullsRedirected.incrementAndGet();
+        log.debug("pull from {} redirected to {}, the gateway of the node that holds the batches", req.remote(), base);
+        ex.setHeader("Location", location);
+        ex.setHeader("Cache-Control", "no-store");
+        GatewayHttp.json(ex, 307, GatewayJson.readFrom(base, location));
     }
 
     private void send(Exchange ex, EncodedBatch body) {

@@ -2,6 +2,7 @@ package org.rollout.gateway;
 
 import java.io.IOException;
 import java.util.concurrent.Semaphore;
+import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.rollout.http.Http1Server;
@@ -21,6 +22,8 @@ import org.slf4j.LoggerFactory;
  *   GET  /health                     no token; 200 {"status":"ok"} | 503 {"status":"degraded","problems":[..]}
  *   POST /v1/batches/next?wait=S     engine.nextBatch(min(S, max_poll_wait)) → 200 RBATCH stream | 204
  *        [&lease=L&holder=H]         held for H while H renews within L seconds (PullQuery)
+ *        (X-Rollout-Follow-Redirect: 1)  → 307 Location: the same pull on the gateway of the node that
+ *                                    holds the batches, when that is another node with a gateway
  *   POST /v1/batches/{id}/ack        engine.acknowledge(id, task ids)       → 200 {"batch_id","known"}
  *        [{"task_ids": [..]}]
  *   POST /v1/leases/renew            engine.renewLease(holder, lease)       → 200 {"holder","lease_seconds","batch_ids"}
@@ -68,10 +71,15 @@ final class GatewayHandler implements Http1Server.Handler {
     }
 
     GatewayHandler(RolloutClient engine, GatewayConfig config, GatewayExtras extras) {
+        this(engine, config, extras, () -> 0L);
+    }
+
+    /** @param connectionsAccepted the connections the gateway's server accepted so far (a meter) */
+    GatewayHandler(RolloutClient engine, GatewayConfig config, GatewayExtras extras, LongSupplier connectionsAccepted) {
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxWaitingPulls = config.maxWaitingPulls();
         this.pullSlots = new Semaphore(maxWaitingPulls);
-        this.meters = new GatewayMeters(extras.registry(), pullSlots, maxWaitingPulls);
+        this.meters = new GatewayMeters(extras.registry(), pullSlots, maxWaitingPulls, connectionsAccepted);
         this.watch = new BatchStreamWatch(config.writeTimeout(), meters);
         this.batches = new BatchEndpoints(engine, config.maxPollWait(), pullSlots, maxWaitingPulls, meters, watch);
         this.weights = new WeightEndpoints(engine);
@@ -96,6 +104,11 @@ final class GatewayHandler implements Http1Server.Handler {
     /** Batches whose connection closed before their last byte, handed back for the next pull. */
     long batchesReleased() {
         return meters.batchesReleased.get();
+    }
+
+    /** Pulls answered 307 to the gateway of the node that holds the batches. */
+    long pullsRedirected() {
+        return meters.pullsRedirected.get();
     }
 
     long writesTimedOut() {

@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Timer;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * What the gateway counts: pulls admitted and refused, batch streams dropped by the stall watch,
@@ -20,7 +21,10 @@ final class GatewayMeters {
     final AtomicLong writesTimedOut = new AtomicLong();
     /** Batches whose connection closed before their last byte, handed back for the next pull. */
     final AtomicLong batchesReleased = new AtomicLong();
+    /** Pulls answered 307: the trainer reads from the gateway of the node that holds the batches. */
+    final AtomicLong pullsRedirected = new AtomicLong();
 
+    private final LongSupplier connectionsAccepted;
     private final DistributionSummary handoffBytes;
     private final Timer handoffTime;
 
@@ -29,6 +33,13 @@ final class GatewayMeters {
      * @param pullSlots the pull slots; the pulls under way are {@code maxWaitingPulls} less its permits
      */
     GatewayMeters(MeterRegistry registry, Semaphore pullSlots, int maxWaitingPulls) {
+        this(registry, pullSlots, maxWaitingPulls, () -> 0L);
+    }
+
+    /** @param connectionsAccepted the connections the gateway's server accepted so far */
+    GatewayMeters(MeterRegistry registry, Semaphore pullSlots, int maxWaitingPulls, LongSupplier connectionsAccepted) {
+        // Held here: a function meter keeps only a weak reference to what it reads.
+        this.connectionsAccepted = connectionsAccepted;
         if (registry == null) {
             handoffBytes = null;
             handoffTime = null;
@@ -52,6 +63,13 @@ final class GatewayMeters {
                 .register(registry);
         FunctionCounter.builder("rollout_gateway_batches_released", batchesReleased, AtomicLong::get)
                 .description("batches whose connection closed before their last byte, given to the next pull")
+                .register(registry);
+        FunctionCounter.builder("rollout_gateway_pulls_redirected", pullsRedirected, AtomicLong::get)
+                .description("pulls answered 307 to the gateway of the node that holds the batches")
+                .register(registry);
+        FunctionCounter.builder(
+                        "rollout_gateway_connections_accepted", this.connectionsAccepted, LongSupplier::getAsLong)
+                .description("HTTP connections the gateway accepted (a trainer client keeps one alive across pulls)")
                 .register(registry);
     }
 

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import org.rollout.api.InvalidConfigException;
@@ -43,6 +44,12 @@ import org.slf4j.LoggerFactory;
  * or its wait ends. A batch goes out with its exact {@code Content-Length} (its metadata encoded
  * first), in 1 MiB writes straight from the tensors, so the gateway never holds an encoded copy, and a trainer that reads slowly holds its thread (not
  * memory) through TCP back-pressure.
+ *
+ * <p>Where the batch is read: a pull whose trainer follows redirects ({@code
+ * X-Rollout-Follow-Redirect: 1}) through a gateway on another node than the collector's is
+ * answered {@code 307} to the same pull on the collector's node's gateway (when that node
+ * advertises one), so the batch leaves that node once, straight to the trainer; nothing is handed
+ * out for such a pull. Any other pull is served here, relayed from the collector's node.
  *
  * <p>Delivery: the gateway adds nothing to the engine's rules. A batch whose stream breaks (the
  * trainer went away mid-batch) stays unacknowledged and comes again after the engine's {@code
@@ -90,7 +97,11 @@ public final class TrainerGateway implements AutoCloseable {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(extras, "extras");
         Objects.requireNonNull(engine, "engine");
-        GatewayHandler handler = new GatewayHandler(engine, config, extras);
+        AtomicReference<Http1Server> bound = new AtomicReference<>();
+        GatewayHandler handler = new GatewayHandler(engine, config, extras, () -> {
+            Http1Server s = bound.get();
+            return s == null ? 0 : s.connectionsAccepted();
+        });
         Http1Server.Options options = Http1Server.Options.DEFAULT
                 .withErrors(TrainerGateway::errorBody)
                 // Every body is read by the handler: an upload copied to disk as it arrives, any
@@ -108,6 +119,7 @@ public final class TrainerGateway implements AutoCloseable {
                     "cannot bind the trainer gateway to " + config.host() + ":" + config.port() + ": " + e.getMessage(),
                     e);
         }
+        bound.set(server);
         TrainerGateway gateway = new TrainerGateway(server, handler, config);
         log.info("trainer gateway listening on {} ({})", gateway.uri(), config);
         return gateway;
@@ -163,6 +175,16 @@ public final class TrainerGateway implements AutoCloseable {
     /** The pulls' handler: what it serves now and what it refused or dropped ({@code gateway.max_waiting_pulls}). */
     GatewayHandler handler() {
         return handler;
+    }
+
+    /** HTTP connections accepted so far: a trainer client that keeps its connection alive adds one. */
+    public long connectionsAccepted() {
+        return server.connectionsAccepted();
+    }
+
+    /** Pulls answered 307 to the gateway of the node that holds the batches. */
+    public long pullsRedirected() {
+        return handler.pullsRedirected();
     }
 
     /** The port bound (the free one picked when the configured port was 0). */

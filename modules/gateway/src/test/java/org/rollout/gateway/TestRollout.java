@@ -75,6 +75,11 @@ final class TestRollout {
     }
 
     LocalRollout start() {
+        return LocalRollout.start(spec(), PEKKO);
+    }
+
+    /** What {@link #start} runs, for a node of a cluster ({@code ClusterRollout.start}) too. */
+    LocalRollout.Spec spec() {
         GenerationConfig g = GenerationConfig.builder()
                 .nSamples(groupSize)
                 .maxNewTokens(maxNewTokens)
@@ -110,7 +115,7 @@ final class TestRollout {
                 Duration.ofSeconds(10),
                 Duration.ofSeconds(60),
                 statsFile);
-        return LocalRollout.start(spec, PEKKO);
+        return spec;
     }
 
     /** Waits until {@code condition} holds, failing with {@code what} after {@code deadline}. */

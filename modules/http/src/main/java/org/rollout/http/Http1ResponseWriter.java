@@ -57,6 +57,7 @@ final class Http1ResponseWriter {
             case 201 -> "Created";
             case 202 -> "Accepted";
             case 204 -> "No Content";
+            case 307 -> "Temporary Redirect";
             case 400 -> "Bad Request";
             case 401 -> "Unauthorized";
             case 403 -> "Forbidden";

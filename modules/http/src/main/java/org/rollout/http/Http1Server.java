@@ -21,6 +21,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
@@ -266,6 +267,7 @@ public final class Http1Server {
     private final Options options;
     private final Set<Http1Connection> connections = ConcurrentHashMap.newKeySet();
     private final Map<CompletableFuture<Long>, Thread> active = new ConcurrentHashMap<>();
+    private final AtomicLong accepted = new AtomicLong();
     private volatile boolean closing;
 
     private Http1Server(ServerSocket serverSocket, Handler handler, String name, Options options) {
@@ -321,9 +323,15 @@ public final class Http1Server {
         return connections.size();
     }
 
+    /** Connections accepted since the server started (a client that keeps its connection alive adds one). */
+    public long connectionsAccepted() {
+        return accepted.get();
+    }
+
     /** Accepts until closed; a failed accept while the socket is open is retried ({@link Http1AcceptRetry}). */
     private void acceptLoop() {
         Http1AcceptRetry.acceptUntilClosed(serverSocket, name, this::isClosing, s -> {
+            accepted.incrementAndGet();
             Http1Connection c = new Http1Connection(this, s, handler, name, options);
             connections.add(c);
             Thread.ofVirtual().name(name + "-conn").start(c::serve);

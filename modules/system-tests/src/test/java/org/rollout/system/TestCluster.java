@@ -757,19 +757,44 @@ final class TestCluster implements AutoCloseable {
     /**
      * A port free at the time of the call and never handed out before in this JVM: a node's
      * Artery, gateway and management ports are taken one after the other and bound later, and two
-     * probes in a row once got the same port (the management endpoint then failed to bind).
+     * probes in a row once got the same port (the management endpoint then failed to bind). It is
+     * drawn at random below the kernel's range of ephemeral ports: a port the kernel hands out (to
+     * a probe on port 0, or to any outgoing connection on the machine) goes back to that range once
+     * closed, and on a busy machine a client's connection took one before its node bound it ("the
+     * port is in use").
      */
     static int freePort() throws IOException {
-        while (true) {
-            int port;
-            try (ServerSocket s = new ServerSocket(0)) {
-                port = s.getLocalPort();
-            }
+        int below = ephemeralLow();
+        for (int tries = 0; tries < 1_000; tries++) {
+            int port = PORTS.nextInt(Math.max(1_025, below - 20_000), below);
             synchronized (HANDED_OUT) {
-                if (HANDED_OUT.add(port)) {
-                    return port;
+                if (HANDED_OUT.contains(port)) {
+                    continue;
+                }
+                try (ServerSocket s = new ServerSocket(port)) {
+                    HANDED_OUT.add(port);
+                    return s.getLocalPort();
+                } catch (IOException inUse) {
+                    // taken: draw again
                 }
             }
+        }
+        throw new IOException("no free port below " + below + " after 1000 draws");
+    }
+
+    private static final SecureRandom PORTS = new SecureRandom();
+
+    /** The lowest ephemeral port (net.ipv4.ip_local_port_range), 32768 where it cannot be read. */
+    private static int ephemeralLow() {
+        try {
+            // Read by line: Files.readString of a procfs file got only its first byte here.
+            String range = Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))
+                    .getFirst()
+                    .trim();
+            int low = Integer.parseInt(range.split("\\s+")[0]);
+            return low > 2_048 ? low : 32_768;
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
         }
     }
 
@@ -812,10 +837,18 @@ final class TestCluster implements AutoCloseable {
 
     /** As {@link #trainerClient()}, with the contact points in the given node order (1-based). */
     RolloutClient trainerClient(int... nodeOrder) {
+        return trainerClient(true, nodeOrder);
+    }
+
+    /**
+     * As {@link #trainerClient(int...)}; {@code followRedirects} false keeps every pull on the
+     * gateway it is sent to (relayed from the collector's node when that is another node).
+     */
+    RolloutClient trainerClient(boolean followRedirects, int... nodeOrder) {
         List<String> urls = Arrays.stream(nodeOrder)
                 .mapToObj(i -> "http://" + hostOf(node(i)) + ":" + node(i).gatewayPort)
                 .toList();
-        return RolloutClient.connect(clientConfig(urls));
+        return RolloutClient.connect(clientConfig(urls).withPullRedirects(followRedirects));
     }
 
     /**

@@ -27,8 +27,9 @@ import org.rollout.trainer.RolloutStatus;
 /**
  * Trainers that misbehave: one that goes away mid-batch (pulls, then drops its connection without
  * acknowledging, or cuts the stream of a batch it is reading) and comes back through another node's
- * gateway, with every batch pulled there relayed from the collector's node; one slower than generation, under which back-pressure must keep the nodes' memory
- * bounded.
+ * gateway, alternately relayed from the collector's node (a client that does not follow redirects)
+ * and redirected to the collector's node's gateway; one slower than generation, under which
+ * back-pressure must keep the nodes' memory bounded.
  */
 @Timeout(300)
 class TrainerChaosTest {
@@ -56,7 +57,10 @@ class TrainerChaosTest {
                 t.disconnect();
                 c.faults().inject("trainer_disconnect");
                 int via = 2 + round % 2;
-                t.reconnect(c.trainerClient(via, 1, 5 - via));
+                // Rounds 0 and 2 stay on node 2's gateway (relayed); round 1 follows node 3's
+                // redirect to the collector's node.
+                boolean follow = round % 2 == 1;
+                t.reconnect(c.trainerClient(follow, via, 1, 5 - via));
                 Set<Long> pending = new HashSet<>(
                         dropped.groups().stream().map(TrainingGroup::taskId).toList());
                 Set<Long> again = new HashSet<>();
@@ -69,7 +73,7 @@ class TrainerChaosTest {
                     return again.containsAll(pending);
                 });
                 events.add("batch " + dropped.batchId() + " dropped, its " + pending.size()
-                        + " tasks delivered again through node-" + via);
+                        + " tasks delivered again through node-" + via + (follow ? " (redirected)" : " (relayed)"));
 
                 // A pull whose response stream is cut after its first bytes.
                 String cut = cutPullStream(c.gatewayUrls().get(round % c.nodeCount()));
@@ -87,12 +91,22 @@ class TrainerChaosTest {
                         .orElse(0.0);
             }
             events.add(relayed + " batches relayed to a gateway from the collector's node");
+            double redirected = 0;
+            for (int node = 1; node <= c.nodeCount(); node++) {
+                redirected += c.metrics(node)
+                        .map(m -> TestCluster.metricSum(m, "rollout_gateway_pulls_redirected_total"))
+                        .orElse(0.0);
+            }
+            events.add(redirected + " pulls redirected to the collector's node's gateway");
 
             RunReport report = RunReport.of(run.testName(), c, t, new Faults()).with("events", events);
             report.printAndAssertClean();
             assertThat(t.redeliveries()).as("batches delivered again").isPositive();
             assertThat(relayed)
                     .as("batches relayed through another node's gateway")
+                    .isPositive();
+            assertThat(redirected)
+                    .as("pulls through another node's gateway redirected to the collector's node")
                     .isPositive();
         }
     }

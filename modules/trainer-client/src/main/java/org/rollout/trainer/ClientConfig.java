@@ -51,6 +51,11 @@ import javax.net.ssl.TrustManagerFactory;
  *     batch is acknowledged, so a trainer that dies gives its batches back within about this long.
  *     Null pulls without a lease: batches then come back only after the engine's {@code
  *     batch_ack_timeout}
+ * @param followPullRedirects whether a pull through a gateway on another node than the one that
+ *     holds the batches follows that gateway's redirect to the holder's gateway, so that a batch
+ *     crosses no node on its way to the trainer (on by default; off: such a gateway relays the
+ *     batch). A holder's gateway that cannot be reached makes the client pull through its contact
+ *     point again (relayed) and follow no redirect for a minute
  */
 public record ClientConfig(
         List<URI> contactPoints,
@@ -64,7 +69,8 @@ public record ClientConfig(
         Duration retryMaxBackoff,
         Duration retryDeadline,
         SSLContext sslContext,
-        Duration lease) {
+        Duration lease,
+        boolean followPullRedirects) {
 
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
@@ -133,7 +139,8 @@ public record ClientConfig(
                 DEFAULT_RETRY_MAX_BACKOFF,
                 DEFAULT_RETRY_DEADLINE,
                 null,
-                DEFAULT_LEASE);
+                DEFAULT_LEASE,
+                true);
     }
 
     /** Pulls under a lease of {@code d} (null: without a lease); see the {@code lease} parameter. */
@@ -150,7 +157,26 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                d);
+                d,
+                followPullRedirects);
+    }
+
+    /** Whether pulls follow a redirect to the gateway of the node that holds the batches (see the parameter). */
+    public ClientConfig withPullRedirects(boolean follow) {
+        return new ClientConfig(
+                contactPoints,
+                token,
+                connectTimeout,
+                requestTimeout,
+                publishTimeout,
+                pollWait,
+                readIdleTimeout,
+                retryInitialBackoff,
+                retryMaxBackoff,
+                retryDeadline,
+                sslContext,
+                lease,
+                follow);
     }
 
     public ClientConfig withToken(String t) {
@@ -166,7 +192,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withConnectTimeout(Duration d) {
@@ -182,7 +209,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withRequestTimeout(Duration d) {
@@ -198,7 +226,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withPublishTimeout(Duration d) {
@@ -214,7 +243,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withPollWait(Duration d) {
@@ -230,7 +260,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withReadIdleTimeout(Duration d) {
@@ -246,7 +277,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     /** The backoff between rounds over the contact points, and how long a call keeps retrying. */
@@ -263,7 +295,8 @@ public record ClientConfig(
                 maxBackoff,
                 deadline,
                 sslContext,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     public ClientConfig withSslContext(SSLContext context) {
@@ -279,7 +312,8 @@ public record ClientConfig(
                 retryMaxBackoff,
                 retryDeadline,
                 context,
-                lease);
+                lease,
+                followPullRedirects);
     }
 
     /**
@@ -309,7 +343,7 @@ public record ClientConfig(
                 + ", publish_timeout=" + publishTimeout + ", poll_wait=" + pollWait + ", read_idle_timeout="
                 + readIdleTimeout + ", retry=" + retryInitialBackoff + ".." + retryMaxBackoff + " for "
                 + retryDeadline + ", tls=" + (sslContext == null ? "default trust" : "custom") + ", lease="
-                + (lease == null ? "none" : lease) + "}";
+                + (lease == null ? "none" : lease) + ", follow_pull_redirects=" + followPullRedirects + "}";
     }
 
     private static URI parse(String contactPoint) {

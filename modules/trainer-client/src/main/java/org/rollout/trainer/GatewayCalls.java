@@ -10,12 +10,9 @@ import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -29,21 +26,27 @@ import org.rollout.trainer.wire.GatewayJson;
  * The calls of an {@link HttpRolloutClient} to the trainer gateways: one request at a time to the
  * preferred contact point, failing over to the next on a refused or broken connection, a timeout
  * or a 503, and backing off between rounds over all of them until {@code retry_deadline}. Owns
- * the pooled {@link HttpClient}, the plain sockets of batch pulls in flight and the watchdog that
- * abandons idle bodies ({@link IdleGuardedStream}).
+ * the pooled {@link HttpClient}, the plain sockets of batch pulls (in flight, and kept alive
+ * between pulls: {@link PlainHttpExchange.Pool}) and the watchdog that abandons idle bodies
+ * ({@link IdleGuardedStream}).
  */
 final class GatewayCalls {
     private static final System.Logger log = System.getLogger(HttpRolloutClient.class.getName());
     private static final int MAX_SMALL_BODY = 1 << 20;
     private static final String USER_AGENT = "rollout-trainer-client/1";
+    /** The pull's header saying the trainer follows a 307 to the node that holds the batches. */
+    static final String FOLLOW_HEADER = "X-Rollout-Follow-Redirect";
 
     private final ClientConfig config;
     private final HttpClient http;
     private final ScheduledExecutorService watchdog;
     private final AtomicInteger preferred = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Connections of batch pulls in flight over plain sockets: closed by {@link #shutdown()}. */
-    private final Set<SocketChannel> plainOpen = ConcurrentHashMap.newKeySet();
+    /**
+     * The plain sockets of batch pulls: those of pulls in flight and those kept alive between pulls
+     * (HTTP/1.1 keep-alive); all closed by {@link #shutdown()}.
+     */
+    private final PlainHttpExchange.Pool plainPool = new PlainHttpExchange.Pool();
 
     GatewayCalls(ClientConfig config) {
         this.config = config;
@@ -68,8 +71,21 @@ final class GatewayCalls {
         T read(URI base, int status, InputStream body, String ambiguous) throws IOException;
     }
 
-    /** A response's status and body. */
-    record Reply(int status, InputStream body) {}
+    /** A response's status and body, and its {@code Location} header (null when none). */
+    record Reply(int status, InputStream body, String location) {
+        Reply(int status, InputStream body) {
+            this(status, body, null);
+        }
+
+        /** Reads what is left of the body (a small one: a redirect's, an error's) and closes it. */
+        void discard() {
+            try (InputStream in = body) {
+                in.readNBytes(MAX_SMALL_BODY);
+            } catch (IOException e) {
+                log.log(System.Logger.Level.DEBUG, "dropping an answer''s body: {0}", e);
+            }
+        }
+    }
 
     /** Sends one request to a contact point. */
     interface Sender {
@@ -84,17 +100,40 @@ final class GatewayCalls {
         };
     }
 
-    /** {@code POST path} with no body over a plain socket ({@link PlainHttpExchange}). */
-    Reply plain(URI base, String path, Duration timeout) throws IOException {
+    /**
+     * {@code POST url} with no body, for a batch pull: over a plain socket kept alive between pulls
+     * for {@code http} ({@link PlainHttpExchange}), through {@code java.net.http} for {@code https}.
+     * With {@code follow}, the request says the trainer follows a redirect to the gateway of the
+     * node that holds the batches ({@code X-Rollout-Follow-Redirect: 1}).
+     */
+    Reply pull(URI url, Duration timeout, boolean follow) throws IOException, InterruptedException {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("User-Agent", USER_AGENT);
         if (config.token() != null) {
             headers.put("Authorization", "Bearer " + config.token());
         }
-        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
-        PlainHttpExchange exchange =
-                PlainHttpExchange.post(base, prefix + path, headers, config.connectTimeout(), timeout, plainOpen);
-        return new Reply(exchange.status(), exchange.body());
+        if (follow) {
+            headers.put(FOLLOW_HEADER, "1");
+        }
+        if ("http".equalsIgnoreCase(url.getScheme())) {
+            String target = (url.getRawPath() == null || url.getRawPath().isEmpty() ? "/" : url.getRawPath())
+                    + (url.getRawQuery() == null ? "" : "?" + url.getRawQuery());
+            PlainHttpExchange exchange =
+                    PlainHttpExchange.post(url, target, headers, config.connectTimeout(), timeout, plainPool);
+            return new Reply(exchange.status(), exchange.body(), exchange.header("Location"));
+        }
+        HttpRequest.Builder b = HttpRequest.newBuilder(url).timeout(timeout).POST(HttpRequest.BodyPublishers.noBody());
+        headers.forEach(b::header);
+        HttpResponse<InputStream> response = http.send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
+        return new Reply(
+                response.statusCode(),
+                response.body(),
+                response.headers().firstValue("Location").orElse(null));
+    }
+
+    /** Plain connections this client opened for pulls so far (one kept alive counts once). */
+    long pullConnectionsOpened() {
+        return plainPool.opened();
     }
 
     /**
@@ -189,13 +228,7 @@ final class GatewayCalls {
     /** Stops every request in flight and the connection pool; never throws. */
     void shutdown() {
         http.shutdownNow();
-        for (SocketChannel c : plainOpen) {
-            try {
-                c.close();
-            } catch (IOException e) {
-                log.log(System.Logger.Level.DEBUG, "closing a pull's connection: {0}", e);
-            }
-        }
+        plainPool.close();
         watchdog.shutdownNow();
     }
 
@@ -222,7 +255,7 @@ final class GatewayCalls {
     }
 
     /** Interruption surfaces from the HTTP client as an IOException with the flag set or an InterruptedException cause. */
-    private static void throwIfInterrupted(IOException e) throws InterruptedException {
+    static void throwIfInterrupted(IOException e) throws InterruptedException {
         boolean interrupted = Thread.interrupted()
                 || (e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException))
                 || e.getCause() instanceof InterruptedException;
@@ -233,7 +266,7 @@ final class GatewayCalls {
         }
     }
 
-    private static String describe(IOException e) {
+    static String describe(IOException e) {
         String m = e.getMessage();
         if (e instanceof ConnectException && (m == null || m.isBlank())) {
             return "connection refused";

@@ -28,11 +28,14 @@ import org.rollout.trainer.wire.GatewayJson;
  * A {@link RolloutClient} for a trainer outside the engine: HTTP/1.1 to the trainer gateways at
  * the configured contact points ({@link RolloutClient#connect}). One pooled {@link HttpClient}; a
  * batch pull over plain {@code http} reads its response from a socket of its own ({@link
- * PlainHttpExchange}), so that the batch's bytes go from the socket to the decoder in the pulling
- * thread.
+ * PlainHttpExchange}, kept alive from one pull to the next), so that the batch's bytes go from the
+ * socket to the decoder in the pulling thread. A pull through a gateway on another node than the
+ * one that holds the batches is redirected there, and later pulls go there first ({@link
+ * PullRedirects}): the batch crosses no node on its way.
  *
  * <pre>
  *   nextBatch()      POST /v1/batches/next?wait=poll_wait[&lease=L&holder=H]   repeated until a batch comes (200), 204 = none yet
+ *                    (X-Rollout-Follow-Redirect: 1; a 307 is followed to the node that holds the batches)
  *   acknowledge(b)   POST /v1/batches/{id}/ack {"task_ids": [..]}
  *   (a thread)       POST /v1/leases/renew {"holder", "lease"}  every lease/3 while a batch is held
  *   publishWeights   POST /v1/weights {"version", "path"}   409 → REFUSED, 502 → NOT_LOADED
@@ -70,10 +73,13 @@ public final class HttpRolloutClient implements RolloutClient {
     private final GatewayCalls calls;
     /** Renews the lease of pulled batches until they are acknowledged; null without a lease. */
     private final LeaseKeeper leases;
+    /** Pulls from the node that holds the batches, following gateways' redirects there. */
+    private final PullRedirects redirects;
 
     HttpRolloutClient(ClientConfig config) {
         this.config = Objects.requireNonNull(config, "config");
         this.calls = new GatewayCalls(config);
+        this.redirects = new PullRedirects(calls, config.followPullRedirects());
         this.leases = config.lease() == null
                 ? null
                 : new LeaseKeeper(new BatchLease(holderName(), config.lease()), this::renewLease);
@@ -154,16 +160,12 @@ public final class HttpRolloutClient implements RolloutClient {
                                 + "&holder="
                                 + URLEncoder.encode(leases.lease().holder(), StandardCharsets.UTF_8));
         Duration timeout = wait.plus(config.requestTimeout());
-        GatewayCalls.Sender viaHttpClient = calls.viaHttpClient(base -> calls.request(base, path, timeout)
-                .POST(HttpRequest.BodyPublishers.noBody())
-                .build());
         return calls.call(
                 "pull a batch",
-                // A batch body is read from a plain socket by this thread (PlainHttpExchange); TLS
-                // goes through java.net.http.
-                base -> "http".equalsIgnoreCase(base.getScheme())
-                        ? calls.plain(base, path, timeout)
-                        : viaHttpClient.send(base),
+                // A batch body is read by this thread from a plain socket kept alive between pulls
+                // (PlainHttpExchange); TLS goes through java.net.http. A redirect to the gateway of
+                // the node that holds the batches is followed (PullRedirects).
+                base -> redirects.send(base, path, timeout),
                 (base, status, body, ambiguous) -> switch (status) {
                     case 204 -> {
                         body.transferTo(OutputStream.nullOutputStream());
@@ -308,6 +310,21 @@ public final class HttpRolloutClient implements RolloutClient {
                     }
                     return parse("renew a lease", base, body, GatewayJson::parseRenewed);
                 });
+    }
+
+    /** Plain connections opened for pulls so far: one kept alive across pulls counts once. */
+    public long pullConnectionsOpened() {
+        return calls.pullConnectionsOpened();
+    }
+
+    /** Pulls answered by the gateway of the node that holds the batches after a redirect. */
+    public long pullsFromHolder() {
+        return redirects.followed();
+    }
+
+    /** Redirects that could not be followed: the pull went back to its contact point and was relayed. */
+    public long redirectsFellBack() {
+        return redirects.fellBack();
     }
 
     /** The batches this client holds under its lease and renews (empty without a lease). */

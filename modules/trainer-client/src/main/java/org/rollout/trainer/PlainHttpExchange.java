@@ -5,6 +5,7 @@ import java.io.EOFException;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
@@ -13,9 +14,16 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One HTTP/1.1 request and its response over a plain socket, for the batch pull: {@code
@@ -25,32 +33,194 @@ import java.util.Set;
  * buffer, straight into the batch decoder.
  *
  * <p>The socket is a {@link SocketChannel}'s, so a thread blocked on it is woken by its interrupt
- * (the channel closes, the read fails with the interrupt flag set) and by {@link #close()}. One
- * connection per exchange ({@code Connection: close}); plain {@code http} only.
+ * (the channel closes, the read fails with the interrupt flag set) and by {@link #close()}. The
+ * connection is kept alive (HTTP/1.1): a response read to the end of its body, that the server
+ * did not end with {@code Connection: close}, gives its connection back to the {@link Pool} for
+ * the next exchange with the same host and port; a response closed before its end closes it. A
+ * kept connection that the server had closed meanwhile fails before the status line, and the
+ * request goes once more on a new connection (a pull is safe to send again: one whose answer
+ * never left the gateway hands its batch to the next pull). Plain {@code http} only.
  */
 final class PlainHttpExchange implements AutoCloseable {
     private static final int BUFFER = 1 << 16;
     private static final int MAX_HEAD = 64 * 1024;
 
-    private final SocketChannel channel;
-    private final Set<SocketChannel> open;
-    private final int status;
-    private final InputStream body;
+    /**
+     * The connections of one client: those of exchanges under way (closed by {@link #close()} from
+     * any thread) and the idle ones kept for the next exchange, at most {@value #MAX_IDLE} per host
+     * and port, each for at most {@link #IDLE_FOR} (below the gateway's 120 s idle timeout, so the
+     * client closes first). Thread-safe.
+     */
+    static final class Pool implements AutoCloseable {
+        static final int MAX_IDLE = 4;
+        static final Duration IDLE_FOR = Duration.ofSeconds(60);
 
-    private PlainHttpExchange(SocketChannel channel, Set<SocketChannel> open, int status, InputStream body) {
-        this.channel = channel;
-        this.open = open;
+        private record Idle(Connection connection, long since) {}
+
+        private final Set<Connection> inUse = ConcurrentHashMap.newKeySet();
+        private final Map<String, ArrayDeque<Idle>> idle = new HashMap<>();
+        private final AtomicLong opened = new AtomicLong();
+        private boolean closed;
+
+        /** Connections opened so far (a connection kept alive across exchanges counts once). */
+        long opened() {
+            return opened.get();
+        }
+
+        /** Idle connections kept now. */
+        synchronized int idle() {
+            return idle.values().stream().mapToInt(ArrayDeque::size).sum();
+        }
+
+        /** A kept connection to {@code key}, or null. */
+        Connection take(String key) {
+            long now = System.nanoTime();
+            List<Connection> expired = new ArrayList<>();
+            Connection found = null;
+            synchronized (this) {
+                ArrayDeque<Idle> q = idle.get(key);
+                while (q != null && !q.isEmpty()) {
+                    Idle i = q.pollLast();
+                    if (now - i.since() > IDLE_FOR.toNanos()
+                            || !i.connection().channel.isOpen()) {
+                        expired.add(i.connection());
+                        continue;
+                    }
+                    found = i.connection();
+                    break;
+                }
+                if (found != null) {
+                    inUse.add(found);
+                }
+            }
+            expired.forEach(Connection::closeQuietly);
+            return found;
+        }
+
+        /** A new connection, open and connected. */
+        Connection open(String host, int port, Duration connectTimeout) throws IOException {
+            SocketChannel channel = SocketChannel.open();
+            Connection c = new Connection(host + ":" + port, channel);
+            synchronized (this) {
+                if (closed) {
+                    c.closeQuietly();
+                    throw new IOException("the client is closed");
+                }
+                inUse.add(c);
+            }
+            try {
+                try {
+                    channel.socket().connect(new InetSocketAddress(host, port), timeoutMillis(connectTimeout));
+                } catch (SocketTimeoutException e) {
+                    ConnectException ce =
+                            new ConnectException("connect timed out after " + connectTimeout.toMillis() + " ms");
+                    ce.initCause(e);
+                    throw ce;
+                }
+                channel.socket().setTcpNoDelay(true);
+                c.in = new BufferedInputStream(channel.socket().getInputStream(), BUFFER);
+                opened.incrementAndGet();
+                return c;
+            } catch (IOException | RuntimeException e) {
+                discard(c);
+                throw e;
+            }
+        }
+
+        /** Keeps {@code c} for the next exchange with its host (or closes it: too many idle, closed). */
+        void giveBack(Connection c) {
+            boolean kept = false;
+            synchronized (this) {
+                inUse.remove(c);
+                if (!closed && c.channel.isOpen()) {
+                    ArrayDeque<Idle> q = idle.computeIfAbsent(c.key, k -> new ArrayDeque<>());
+                    if (q.size() < MAX_IDLE) {
+                        q.addLast(new Idle(c, System.nanoTime()));
+                        kept = true;
+                    }
+                }
+            }
+            if (!kept) {
+                c.closeQuietly();
+            }
+        }
+
+        /** Closes {@code c} for good. */
+        void discard(Connection c) {
+            synchronized (this) {
+                inUse.remove(c);
+            }
+            c.closeQuietly();
+        }
+
+        /** Closes every connection, idle or in use (exchanges under way fail). Idempotent. */
+        @Override
+        public void close() {
+            List<Connection> all = new ArrayList<>();
+            synchronized (this) {
+                closed = true;
+                all.addAll(inUse);
+                inUse.clear();
+                idle.values().forEach(q -> q.forEach(i -> all.add(i.connection())));
+                idle.clear();
+            }
+            all.forEach(Connection::closeQuietly);
+        }
+    }
+
+    /** One connection and the buffer its responses are read through (kept with it across exchanges). */
+    static final class Connection {
+        final String key;
+        final SocketChannel channel;
+        InputStream in;
+
+        Connection(String key, SocketChannel channel) {
+            this.key = key;
+            this.channel = channel;
+        }
+
+        void closeQuietly() {
+            try {
+                channel.close();
+            } catch (IOException e) {
+                // closing: nothing to do
+            }
+        }
+    }
+
+    private final Connection connection;
+    private final Pool pool;
+    private final int status;
+    private final Map<String, String> headers;
+    private final InputStream body;
+    /** Whether the connection may carry the next exchange once the body is read to its end. */
+    private final boolean reusable;
+
+    private boolean done;
+
+    private PlainHttpExchange(
+            Connection connection,
+            Pool pool,
+            int status,
+            Map<String, String> headers,
+            InputStream body,
+            boolean reusable) {
+        this.connection = connection;
+        this.pool = pool;
         this.status = status;
+        this.headers = headers;
         this.body = body;
+        this.reusable = reusable;
     }
 
     /**
-     * Sends {@code POST pathAndQuery} with no body to {@code base} and reads the response's head.
+     * Sends {@code POST pathAndQuery} with no body to {@code base} and reads the response's head, on
+     * a connection kept from an earlier exchange with the same host and port when there is one.
      *
      * @param connectTimeout how long the connection may take ({@link ConnectException} after it)
      * @param headTimeout how long the response's head may take to arrive
-     * @param open where the connection is registered while it is open, so that whoever owns the
-     *     set can close it from another thread
+     * @param pool where the connection is taken from and given back to; whoever owns it can close
+     *     every connection from another thread
      */
     static PlainHttpExchange post(
             URI base,
@@ -58,40 +228,65 @@ final class PlainHttpExchange implements AutoCloseable {
             Map<String, String> headers,
             Duration connectTimeout,
             Duration headTimeout,
-            Set<SocketChannel> open)
+            Pool pool)
             throws IOException {
         String host = base.getHost();
         int port = base.getPort() < 0 ? 80 : base.getPort();
-        SocketChannel channel = SocketChannel.open();
-        open.add(channel);
-        boolean done = false;
-        try {
+        String key = host + ":" + port;
+        StringBuilder request = new StringBuilder()
+                .append("POST ")
+                .append(pathAndQuery)
+                .append(" HTTP/1.1\r\nHost: ")
+                .append(host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host)
+                .append(':')
+                .append(port)
+                .append("\r\nContent-Length: 0\r\n");
+        headers.forEach((k, v) -> request.append(k).append(": ").append(v).append("\r\n"));
+        request.append("\r\n");
+        byte[] bytes = request.toString().getBytes(StandardCharsets.ISO_8859_1);
+        Connection kept = pool.take(key);
+        if (kept != null) {
             try {
-                channel.socket().connect(new InetSocketAddress(host, port), timeoutMillis(connectTimeout));
+                return exchange(kept, bytes, base, headTimeout, pool, true);
+            } catch (StaleConnectionException e) {
+                // The gateway had closed the kept connection (its idle timeout, a restart): once more
+                // on a new one.
+            }
+        }
+        return exchange(pool.open(host, port, connectTimeout), bytes, base, headTimeout, pool, false);
+    }
+
+    /** The server closed a kept connection before answering: the request may go again on a new one. */
+    private static final class StaleConnectionException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        StaleConnectionException(IOException cause) {
+            super(cause.getMessage(), cause);
+        }
+    }
+
+    private static PlainHttpExchange exchange(
+            Connection c, byte[] request, URI base, Duration headTimeout, Pool pool, boolean kept) throws IOException {
+        SocketChannel channel = c.channel;
+        boolean handedOver = false;
+        try {
+            String statusLine;
+            try {
+                ByteBuffer out = ByteBuffer.wrap(request);
+                while (out.hasRemaining()) {
+                    channel.write(out);
+                }
+                channel.socket().setSoTimeout(timeoutMillis(headTimeout));
+                statusLine = line(c.in, base);
             } catch (SocketTimeoutException e) {
-                ConnectException c =
-                        new ConnectException("connect timed out after " + connectTimeout.toMillis() + " ms");
-                c.initCause(e);
-                throw c;
+                throw e;
+            } catch (IOException e) {
+                if (kept && !Thread.currentThread().isInterrupted() && !(e instanceof InterruptedIOException)) {
+                    throw new StaleConnectionException(e);
+                }
+                throw e;
             }
-            channel.socket().setTcpNoDelay(true);
-            StringBuilder request = new StringBuilder()
-                    .append("POST ")
-                    .append(pathAndQuery)
-                    .append(" HTTP/1.1\r\nHost: ")
-                    .append(host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host)
-                    .append(':')
-                    .append(port)
-                    .append("\r\nContent-Length: 0\r\nConnection: close\r\n");
-            headers.forEach((k, v) -> request.append(k).append(": ").append(v).append("\r\n"));
-            request.append("\r\n");
-            ByteBuffer out = ByteBuffer.wrap(request.toString().getBytes(StandardCharsets.ISO_8859_1));
-            while (out.hasRemaining()) {
-                channel.write(out);
-            }
-            channel.socket().setSoTimeout(timeoutMillis(headTimeout));
-            InputStream in = new BufferedInputStream(channel.socket().getInputStream(), BUFFER);
-            String statusLine = line(in, base);
+            InputStream in = c.in;
             String[] parts = statusLine.split(" ", 3);
             if (parts.length < 2 || !parts[0].startsWith("HTTP/1.")) {
                 throw new IOException("not an HTTP/1.x response from " + base + ": '" + statusLine + "'");
@@ -102,8 +297,10 @@ final class PlainHttpExchange implements AutoCloseable {
             } catch (NumberFormatException e) {
                 throw new IOException("malformed status line from " + base + ": '" + statusLine + "'", e);
             }
+            boolean keepAlive = parts[0].equals("HTTP/1.1");
             long length = -1;
             boolean chunked = false;
+            Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
             int headBytes = statusLine.length();
             for (String h = line(in, base); !h.isEmpty(); h = line(in, base)) {
                 headBytes += h.length();
@@ -116,6 +313,7 @@ final class PlainHttpExchange implements AutoCloseable {
                 }
                 String name = h.substring(0, colon).trim().toLowerCase(Locale.ROOT);
                 String value = h.substring(colon + 1).trim();
+                headers.merge(name, value, (a, b) -> a + ", " + b);
                 if (name.equals("content-length")) {
                     try {
                         length = Long.parseLong(value);
@@ -125,26 +323,33 @@ final class PlainHttpExchange implements AutoCloseable {
                 } else if (name.equals("transfer-encoding")
                         && value.toLowerCase(Locale.ROOT).contains("chunked")) {
                     chunked = true;
+                } else if (name.equals("connection")) {
+                    String v = value.toLowerCase(Locale.ROOT);
+                    if (v.contains("close")) {
+                        keepAlive = false;
+                    } else if (v.contains("keep-alive")) {
+                        keepAlive = true;
+                    }
                 }
             }
             // The body's pace is watched by the caller (read_idle_timeout), which closes this.
             channel.socket().setSoTimeout(0);
             InputStream body;
             if (status == 204 || status == 304 || (status >= 100 && status < 200)) {
-                body = InputStream.nullInputStream();
+                body = new NoBody();
             } else if (chunked) {
                 body = new Chunked(in, base);
             } else if (length >= 0) {
                 body = new Bounded(in, length, base);
             } else {
                 body = in;
+                keepAlive = false; // the body ends with the connection
             }
-            done = true;
-            return new PlainHttpExchange(channel, open, status, body);
+            handedOver = true;
+            return new PlainHttpExchange(c, pool, status, headers, body, keepAlive);
         } finally {
-            if (!done) {
-                open.remove(channel);
-                channel.close();
+            if (!handedOver) {
+                pool.discard(c);
             }
         }
     }
@@ -153,7 +358,15 @@ final class PlainHttpExchange implements AutoCloseable {
         return status;
     }
 
-    /** The response's body; closing it closes the connection. */
+    /** A header of the response (any case), or null. */
+    String header(String name) {
+        return headers.get(name);
+    }
+
+    /**
+     * The response's body; closing it ends the exchange: the connection goes back to the pool when
+     * the body was read to its end, else it closes.
+     */
     InputStream body() {
         return new FilterInputStream(body) {
             @Override
@@ -163,10 +376,49 @@ final class PlainHttpExchange implements AutoCloseable {
         };
     }
 
+    /** Whether the body was read to its end. */
+    private boolean bodyEnded() {
+        if (body instanceof Bounded b) {
+            return b.left == 0;
+        }
+        if (body instanceof Chunked ch) {
+            return ch.ended;
+        }
+        return body instanceof NoBody;
+    }
+
+    /** The body of a response that has none (204, 304, 1xx). */
+    private static final class NoBody extends InputStream {
+        @Override
+        public int read() {
+            return -1;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+            return len == 0 ? 0 : -1;
+        }
+    }
+
     @Override
-    public void close() throws IOException {
-        open.remove(channel);
-        channel.close();
+    public void close() {
+        synchronized (this) {
+            if (done) {
+                return;
+            }
+            done = true;
+        }
+        boolean intact;
+        try {
+            intact = reusable && bodyEnded() && connection.in.available() == 0;
+        } catch (IOException e) {
+            intact = false;
+        }
+        if (intact && !Thread.currentThread().isInterrupted()) {
+            pool.giveBack(connection);
+        } else {
+            pool.discard(connection);
+        }
     }
 
     private static int timeoutMillis(Duration d) {
@@ -197,7 +449,7 @@ final class PlainHttpExchange implements AutoCloseable {
     private static final class Bounded extends FilterInputStream {
         private final URI base;
         private final long length;
-        private long left;
+        private volatile long left;
 
         Bounded(InputStream in, long length, URI base) {
             super(in);
@@ -246,7 +498,7 @@ final class PlainHttpExchange implements AutoCloseable {
         private final InputStream in;
         private final URI base;
         private long left;
-        private boolean ended;
+        private volatile boolean ended;
 
         Chunked(InputStream in, URI base) {
             this.in = in;

@@ -1,6 +1,8 @@
 package org.rollout.trainer.wire;
 
+import java.net.URI;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Optional;
 import org.rollout.trainer.BatchLease;
 
@@ -24,5 +26,39 @@ public interface EncodedBatchSource {
     default Optional<EncodedBatch> nextEncodedBatch(Duration wait, String holder, BatchLease lease)
             throws InterruptedException {
         return nextEncodedBatch(wait);
+    }
+
+    /**
+     * The answer to a pull that may be sent elsewhere: a batch (to write, then acknowledge or
+     * release), none within the wait, or the base URL of another trainer gateway to pull from
+     * instead ({@code readFrom}, nothing handed out).
+     */
+    record Pulled(Optional<EncodedBatch> batch, URI readFrom) {
+        public Pulled {
+            Objects.requireNonNull(batch, "batch");
+            if (readFrom != null && batch.isPresent()) {
+                throw new IllegalArgumentException("a pull answers a batch or where to read, not both");
+            }
+        }
+
+        /** A batch, or none. */
+        public static Pulled of(Optional<EncodedBatch> batch) {
+            return new Pulled(batch, null);
+        }
+
+        /** Pull from the trainer gateway at {@code gateway} instead. */
+        public static Pulled readFrom(URI gateway) {
+            return new Pulled(Optional.empty(), Objects.requireNonNull(gateway, "gateway"));
+        }
+    }
+
+    /**
+     * As {@link #nextEncodedBatch(Duration, String, BatchLease)}; with {@code readElsewhere}, an
+     * engine whose batches are held on another node that has a trainer gateway of its own may
+     * answer that gateway's URL instead of a batch ({@link Pulled#readFrom}), handing nothing out.
+     */
+    default Pulled pullEncoded(Duration wait, String holder, BatchLease lease, boolean readElsewhere)
+            throws InterruptedException {
+        return Pulled.of(nextEncodedBatch(wait, holder, lease));
     }
 }

@@ -472,6 +472,17 @@ public final class GatewayJson {
     }
 
     /** {@code {"error": {"message": …, "code": …}}}. */
+    /**
+     * The body of a pull's {@code 307} answer: {@code {"read_from": base URL of the gateway of the
+     * node that holds the batches, "location": the URL to pull}}.
+     */
+    public static byte[] readFrom(String gateway, String location) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("read_from", gateway);
+        o.put("location", location);
+        return bytes(o);
+    }
+
     public static byte[] error(String code, String message) {
         ObjectNode o = JSON.createObjectNode();
         ObjectNode e = o.putObject("error");
