@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.rollout.api.ControllableEngine;
@@ -62,12 +63,14 @@ public final class ScriptedEngine implements ControllableEngine {
     private final List<ModelRequest> requests = new ArrayList<>();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition open = lock.newCondition();
-    private final AtomicInteger generations = new AtomicInteger();
+    private final LongAdder generations = new LongAdder();
     private final AtomicInteger blocking = new AtomicInteger();
     private final AtomicInteger interrupted = new AtomicInteger();
     private final Object blockingMonitor = new Object();
     private volatile int version;
-    private boolean paused;
+    private volatile boolean paused;
+    /** Scripted steps not yet taken: a generating engine without any takes no lock per request. */
+    private volatile int pending;
 
     private ScriptedEngine(int tokens, Tokenizer tokenizer) {
         this.tokens = tokens;
@@ -134,6 +137,7 @@ public final class ScriptedEngine implements ControllableEngine {
 
     private synchronized ScriptedEngine add(Object step) {
         script.add(step);
+        pending = script.size();
         return this;
     }
 
@@ -150,7 +154,7 @@ public final class ScriptedEngine implements ControllableEngine {
 
     /** Generations that passed the gate. */
     public int generations() {
-        return generations.get();
+        return generations.intValue();
     }
 
     /** Generations that blocked (a {@link #BLOCK} prompt or a {@link #thenBlock()} step). */
@@ -186,12 +190,15 @@ public final class ScriptedEngine implements ControllableEngine {
     public ModelResponse generate(ModelRequest request) throws InterruptedException {
         long start = System.nanoTime();
         int pinned = passGate();
-        generations.incrementAndGet();
-        Object step;
-        synchronized (this) {
-            step = script.poll();
-            if (tokens == 0) {
-                requests.add(request);
+        generations.increment();
+        Object step = null;
+        if (tokens == 0 || pending > 0) {
+            synchronized (this) {
+                step = script.poll();
+                pending = script.size();
+                if (tokens == 0) {
+                    requests.add(request);
+                }
             }
         }
         if (step == null && tokens == 0) {
@@ -220,6 +227,12 @@ public final class ScriptedEngine implements ControllableEngine {
     }
 
     private int passGate() throws InterruptedException {
+        // Read before the gate: a generation that finds the gate open is pinned to the version of
+        // before the pause it raced with; one that finds it closed waits and takes the new one.
+        int v = version;
+        if (!paused) {
+            return v;
+        }
         lock.lockInterruptibly();
         try {
             while (paused) {
