@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.function.Consumer;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
@@ -145,175 +146,106 @@ public record ClientConfig(
 
     /** Pulls under a lease of {@code d} (null: without a lease); see the {@code lease} parameter. */
     public ClientConfig withLease(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                d,
-                followPullRedirects);
+        return with(c -> c.lease = d);
     }
 
     /** Whether pulls follow a redirect to the gateway of the node that holds the batches (see the parameter). */
     public ClientConfig withPullRedirects(boolean follow) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                follow);
+        return with(c -> c.followPullRedirects = follow);
     }
 
     public ClientConfig withToken(String t) {
-        return new ClientConfig(
-                contactPoints,
-                t,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.token = t);
     }
 
     public ClientConfig withConnectTimeout(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                d,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.connectTimeout = d);
     }
 
     public ClientConfig withRequestTimeout(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                d,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.requestTimeout = d);
     }
 
     public ClientConfig withPublishTimeout(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                d,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.publishTimeout = d);
     }
 
     public ClientConfig withPollWait(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                d,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.pollWait = d);
     }
 
     public ClientConfig withReadIdleTimeout(Duration d) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                d,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> c.readIdleTimeout = d);
     }
 
     /** The backoff between rounds over the contact points, and how long a call keeps retrying. */
     public ClientConfig withRetry(Duration initialBackoff, Duration maxBackoff, Duration deadline) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                initialBackoff,
-                maxBackoff,
-                deadline,
-                sslContext,
-                lease,
-                followPullRedirects);
+        return with(c -> {
+            c.retryInitialBackoff = initialBackoff;
+            c.retryMaxBackoff = maxBackoff;
+            c.retryDeadline = deadline;
+        });
     }
 
     public ClientConfig withSslContext(SSLContext context) {
-        return new ClientConfig(
-                contactPoints,
-                token,
-                connectTimeout,
-                requestTimeout,
-                publishTimeout,
-                pollWait,
-                readIdleTimeout,
-                retryInitialBackoff,
-                retryMaxBackoff,
-                retryDeadline,
-                context,
-                lease,
-                followPullRedirects);
+        return with(c -> c.sslContext = context);
+    }
+
+    /** A copy with {@code change} made to its fields, checked as any new config. */
+    private ClientConfig with(Consumer<Fields> change) {
+        Fields f = new Fields(this);
+        change.accept(f);
+        return f.config();
+    }
+
+    /** The fields of a config being copied, for the {@code with…} methods to change. */
+    private static final class Fields {
+        List<URI> contactPoints;
+        String token;
+        Duration connectTimeout;
+        Duration requestTimeout;
+        Duration publishTimeout;
+        Duration pollWait;
+        Duration readIdleTimeout;
+        Duration retryInitialBackoff;
+        Duration retryMaxBackoff;
+        Duration retryDeadline;
+        SSLContext sslContext;
+        Duration lease;
+        boolean followPullRedirects;
+
+        Fields(ClientConfig c) {
+            contactPoints = c.contactPoints;
+            token = c.token;
+            connectTimeout = c.connectTimeout;
+            requestTimeout = c.requestTimeout;
+            publishTimeout = c.publishTimeout;
+            pollWait = c.pollWait;
+            readIdleTimeout = c.readIdleTimeout;
+            retryInitialBackoff = c.retryInitialBackoff;
+            retryMaxBackoff = c.retryMaxBackoff;
+            retryDeadline = c.retryDeadline;
+            sslContext = c.sslContext;
+            lease = c.lease;
+            followPullRedirects = c.followPullRedirects;
+        }
+
+        ClientConfig config() {
+            return new ClientConfig(
+                    contactPoints,
+                    token,
+                    connectTimeout,
+                    requestTimeout,
+                    publishTimeout,
+                    pollWait,
+                    readIdleTimeout,
+                    retryInitialBackoff,
+                    retryMaxBackoff,
+                    retryDeadline,
+                    sslContext,
+                    lease,
+                    followPullRedirects);
+        }
     }
 
     /**
