@@ -1,6 +1,7 @@
 #!/bin/bash
 # Pairs of `bench orchestration` runs, the base commit's jar first, then this tree's, in three sittings of five.
-# BASE=/path/to/worktree-of-base CURRENT=. [SITTINGS=3] benchmarks/orchestration-pairs.sh   (both built with mvn package)
+# BASE=/path/to/worktree-of-base CURRENT=. [SITTINGS=3] [EXTRA=/path/to/a-third-tree] benchmarks/orchestration-pairs.sh
+# (each built with mvn package; EXTRA, when set, runs after CURRENT in each pair, labelled extra)
 # Both sides get the same explicit sizes (SIZES), whatever defaults their jars have; the defaults
 # changed (warm JIT), and a base jar with the old ones would otherwise measure cold code.
 SIZES="${SIZES:---warmup-groups=50000 --groups=150000 --rounds=3 --latency-groups=500}"
@@ -9,8 +10,12 @@ FLAGS="-Xms256m -Xmx2g --add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=
 for sitting in $(seq 1 "${SITTINGS:-3}"); do
   echo "sitting $sitting $(date -u +%H:%M:%S)"
   for pair in 1 2 3 4 5; do
-    for side in base cur; do
-      if [ $side = base ]; then dir=${BASE:?set BASE to a worktree of the base commit, built}; else dir=${CURRENT:-.}; fi
+    for side in base cur ${EXTRA:+extra}; do
+      case $side in
+        base) dir=${BASE:?set BASE to a worktree of the base commit, built} ;;
+        cur) dir=${CURRENT:-.} ;;
+        extra) dir=$EXTRA ;;
+      esac
       load=$(cut -d' ' -f1 /proc/loadavg)
       # Since the CLI finds the benchmarks through ServiceLoader, its jar alone has no `bench`:
       # bin/rollout puts the benchmarks' jar on the class path (same heap and flags as below).
