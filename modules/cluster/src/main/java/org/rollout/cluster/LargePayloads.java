@@ -101,8 +101,6 @@ public final class LargePayloads implements Extension {
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     /** An offer on the data plane not fetched by then is dropped (as a stream ref's subscription times out). */
     private static final Duration UNFETCHED_AFTER = Duration.ofSeconds(60);
-    /** The buffer a relayed batch's bytes go through on their way from one socket to the other. */
-    private static final int RELAY_BUFFER = 1 << 20;
 
     private static final Id ID = new Id();
 
@@ -422,7 +420,7 @@ public final class LargePayloads implements Extension {
     /**
      * Opens batch {@code batchId}, offered on its holder's data plane as {@code ref}, in RBATCH form
      * (the holder encodes it): the returned batch's {@link EncodedBatch#writeTo} copies the bytes to
-     * its stream as they arrive, through one 1 MiB buffer, so this node never decodes the batch nor
+     * its stream as they arrive, through one 1 MiB buffer ({@link RelayedBatch}), so this node never decodes the batch nor
      * holds it whole. Blocks until the holder has answered (run it on a virtual thread).
      *
      * @throws IOException when the holder cannot be reached or no longer holds the batch (the
@@ -437,69 +435,7 @@ public final class LargePayloads implements Extension {
             throw new IOException(what + ": " + e.getMessage(), e);
         }
         batchesRelayed.incrementAndGet();
-        List<Long> ids = List.copyOf(taskIds);
-        return new EncodedBatch() {
-            private boolean written;
-
-            @Override
-            public long batchId() {
-                return batchId;
-            }
-
-            @Override
-            public int groups() {
-                return groups;
-            }
-
-            @Override
-            public List<Long> taskIds() {
-                return ids;
-            }
-
-            @Override
-            public long length() {
-                return stream.length();
-            }
-
-            @Override
-            public long writeTo(OutputStream out) throws IOException {
-                if (written) {
-                    throw new IllegalStateException(what + " was written already");
-                }
-                written = true;
-                try (stream) {
-                    byte[] buffer = new byte[RELAY_BUFFER];
-                    long left = stream.length();
-                    while (left > 0) {
-                        int n;
-                        try {
-                            n = stream.in().read(buffer, 0, (int) Math.min(buffer.length, left));
-                        } catch (IOException e) {
-                            throw new EncodedBatch.SourceFailedException(
-                                    what + ": reading it from " + ref.host() + ":" + ref.port() + " failed after "
-                                            + (stream.length() - left) + " of " + stream.length() + " bytes: "
-                                            + e,
-                                    e);
-                        }
-                        if (n < 0) {
-                            throw new EncodedBatch.SourceFailedException(
-                                    what + ": " + ref.host() + ":" + ref.port() + " closed the connection after "
-                                            + (stream.length() - left) + " of " + stream.length() + " bytes",
-                                    null);
-                        }
-                        out.write(buffer, 0, n);
-                        left -= n;
-                    }
-                    bytesRelayed.addAndGet(stream.length());
-                    return stream.length();
-                }
-            }
-
-            @Override
-            public void close() {
-                stream.close();
-            }
-        };
+        return new RelayedBatch(ref, stream, batchId, groups, taskIds, bytesRelayed::addAndGet);
     }
 
     /** Batches opened for relaying from another node's data plane ({@link #relay}). */
