@@ -460,16 +460,27 @@ final class Collector extends AbstractBehavior<Collector.Command> {
                 pull, pull.holder(), pull.leaseMillis(), now + pull.maxWait().toNanos(), now));
     }
 
-    /** Carries out what the book decided: drops, backlog updates, hand-out marks, replies. */
+    /**
+     * Carries out what the book decided: drops, hand-out marks, replies, then one backlog update.
+     * The backlog goes last: it lets the coordinator admit new groups, and that work must not
+     * stand between a waiting trainer and the hand-out mark its batch waits for.
+     */
     private Behavior<Command> carryOut(List<BatchBook.Step<PullBatch>> steps) {
+        int backlog = -1;
         for (BatchBook.Step<PullBatch> step : steps) {
             switch (step) {
-                case BatchBook.DroppedStale<PullBatch> s -> droppedStale(s);
-                case BatchBook.Formed<PullBatch> f -> toCoordinator(new RolloutCoordinator.Backlog(f.backlog()));
+                case BatchBook.DroppedStale<PullBatch> s -> {
+                    droppedStale(s); // carries the backlog after the drop
+                    backlog = -1;
+                }
+                case BatchBook.Formed<PullBatch> f -> backlog = f.backlog();
                 case BatchBook.MarkHandOut<PullBatch> m -> markHandOut(m.batch());
                 case BatchBook.HandOut<PullBatch> h ->
                     CollectorTransfers.reply(h.puller().replyTo(), h.batch(), payloads);
             }
+        }
+        if (backlog >= 0) {
+            toCoordinator(new RolloutCoordinator.Backlog(backlog));
         }
         return this;
     }
