@@ -120,7 +120,7 @@ public final class ClusterRollout implements AutoCloseable {
                                             c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
                                     coordinatorProxy::get),
                             "rollout-collector")
-                    .withProps(MailboxDepths.mailbox("collector"))
+                    .withProps(LocalRollout.singletonProps("collector"))
                     .withSettings(onCoordinators));
             ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
                             Supervision.coordinator(
@@ -135,7 +135,7 @@ public final class ClusterRollout implements AutoCloseable {
                                             state,
                                             replicationTimeout.plusSeconds(5)))),
                             "rollout-coordinator")
-                    .withProps(MailboxDepths.mailbox("coordinator"))
+                    .withProps(LocalRollout.singletonProps("coordinator"))
                     .withSettings(onCoordinators));
             coordinatorProxy.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = singletons.init(SingletonActor.of(

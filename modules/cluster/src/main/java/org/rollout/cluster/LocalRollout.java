@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
@@ -39,6 +40,18 @@ import org.slf4j.LoggerFactory;
  * system; groups still in flight are abandoned (their generations aborted).
  */
 public final class LocalRollout implements AutoCloseable {
+    /**
+     * The dispatcher of the coordinator and the collector (reference.conf, {@code
+     * pekko.actor.rollout-singleton-dispatcher}): one thread for both, so that their exchanges on
+     * the way of every group and every batch are queue operations on a running thread rather than
+     * the wake-up of another (benchmarks/RESULTS.md, section 1b). Neither blocks.
+     */
+    static final String SINGLETON_DISPATCHER = "pekko.actor.rollout-singleton-dispatcher";
+
+    /** The props of the coordinator or the collector: its counting mailbox, the singletons' dispatcher. */
+    static Props singletonProps(String kind) {
+        return MailboxDepths.mailbox(kind).withDispatcherFromConfig(SINGLETON_DISPATCHER);
+    }
 
     /**
      * What a local engine is made of.
@@ -123,7 +136,7 @@ public final class LocalRollout implements AutoCloseable {
                     Supervision.collector(
                             wrapper.wrap("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
                     "collector",
-                    MailboxDepths.mailbox("collector"));
+                    singletonProps("collector"));
             AtomicBoolean firstBudget = new AtomicBoolean(true);
             // The limits and initial version, untouched by the first incarnation's counting.
             StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
@@ -142,7 +155,7 @@ public final class LocalRollout implements AutoCloseable {
                                     state,
                                     Duration.ofSeconds(10))))),
                     "coordinator",
-                    MailboxDepths.mailbox("coordinator"));
+                    singletonProps("coordinator"));
             coordinatorRef.set(coordinator);
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
                     Supervision.weightVersion(wrapper.wrap(
