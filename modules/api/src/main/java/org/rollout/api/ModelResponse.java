@@ -3,6 +3,7 @@ package org.rollout.api;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.OptionalInt;
 
 /**
  * The result of one generation (semantics §1.2), accumulated across interruptions.
@@ -106,8 +107,8 @@ public final class ModelResponse {
      * How many of the prompt's tokens the server found in its prefix cache when it began this
      * generation (SGLang's {@code cached_tokens}), or empty when it did not say. Not part of equality.
      */
-    public java.util.OptionalInt cachedTokens() {
-        return cachedTokens < 0 ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(cachedTokens);
+    public OptionalInt cachedTokens() {
+        return cachedTokens < 0 ? OptionalInt.empty() : OptionalInt.of(cachedTokens);
     }
 
     /** A copy of the original prompt. */

@@ -1,5 +1,6 @@
 package org.rollout.cli;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -129,7 +130,7 @@ final class InspectCommand implements Callable<Integer> {
                 if (line.isBlank()) {
                     continue;
                 }
-                com.fasterxml.jackson.databind.JsonNode n;
+                JsonNode n;
                 try {
                     n = mapper.readTree(line);
                 } catch (IOException e) {

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.NotSerializableException;
 import java.io.OutputStream;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -384,7 +385,7 @@ public final class LargePayloads implements Extension {
 
     /** The metric labels of the reasons a data plane refuses a connection for ({@link #dataPlaneRefused}). */
     public static List<String> dataPlaneRefusalReasons() {
-        return java.util.Arrays.stream(DataPlaneRefusals.Reason.values())
+        return Arrays.stream(DataPlaneRefusals.Reason.values())
                 .map(r -> r.label)
                 .toList();
     }

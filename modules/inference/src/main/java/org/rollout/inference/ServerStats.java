@@ -1,6 +1,7 @@
 package org.rollout.inference;
 
 import java.util.Optional;
+import java.util.OptionalDouble;
 import java.util.OptionalInt;
 import org.rollout.config.ServerAddress;
 
@@ -62,10 +63,8 @@ public record ServerStats(
     }
 
     /** The share of prompt tokens its prefix cache served, or empty before any answer reported one. */
-    public java.util.OptionalDouble prefixHitRate() {
-        return promptTokens == 0
-                ? java.util.OptionalDouble.empty()
-                : java.util.OptionalDouble.of((double) cachedTokens / promptTokens);
+    public OptionalDouble prefixHitRate() {
+        return promptTokens == 0 ? OptionalDouble.empty() : OptionalDouble.of((double) cachedTokens / promptTokens);
     }
 
     /** True when new segments may be routed to it. */
