@@ -11,7 +11,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.BehaviorInterceptor;
+import org.apache.pekko.actor.typed.TypedActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rollout.api.EpisodeResult;
@@ -60,6 +66,45 @@ class LocalRolloutTest {
             assertThat(t.published).hasSize(3);
             assertThat(client.status().version()).isEqualTo(3);
         }
+    }
+
+    /**
+     * The coordinator and the collector handle every message on the one thread of their own
+     * dispatcher (docs/architecture.md): none on the default dispatcher's workers, none apart.
+     */
+    @Test
+    void theCoordinatorAndTheCollectorRunOnOneThreadOfTheirOwn() throws Exception {
+        Map<String, Set<String>> threads = new ConcurrentHashMap<>();
+        Supervision.Wrapper recording = new Supervision.Wrapper() {
+            @Override
+            @SuppressWarnings("unchecked")
+            public <T> Behavior<T> wrap(String actor, Behavior<T> behavior) {
+                Set<String> names = threads.computeIfAbsent(actor, k -> ConcurrentHashMap.newKeySet());
+                return Behaviors.intercept(
+                        () -> new BehaviorInterceptor<T, T>((Class<T>) (Class<?>) Object.class) {
+                            @Override
+                            public Behavior<T> aroundReceive(TypedActorContext<T> ctx, T msg, ReceiveTarget<T> target) {
+                                names.add(Thread.currentThread().getName());
+                                return target.apply(ctx, msg);
+                            }
+                        },
+                        behavior);
+            }
+        };
+        TestRollout t = new TestRollout();
+        try (LocalRollout rollout = LocalRollout.start(t.spec(), t.pekko, recording)) {
+            var client = rollout.client();
+            for (int step = 0; step < 3; step++) {
+                client.acknowledge(client.nextBatch(DEADLINE).orElseThrow());
+                client.publishWeights(step + 1, Path.of("weights-v" + (step + 1)));
+            }
+        }
+        assertThat(threads.get("coordinator")).hasSize(1);
+        assertThat(threads.get("coordinator"))
+                .as("the coordinator's and the collector's threads")
+                .isEqualTo(threads.get("collector"));
+        assertThat(threads.get("coordinator").iterator().next()).contains("rollout-singleton-dispatcher");
+        assertThat(threads.get("runner")).doesNotContainAnyElementsOf(threads.get("coordinator"));
     }
 
     @Test
