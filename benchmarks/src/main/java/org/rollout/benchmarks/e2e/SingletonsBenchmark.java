@@ -206,17 +206,17 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                 SingletonHarness.LedgerWireSize w = SingletonHarness.LedgerWireSize.measure(pekko);
                 log.printf(
                         Locale.ROOT,
-                        "singletons: ledger entries as %s: an open task's value %.0f B; in Distributed Data a put"
-                                + " %.0f B and a removal %.0f B of a delta, %.0f B an entry of a key's full state%n",
+                        "singletons: ledger entries as %s: an open task's value %.0f B; in Distributed Data %.1f B"
+                                + " an open task of a key's part, %d B a key of %d open tasks (each write to it"
+                                + " carries it whole)%n",
                         serializer,
                         w.valueBytes(),
-                        w.putBytes(),
-                        w.removeBytes(),
-                        w.fullStateBytes());
+                        w.entryBytes(),
+                        w.keyBytes(),
+                        SingletonHarness.LedgerWireSize.KEY_ENTRIES);
                 line.put("ledger_value_bytes", w.valueBytes());
-                line.put("ledger_put_bytes", w.putBytes());
-                line.put("ledger_remove_bytes", w.removeBytes());
-                line.put("ledger_full_state_entry_bytes", w.fullStateBytes());
+                line.put("ledger_part_entry_bytes", w.entryBytes());
+                line.put("ledger_key_bytes", w.keyBytes());
             }
             for (int r : runners) {
                 Map<String, Double> byLayout = new LinkedHashMap<>();

@@ -4,7 +4,9 @@ import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
@@ -85,6 +87,30 @@ public interface DurableState {
     }
 
     /**
+     * One ledger key's share of the ledger, as {@link ReplicatedState} replicates it: the open tasks
+     * of the key's task ranges, by ascending id, and the newest cursor written to the key. The whole
+     * part is one value, replaced by each write to the key (one timestamp, not one per task), so a
+     * write costs a few bytes per open task of its key and a merge costs nothing per task.
+     *
+     * @param tasks ascending by task id, ids distinct
+     */
+    record LedgerPart(Cursor cursor, List<OpenTask> tasks) implements LedgerEntry {
+        public static final LedgerPart EMPTY = new LedgerPart(Cursor.START, List.of());
+
+        public LedgerPart {
+            Objects.requireNonNull(cursor, "cursor");
+            tasks = List.copyOf(tasks);
+            for (int i = 1; i < tasks.size(); i++) {
+                if (tasks.get(i - 1).taskId() >= tasks.get(i).taskId()) {
+                    throw new IllegalArgumentException("ledger part: task ids must ascend, got "
+                            + tasks.get(i - 1).taskId() + " before "
+                            + tasks.get(i).taskId());
+                }
+            }
+        }
+    }
+
+    /**
      * What is replicated: one of the records above. Serialized by {@link LedgerEntrySerializer}
      * ({@code rollout-ledger}, bound to this interface in the module's {@code reference.conf}): a few
      * varints an entry. The Jackson annotations are kept so that the entries can still be bound to
@@ -95,9 +121,10 @@ public interface DurableState {
     @JsonSubTypes({
         @JsonSubTypes.Type(value = VersionRecord.class, name = "version"),
         @JsonSubTypes.Type(value = OpenTask.class, name = "task"),
-        @JsonSubTypes.Type(value = Cursor.class, name = "cursor")
+        @JsonSubTypes.Type(value = Cursor.class, name = "cursor"),
+        @JsonSubTypes.Type(value = LedgerPart.class, name = "part")
     })
-    sealed interface LedgerEntry permits VersionRecord, OpenTask, Cursor {}
+    sealed interface LedgerEntry permits VersionRecord, OpenTask, Cursor, LedgerPart {}
 
     /** The ledger: the cursor and the open tasks by id. */
     record Ledger(Cursor cursor, Map<Long, OpenTask> open) {

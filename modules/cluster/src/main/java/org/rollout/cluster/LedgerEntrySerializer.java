@@ -2,22 +2,25 @@ package org.rollout.cluster;
 
 import java.io.NotSerializableException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.serialization.SerializerWithStringManifest;
 import org.rollout.cluster.DurableState.Cursor;
+import org.rollout.cluster.DurableState.LedgerPart;
 import org.rollout.cluster.DurableState.OpenTask;
 import org.rollout.cluster.DurableState.VersionRecord;
 
 /**
  * Pekko's serializer for the values {@link ReplicatedState} keeps in Distributed Data ({@link
- * DurableState.LedgerEntry}: an open task, the cursor, the weight version), bound in this module's
- * {@code reference.conf} under the name {@code rollout-ledger}, identifier {@value #ID}. Jackson
- * CBOR wrote each open task as a map with its field names and type name (about 130 bytes, and the
- * class name as the manifest); here it is a few varints (typically 6–8 bytes, manifest one letter).
- * Distributed Data ships these values in every write, in its background delta propagation (all
- * keys' recent changes in one Artery message) and in its full-state gossip, so their size is what
- * decides whether that message fits Artery's frame (docs/scaling.md).
+ * DurableState.LedgerEntry}: a ledger key's part, with its open tasks and cursor, and the weight
+ * version), bound in this module's {@code reference.conf} under the name {@code rollout-ledger},
+ * identifier {@value #ID}. Jackson CBOR wrote each open task as a map with its field names and type
+ * name (about 130 bytes, and the class name as the manifest); here it is a few varints (typically
+ * 5–8 bytes inside a part, manifest one letter). Distributed Data ships a key's whole part in every
+ * write to it and in its full-state gossip, so the bytes per open task decide what a write costs
+ * (docs/scaling.md).
  *
  * <p>The formats, all integers as LEB128 varints ({@code u}: unsigned, {@code z}: zigzag of a
  * difference, computed with wrapping arithmetic so every {@code long} round-trips):
@@ -27,6 +30,8 @@ import org.rollout.cluster.DurableState.VersionRecord;
  *                      z(taskId − sourceIndex) u(dispatchVersion)
  *   "C" Cursor         u(nextTaskId) z(nextTaskId − trainTaken) z(trainTaken − accepted) u(incarnation)
  *   "V" VersionRecord  flags(1 byte: 1 path present) u(version) [u(UTF-8 length) UTF-8 bytes]
+ *   "P" LedgerPart     u(task count) Cursor's fields, then each task as an OpenTask's fields, its
+ *                      id written as u(taskId − previous task's id) after the first
  * </pre>
  *
  * <p>A training task's {@code sourceIndex} is its prompt's index, a little below its task id, so
@@ -45,6 +50,10 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
     static final String TASK = "T";
     static final String CURSOR = "C";
     static final String VERSION = "V";
+    static final String PART = "P";
+
+    /** The fewest bytes one task of a part takes: a flag byte and four varints. */
+    private static final int MIN_TASK_BYTES = 5;
 
     private static final int EVAL = 1;
     private static final int ACCEPTED = 2;
@@ -68,6 +77,7 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
             case OpenTask t -> TASK;
             case Cursor c -> CURSOR;
             case VersionRecord v -> VERSION;
+            case LedgerPart p -> PART;
             default ->
                 throw new IllegalArgumentException("rollout-ledger serializes ledger entries only, not "
                         + o.getClass().getName());
@@ -78,20 +88,16 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
     public byte[] toBinary(Object o) {
         Out out = new Out();
         switch (o) {
-            case OpenTask t -> {
-                out.b((t.isEval() ? EVAL : 0)
-                        | (t.accepted() ? ACCEPTED : 0)
-                        | (t.possiblyDelivered() ? POSSIBLY_DELIVERED : 0));
-                out.u(t.taskId());
-                out.u(t.attempt() & 0xFFFF_FFFFL);
-                out.z(t.taskId() - t.sourceIndex());
-                out.u(t.dispatchVersion() & 0xFFFF_FFFFL);
-            }
-            case Cursor c -> {
-                out.u(c.nextTaskId());
-                out.z(c.nextTaskId() - c.trainTaken());
-                out.z(c.trainTaken() - c.accepted());
-                out.u(c.incarnation());
+            case OpenTask t -> writeTask(out, t, t.taskId());
+            case Cursor c -> writeCursor(out, c);
+            case LedgerPart p -> {
+                out.u(p.tasks().size());
+                writeCursor(out, p.cursor());
+                long previous = 0;
+                for (OpenTask t : p.tasks()) {
+                    writeTask(out, t, t.taskId() - previous);
+                    previous = t.taskId();
+                }
             }
             case VersionRecord v -> {
                 out.b(v.path() == null ? 0 : PATH_PRESENT);
@@ -113,26 +119,27 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
     public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
         In in = new In(bytes, manifest);
         Object value = switch (manifest) {
-            case TASK -> {
-                int flags = in.flags(EVAL | ACCEPTED | POSSIBLY_DELIVERED);
-                long taskId = in.u64();
-                int attempt = in.u32();
-                long sourceIndex = taskId - in.z64();
-                int dispatchVersion = in.u32();
-                yield new OpenTask(
-                        taskId,
-                        attempt,
-                        (flags & EVAL) != 0,
-                        sourceIndex,
-                        dispatchVersion,
-                        (flags & ACCEPTED) != 0,
-                        (flags & POSSIBLY_DELIVERED) != 0);
-            }
-            case CURSOR -> {
-                long next = in.u64();
-                long trainTaken = next - in.z64();
-                long accepted = trainTaken - in.z64();
-                yield new Cursor(next, trainTaken, accepted, in.u64());
+            case TASK -> readTask(in, 0);
+            case CURSOR -> readCursor(in);
+            case PART -> {
+                int count = in.u32();
+                if (count > in.remaining() / MIN_TASK_BYTES) {
+                    throw in.malformed(
+                            "a count of " + Integer.toUnsignedString(count) + " tasks in " + in.remaining() + " bytes");
+                }
+                Cursor cursor = readCursor(in);
+                List<OpenTask> tasks = new ArrayList<>(count);
+                long previous = 0;
+                for (int i = 0; i < count; i++) {
+                    OpenTask t = readTask(in, previous);
+                    if (i > 0 && t.taskId() <= previous) {
+                        throw in.malformed("task " + i + "'s id " + Long.toUnsignedString(t.taskId())
+                                + " does not ascend from " + Long.toUnsignedString(previous));
+                    }
+                    tasks.add(t);
+                    previous = t.taskId();
+                }
+                yield new LedgerPart(cursor, tasks);
             }
             case VERSION -> {
                 int flags = in.flags(PATH_PRESENT);
@@ -146,7 +153,8 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
             default ->
                 throw new NotSerializableException("rollout-ledger: unknown manifest '" + manifest
                         + "' (known: T for DurableState.OpenTask, C for DurableState.Cursor, V for"
-                        + " DurableState.VersionRecord); is the sending node of a newer build?");
+                        + " DurableState.VersionRecord, P for DurableState.LedgerPart); is the sending node"
+                        + " of a newer build?");
         };
         in.end();
         return value;
@@ -158,8 +166,51 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
             case TASK -> "DurableState.OpenTask";
             case CURSOR -> "DurableState.Cursor";
             case VERSION -> "DurableState.VersionRecord";
+            case PART -> "DurableState.LedgerPart";
             default -> "an unknown record";
         };
+    }
+
+    /** An open task, its id written as {@code idDelta} (the id itself, or its step from the previous). */
+    private static void writeTask(Out out, OpenTask t, long idDelta) {
+        out.b((t.isEval() ? EVAL : 0)
+                | (t.accepted() ? ACCEPTED : 0)
+                | (t.possiblyDelivered() ? POSSIBLY_DELIVERED : 0));
+        out.u(idDelta);
+        out.u(t.attempt() & 0xFFFF_FFFFL);
+        out.z(t.taskId() - t.sourceIndex());
+        out.u(t.dispatchVersion() & 0xFFFF_FFFFL);
+    }
+
+    /** An open task written by {@link #writeTask} with its id as a step from {@code previousId}. */
+    private static OpenTask readTask(In in, long previousId) {
+        int flags = in.flags(EVAL | ACCEPTED | POSSIBLY_DELIVERED);
+        long taskId = previousId + in.u64();
+        int attempt = in.u32();
+        long sourceIndex = taskId - in.z64();
+        int dispatchVersion = in.u32();
+        return new OpenTask(
+                taskId,
+                attempt,
+                (flags & EVAL) != 0,
+                sourceIndex,
+                dispatchVersion,
+                (flags & ACCEPTED) != 0,
+                (flags & POSSIBLY_DELIVERED) != 0);
+    }
+
+    private static void writeCursor(Out out, Cursor c) {
+        out.u(c.nextTaskId());
+        out.z(c.nextTaskId() - c.trainTaken());
+        out.z(c.trainTaken() - c.accepted());
+        out.u(c.incarnation());
+    }
+
+    private static Cursor readCursor(In in) {
+        long next = in.u64();
+        long trainTaken = next - in.z64();
+        long accepted = trainTaken - in.z64();
+        return new Cursor(next, trainTaken, accepted, in.u64());
     }
 
     /** A growing byte buffer with varint writers. */
@@ -216,15 +267,20 @@ public final class LedgerEntrySerializer extends SerializerWithStringManifest {
             this.manifest = manifest;
         }
 
-        private IllegalArgumentException malformed(String what) {
+        IllegalArgumentException malformed(String what) {
             return new IllegalArgumentException("rollout-ledger: malformed " + recordOf(manifest) + " (manifest '"
                     + manifest + "', " + bytes.length + " bytes): " + what);
         }
 
+        int remaining() {
+            return bytes.length - pos;
+        }
+
         int flags(int known) {
+            int at = pos;
             int f = next("flags") & 0xFF;
             if ((f & ~known) != 0) {
-                throw malformed("unknown flag bits 0x" + Integer.toHexString(f & ~known) + " at byte 0");
+                throw malformed("unknown flag bits 0x" + Integer.toHexString(f & ~known) + " at byte " + at);
             }
             return f;
         }

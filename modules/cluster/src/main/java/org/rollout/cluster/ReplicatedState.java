@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,12 +13,11 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.cluster.ddata.Key;
-import org.apache.pekko.cluster.ddata.LWWMap;
-import org.apache.pekko.cluster.ddata.LWWMapKey;
 import org.apache.pekko.cluster.ddata.LWWRegister;
 import org.apache.pekko.cluster.ddata.LWWRegisterKey;
 import org.apache.pekko.cluster.ddata.ReplicatedData;
@@ -36,27 +36,29 @@ import org.slf4j.LoggerFactory;
  *   <li>The version is an {@link LWWRegister} whose clock is the version itself: the newest
  *       version always wins a merge, so it can never go backwards, whatever the order in which
  *       replicas meet.
- *   <li>The ledger is split over {@code ledgerKeys} {@link LWWMap}s ({@code rollout-ledger-<n>}):
- *       task ids are cut into ranges of {@code range} consecutive ids, and range {@code r} lives
- *       in key {@code r mod ledgerKeys}. A key holds {@code "t<task id>"} for each open task of its
- *       ranges and a {@code "cursor"}: every write puts the cursor it was given into each key it
- *       touches, and a reader takes each field's largest value over all keys (every field of the
- *       cursor only grows). Distributed Data ships a key's whole state to the majority on each
- *       write, so one map of every open task made each write cost as much as the whole ledger; a
- *       key holds about {@code 1 / ledgerKeys} of it, and stays far below Artery's frame size
- *       even with a hundred thousand open tasks.
+ *   <li>The ledger is split over {@code ledgerKeys} keys ({@code rollout-ledger-part-<n>}): task
+ *       ids are cut into ranges of {@code range} consecutive ids, and range {@code r} lives in key
+ *       {@code r mod ledgerKeys}. Each key is one {@link LWWRegister} holding a {@link LedgerPart}:
+ *       the open tasks of its ranges and the newest cursor written to it (a reader takes each
+ *       field's largest value over all keys; every field of the cursor only grows). A write
+ *       replaces the key's part with the part changed by it, built from this node's replica.
+ *   <li>Distributed Data ships a key's whole value to the majority on each write. As a map of one
+ *       register per task (the layout before) that cost a version vector, a dot and the writer's
+ *       address per task to serialize, and a merge per task on each receiving node, and at 160,000
+ *       open tasks the replicators could confirm only a few hundred admissions a second. As one
+ *       value it costs the compact encoding of the key's tasks ({@link LedgerEntrySerializer}, a few
+ *       bytes each) and a merge is one comparison of timestamps. A register has no deltas, so
+ *       nothing of the ledger goes into the replicator's background delta propagation (one Artery
+ *       message for all keys): full-state gossip carries it to the nodes a write did not reach.
+ *   <li>The register's timestamp only grows from one write of a key to the next, and a coordinator
+ *       of a later incarnation writes above every earlier one ({@code incarnation << 40}): a late
+ *       write of a predecessor that was replaced (its update still on its way, or gossiped from a
+ *       node it reached alone) never overwrites what its successor wrote. The successor builds its
+ *       writes on the parts it read from a majority (a majority read repairs this node's replica).
  *   <li>Writes to one key are committed in groups: while a key's update is on its way to the
  *       majority, the writes that arrive for that key wait, and then go as one update, in the order
  *       they were made. Each write completes when the update that carried it is confirmed.
  * </ul>
- *
- * <p>What crosses Artery stays inside its frame: the values are a few bytes each ({@link
- *       LedgerEntrySerializer}); an update of {@code max-delta-size} changes or more (the cluster
- *       module's {@code reference.conf} sets 4; the cursor counts as one) goes to the majority as the
- *       key's gzipped full state instead of its delta, and the replicator's background delta
- *       propagation, one message for all keys, carries fewer than that many changes of each key (the
- *       rest by full-state gossip), so it is bounded by the number of keys, not by the admission
- *       rate (docs/scaling.md).
  *
  * <p>The part of one write that falls in one key is applied as one update, so a reader sees all of
  * it or none; a write that spans keys (a batch acknowledgement across ranges) is one update per
@@ -69,7 +71,6 @@ import org.slf4j.LoggerFactory;
 public final class ReplicatedState implements DurableState {
     private static final Logger log = LoggerFactory.getLogger(ReplicatedState.class);
     private static final Key<LWWRegister<LedgerEntry>> VERSION = LWWRegisterKey.create("rollout-version");
-    private static final String CURSOR = "cursor";
     private static final LWWRegister.Clock<LedgerEntry> VERSION_CLOCK =
             (current, value) -> ((VersionRecord) value).version();
 
@@ -80,10 +81,10 @@ public final class ReplicatedState implements DurableState {
     static final int DEFAULT_LEDGER_KEYS = 256;
 
     /**
-     * Entries a grouped update carries at most (one write is never split): an update goes to the
-     * majority as its delta, which must stay well inside Artery's frame.
+     * A coordinator's incarnation, shifted by this, is the least timestamp of its writes: above any
+     * timestamp a predecessor reached (2^40 writes of one key).
      */
-    static final int MAX_ENTRIES_PER_UPDATE = 256;
+    static final int INCARNATION_SHIFT = 40;
 
     /** A write that reached this node but not a majority in time. */
     public static final class NotReplicatedException extends RuntimeException {
@@ -100,12 +101,14 @@ public final class ReplicatedState implements DurableState {
     private final boolean grouped;
     private final List<Shard> shards;
     private final AtomicLong ledgerUpdates = new AtomicLong();
-    /** Changes (entries put or removed, the cursor counts) from which an update goes as full state. */
-    private final int fullStateFrom;
+    /** The largest incarnation in a cursor read or written here: this writer's floor for timestamps. */
+    private volatile long incarnation;
+
+    private final LWWRegister.Clock<LedgerEntry> partClock = partClock(() -> incarnation);
 
     /** @param timeout how long a write or read waits for a majority */
     public ReplicatedState(ActorSystem<?> system, Duration timeout) {
-        this(system, timeout, DEFAULT_RANGE, DEFAULT_LEDGER_KEYS);
+        this(system, timeout, DEFAULT_RANGE, Integer.getInteger("rollout.ledger.keys", DEFAULT_LEDGER_KEYS));
     }
 
     /**
@@ -134,11 +137,9 @@ public final class ReplicatedState implements DurableState {
         this.grouped = grouped;
         List<Shard> s = new ArrayList<>(ledgerKeys);
         for (int i = 0; i < ledgerKeys; i++) {
-            s.add(new Shard(LWWMapKey.create("rollout-ledger-" + i)));
+            s.add(new Shard(LWWRegisterKey.create("rollout-ledger-part-" + i)));
         }
         this.shards = List.copyOf(s);
-        this.fullStateFrom = Math.max(
-                2, system.settings().config().getInt("pekko.cluster.distributed-data.delta-crdt.max-delta-size"));
     }
 
     /** Ledger updates sent to the replicator so far: fewer than the writes when writes were grouped. */
@@ -182,7 +183,7 @@ public final class ReplicatedState implements DurableState {
 
     @Override
     public CompletionStage<Ledger> readLedger() {
-        List<CompletableFuture<Read<LWWMap<String, LedgerEntry>>>> reads = new ArrayList<>(shards.size());
+        List<CompletableFuture<Read<LWWRegister<LedgerEntry>>>> reads = new ArrayList<>(shards.size());
         for (Shard shard : shards) {
             reads.add(read(shard.key, Replicator.ReadMajority::new).toCompletableFuture());
         }
@@ -191,8 +192,8 @@ public final class ReplicatedState implements DurableState {
             Map<Long, OpenTask> open = new HashMap<>();
             int fellBack = 0;
             Object failure = null;
-            for (CompletableFuture<Read<LWWMap<String, LedgerEntry>>> f : reads) {
-                Read<LWWMap<String, LedgerEntry>> r = f.join();
+            for (int i = 0; i < reads.size(); i++) {
+                Read<LWWRegister<LedgerEntry>> r = reads.get(i).join();
                 if (r.fellBack()) {
                     fellBack++;
                     failure = r.failure();
@@ -200,14 +201,19 @@ public final class ReplicatedState implements DurableState {
                 if (r.data() == null) {
                     continue;
                 }
-                for (Map.Entry<String, LedgerEntry> e : r.data().getEntries().entrySet()) {
-                    switch (e.getValue()) {
-                        case Cursor c -> cursor = newest(cursor, c);
-                        case OpenTask t -> open.put(t.taskId(), t);
-                        case VersionRecord v -> log.warn("ledger entry {} holds a version record; ignored", e.getKey());
-                    }
+                if (!(r.data().getValue() instanceof LedgerPart part)) {
+                    log.warn(
+                            "ledger key {} holds {}, not a ledger part; ignored",
+                            shards.get(i).key.id(),
+                            r.data().getValue());
+                    continue;
+                }
+                cursor = newest(cursor, part.cursor());
+                for (OpenTask t : part.tasks()) {
+                    open.put(t.taskId(), t);
                 }
             }
+            raiseIncarnation(cursor);
             if (fellBack > 0) {
                 log.warn(
                         "reading {} of {} ledger keys from a majority of nodes failed ({}); using this node's replicas",
@@ -217,6 +223,14 @@ public final class ReplicatedState implements DurableState {
             }
             return new Ledger(cursor, open);
         });
+    }
+
+    private void raiseIncarnation(Cursor cursor) {
+        if (cursor != null && cursor.incarnation() > incarnation) {
+            synchronized (this) {
+                incarnation = Math.max(incarnation, cursor.incarnation());
+            }
+        }
     }
 
     /** Each field at its largest: every field of a cursor only grows from one write to the next. */
@@ -230,6 +244,7 @@ public final class ReplicatedState implements DurableState {
 
     @Override
     public CompletionStage<Void> writeLedger(Collection<OpenTask> put, Collection<Long> remove, Cursor cursor) {
+        raiseIncarnation(cursor);
         Map<Shard, Change> byShard = new LinkedHashMap<>();
         for (Long id : remove) {
             byShard.computeIfAbsent(shardOf(id), s -> new Change(cursor)).remove.add(id);
@@ -254,11 +269,17 @@ public final class ReplicatedState implements DurableState {
     }
 
     /** One write's part in one key. */
-    private static final class Change {
+    static final class Change {
         final List<OpenTask> put = new ArrayList<>();
         final List<Long> remove = new ArrayList<>();
         final Cursor cursor;
         final CompletableFuture<Void> done = new CompletableFuture<>();
+
+        Change(Cursor cursor, List<OpenTask> put, List<Long> remove) {
+            this(cursor);
+            this.put.addAll(put);
+            this.remove.addAll(remove);
+        }
 
         Change(Cursor cursor) {
             this.cursor = cursor;
@@ -267,11 +288,11 @@ public final class ReplicatedState implements DurableState {
 
     /** A ledger key and the writes waiting for its update in flight. */
     private final class Shard {
-        final Key<LWWMap<String, LedgerEntry>> key;
+        final Key<LWWRegister<LedgerEntry>> key;
         private List<Change> waiting = new ArrayList<>();
         private boolean inFlight;
 
-        Shard(Key<LWWMap<String, LedgerEntry>> key) {
+        Shard(Key<LWWRegister<LedgerEntry>> key) {
             this.key = key;
         }
 
@@ -299,14 +320,8 @@ public final class ReplicatedState implements DurableState {
                     inFlight = false;
                     return;
                 }
-                int entries = 0;
-                int taken = 0;
-                while (taken < waiting.size() && (taken == 0 || entries < MAX_ENTRIES_PER_UPDATE)) {
-                    Change c = waiting.get(taken++);
-                    entries += c.put.size() + c.remove.size();
-                }
-                batch = List.copyOf(waiting.subList(0, taken));
-                waiting = new ArrayList<>(waiting.subList(taken, waiting.size()));
+                batch = waiting;
+                waiting = new ArrayList<>();
             }
             send(batch).whenComplete((ok, error) -> sendWaiting());
         }
@@ -322,35 +337,8 @@ public final class ReplicatedState implements DurableState {
             }
             return update(
                             key,
-                            LWWMap.<String, LedgerEntry>create(),
-                            map -> {
-                                LWWMap<String, LedgerEntry> m = map;
-                                Cursor newest = null;
-                                for (Change c : batch) {
-                                    for (Long id : c.remove) {
-                                        m = m.remove(self, "t" + id);
-                                    }
-                                    for (OpenTask t : c.put) {
-                                        m = m.put(self, "t" + t.taskId(), t);
-                                    }
-                                    if (c.cursor != null) {
-                                        newest = newest == null ? c.cursor : newest(newest, c.cursor);
-                                    }
-                                }
-                                int changes = 0;
-                                for (Change c : batch) {
-                                    changes += c.put.size() + c.remove.size();
-                                }
-                                if (newest != null) {
-                                    changes++;
-                                    scala.Option<LedgerEntry> held = m.get(CURSOR);
-                                    if (held.isDefined() && held.get() instanceof Cursor c) {
-                                        newest = newest(c, newest);
-                                    }
-                                    m = m.put(self, CURSOR, newest);
-                                }
-                                return changes >= fullStateFrom ? withoutDelta(m) : m;
-                            },
+                            LWWRegister.create(self, (LedgerEntry) LedgerPart.EMPTY, partClock),
+                            reg -> reg.withValue(self, applied((LedgerPart) reg.getValue(), batch), partClock),
                             key.id() + ": " + puts + " task(s) written, " + removes + " removed in " + batch.size()
                                     + " write(s)")
                     .toCompletableFuture()
@@ -367,17 +355,52 @@ public final class ReplicatedState implements DurableState {
     }
 
     /**
-     * {@code m} without its delta: the replicator then writes the key's full state (gzipped) to the
-     * majority, and leaves the key out of its background delta propagation for this change (full-state
-     * gossip carries it to the other nodes). Distributed Data checks a delta's size against
-     * {@code max-delta-size} only when it merges several updates, so without this one update of many
-     * changes would go into the one message that carries every key's recent changes, and could
-     * outgrow Artery's frame.
+     * The timestamps of a writer's ledger parts: one above the timestamp held, and at least its
+     * incarnation (the largest of the part's cursor and {@code writerIncarnation}) shifted by {@link
+     * #INCARNATION_SHIFT}, so that a later incarnation's write wins over every earlier one's.
      */
-    @SuppressWarnings("unchecked")
-    private static LWWMap<String, LedgerEntry> withoutDelta(LWWMap<String, LedgerEntry> m) {
-        return (LWWMap<String, LedgerEntry>) (Object) m.resetDelta();
+    static LWWRegister.Clock<LedgerEntry> partClock(LongSupplier writerIncarnation) {
+        return (current, value) -> Math.max(
+                current + 1,
+                Math.max(((LedgerPart) value).cursor().incarnation(), writerIncarnation.getAsLong())
+                        << INCARNATION_SHIFT);
     }
+
+    /** {@code held} with the changes of {@code batch}, in their order; the cursor at its newest. */
+    static LedgerPart applied(LedgerPart held, List<Change> batch) {
+        Map<Long, OpenTask> changed = new HashMap<>(); // a removed task maps to null
+        Cursor cursor = held.cursor();
+        boolean put = false;
+        for (Change c : batch) {
+            for (Long id : c.remove) {
+                changed.put(id, null);
+            }
+            for (OpenTask t : c.put) {
+                changed.put(t.taskId(), t);
+                put = true;
+            }
+            if (c.cursor != null) {
+                cursor = newest(cursor, c.cursor);
+            }
+        }
+        List<OpenTask> tasks = new ArrayList<>(held.tasks().size() + changed.size());
+        for (OpenTask t : held.tasks()) {
+            if (!changed.containsKey(t.taskId())) {
+                tasks.add(t);
+            }
+        }
+        if (put) {
+            for (OpenTask t : changed.values()) {
+                if (t != null) {
+                    tasks.add(t);
+                }
+            }
+            tasks.sort(BY_ID);
+        }
+        return new LedgerPart(cursor, tasks);
+    }
+
+    private static final Comparator<OpenTask> BY_ID = Comparator.comparingLong(OpenTask::taskId);
 
     private static Throwable unwrap(Throwable error) {
         return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.rollout.cluster.DurableState.Cursor;
+import org.rollout.cluster.DurableState.LedgerPart;
 import org.rollout.cluster.DurableState.OpenTask;
 import org.rollout.cluster.DurableState.VersionRecord;
 
@@ -130,7 +131,10 @@ class LedgerEntrySerializerTest {
     @Test
     void theBindingPicksItForExactlyTheLedgersEntries() throws Exception {
         for (Object entry : List.of(
-                new OpenTask(4, 1, false, 17, 3, true, true), new Cursor(40, 38, 20, 2), new VersionRecord(5, "/w"))) {
+                new OpenTask(4, 1, false, 17, 3, true, true),
+                new Cursor(40, 38, 20, 2),
+                new VersionRecord(5, "/w"),
+                new LedgerPart(new Cursor(40, 38, 20, 2), List.of(new OpenTask(4, 1, false, 17, 3, true, true))))) {
             var bound = serialization.findSerializerFor(entry);
             assertThat(bound).as("%s", entry.getClass()).isInstanceOf(LedgerEntrySerializer.class);
             assertThat(bound.identifier()).isEqualTo(LedgerEntrySerializer.ID);
@@ -209,6 +213,61 @@ class LedgerEntrySerializerTest {
         assertThat(serializer.toBinary(new VersionRecord(12, "/w/v12"))).hasSize(1 + 1 + 1 + 6);
     }
 
+    @Test
+    void aLedgerPartRoundTripsEmptyWithExtremesAndWithAFleetsKeyOfTasks() throws Exception {
+        assertThat(roundTrip(LedgerPart.EMPTY)).isEqualTo(LedgerPart.EMPTY);
+        List<OpenTask> extremes = new ArrayList<>();
+        long id = 0;
+        for (long step : new long[] {0, 1, 127, 128, 1L << 35, Long.MAX_VALUE - (1L << 35) - 256}) {
+            id += step;
+            extremes.add(new OpenTask(id, -1, true, Long.MIN_VALUE, Integer.MIN_VALUE, true, true));
+        }
+        LedgerPart wide = new LedgerPart(new Cursor(Long.MAX_VALUE, Long.MIN_VALUE, -1, Long.MAX_VALUE), extremes);
+        assertThat(roundTrip(wide)).isEqualTo(wide);
+        List<OpenTask> fleet = new ArrayList<>();
+        for (int i = 0; i < 625; i++) {
+            long t = 1_000_000 + (i / 64) * 64L * 256 + i % 64;
+            fleet.add(new OpenTask(t, i % 3, false, t - 40, 1_000, i % 2 == 0, i % 7 == 0));
+        }
+        LedgerPart part = new LedgerPart(new Cursor(1_170_000, 1_169_000, 160_000, 3), fleet);
+        assertThat(roundTrip(part)).isEqualTo(part);
+        // A flag byte, a one- or two-byte step, the attempt, the source's offset, the version.
+        assertThat(serializer.toBinary(part)).hasSizeLessThanOrEqualTo(625 * 7 + 20);
+        assertThat(serializer.manifest(part)).isEqualTo("P");
+        assertThatThrownBy(() -> new LedgerPart(Cursor.START, List.of(fleet.get(1), fleet.get(0))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("ascend");
+    }
+
+    @Test
+    void aMalformedLedgerPartFailsNamingItsManifestAndWhatIsWrong() {
+        List<OpenTask> two = List.of(
+                new OpenTask(10, 0, false, 10, 1, false, false), new OpenTask(11, 0, false, 11, 1, false, false));
+        byte[] bytes = serializer.toBinary(new LedgerPart(new Cursor(12, 12, 0, 1), two));
+        for (int cut = 0; cut < bytes.length; cut++) {
+            byte[] shorter = Arrays.copyOf(bytes, cut);
+            assertThatThrownBy(() -> serializer.fromBinary(shorter, "P"))
+                    .as("cut at %d of %d", cut, bytes.length)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("manifest 'P'")
+                    .hasMessageContaining("DurableState.LedgerPart");
+        }
+        // A count far beyond the bytes: refused before anything is allocated for it.
+        byte[] huge = bytes.clone();
+        huge[0] = (byte) 0x7F;
+        assertThatThrownBy(() -> serializer.fromBinary(huge, "P"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("a count of 127 tasks");
+        // The second task's step 0: an id that does not ascend.
+        byte[] repeated = bytes.clone();
+        int second = bytes.length - 4; // flags, step, attempt, source offset, version: one byte each
+        assertThat(repeated[second]).isEqualTo((byte) 1);
+        repeated[second] = 0;
+        assertThatThrownBy(() -> serializer.fromBinary(repeated, "P"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("does not ascend");
+    }
+
     /**
      * The bytes an entry costs inside Distributed Data's messages, measured with Pekko's own
      * serializers, against the same with the entries bound to Jackson CBOR as before: the numbers
@@ -229,28 +288,22 @@ class LedgerEntrySerializerTest {
         }
         System.out.printf(
                 Locale.ROOT,
-                "ledger entry bytes, CBOR -> compact: value %.0f -> %.0f; a put in a delta %.1f -> %.1f;"
-                        + " a removal in a delta %.1f -> %.1f; an entry of a key's full state %.1f -> %.1f%n",
+                "ledger entry bytes, CBOR -> compact: value %.0f -> %.0f; an open task of a key's part %.1f -> %.1f;"
+                        + " a key of %d open tasks %d -> %d%n",
                 cbor.valueBytes(),
                 compact.valueBytes(),
-                cbor.putBytes(),
-                compact.putBytes(),
-                cbor.removeBytes(),
-                compact.removeBytes(),
-                cbor.fullStateBytes(),
-                compact.fullStateBytes());
+                cbor.entryBytes(),
+                compact.entryBytes(),
+                SingletonHarness.LedgerWireSize.KEY_ENTRIES,
+                cbor.keyBytes(),
+                compact.keyBytes());
         assertThat(compact.valueBytes()).isLessThanOrEqualTo(10);
         assertThat(cbor.valueBytes()).isGreaterThan(10 * compact.valueBytes());
-        // What Distributed Data adds around a value (the key twice, the writer's address in the dot,
-        // the version vector and the register, a timestamp) is the same for both.
-        // Deltas are not compressed: a put carries the value as it is.
-        assertThat(compact.putBytes()).isLessThan(cbor.putBytes() - 0.8 * cbor.valueBytes());
-        assertThat(compact.removeBytes()).isEqualTo(cbor.removeBytes());
-        // A key's full state is gzipped by Distributed Data, which takes most of CBOR's repeated
-        // field names away; the compact entries still come out smaller.
-        assertThat(compact.fullStateBytes()).isLessThan(cbor.fullStateBytes());
-        // A key of the fleet's ledger (~625 open tasks) read whole at a fail-over: well inside a frame.
-        assertThat(compact.fullStateBytes() * SingletonHarness.LedgerWireSize.KEY_ENTRIES)
-                .isLessThan(128 * 1024);
+        // Inside a part a task's id is its step from the one before: a byte or two, so a task of a
+        // key costs less than alone, and far less than CBOR's field names and type name.
+        assertThat(compact.entryBytes()).isLessThan(compact.valueBytes());
+        assertThat(cbor.entryBytes()).isGreaterThan(10 * compact.entryBytes());
+        // A key of the fleet's ledger (~625 open tasks), carried whole by each write to it: a few KB.
+        assertThat(compact.keyBytes()).isLessThan(8 * 1024);
     }
 }

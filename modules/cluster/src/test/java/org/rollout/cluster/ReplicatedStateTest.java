@@ -6,14 +6,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
-import org.apache.pekko.cluster.ddata.LWWMap;
-import org.apache.pekko.cluster.ddata.LWWMapKey;
+import org.apache.pekko.cluster.ddata.LWWRegister;
+import org.apache.pekko.cluster.ddata.LWWRegisterKey;
 import org.apache.pekko.cluster.ddata.typed.javadsl.DistributedData;
 import org.apache.pekko.cluster.ddata.typed.javadsl.Replicator;
 import org.junit.jupiter.api.AfterEach;
@@ -21,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.rollout.cluster.DurableState.Cursor;
 import org.rollout.cluster.DurableState.Ledger;
 import org.rollout.cluster.DurableState.LedgerEntry;
+import org.rollout.cluster.DurableState.LedgerPart;
 import org.rollout.cluster.DurableState.OpenTask;
 
 /**
@@ -113,24 +113,22 @@ class ReplicatedStateTest {
         // Each key holds the tasks of its own ranges only, and every key has a cursor.
         Set<Long> seen = new HashSet<>();
         for (int k = 0; k < keys; k++) {
-            String key = "rollout-ledger-" + k;
-            Map<String, LedgerEntry> entries = entriesOn(nodes.b, key);
-            assertThat(entries).containsKey("cursor");
-            for (LedgerEntry e : entries.values()) {
-                if (e instanceof OpenTask t) {
-                    assertThat(onA.keyOf(t.taskId()))
-                            .as("key of task %d", t.taskId())
-                            .isEqualTo(key);
-                    assertThat(Math.floorMod(t.taskId() / range, keys)).isEqualTo(k);
-                    seen.add(t.taskId());
-                }
+            String key = "rollout-ledger-part-" + k;
+            LedgerPart part = partOn(nodes.b, key);
+            assertThat(part.cursor()).as("cursor of %s", key).isNotEqualTo(Cursor.START);
+            for (OpenTask t : part.tasks()) {
+                assertThat(onA.keyOf(t.taskId()))
+                        .as("key of task %d", t.taskId())
+                        .isEqualTo(key);
+                assertThat(Math.floorMod(t.taskId() / range, keys)).isEqualTo(k);
+                seen.add(t.taskId());
             }
         }
         assertThat(seen).isEqualTo(want.open().keySet());
     }
 
     @Test
-    void aGroupedUpdateCarriesAtMostItsBoundOfEntriesAndEveryWriteIsConfirmed() throws Exception {
+    void writesThatWaitForTheirKeyGoTogetherAndEveryWriteIsConfirmed() throws Exception {
         ReplicatedState onA = new ReplicatedState(nodes.a.system(), TIMEOUT, 1_000_000, 1);
         // Every node of a cluster runs its replicator; it starts with the node's first use.
         ReplicatedState onB = new ReplicatedState(nodes.b.system(), TIMEOUT, 1_000_000, 1);
@@ -141,10 +139,8 @@ class ReplicatedStateTest {
         }
         CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
         assertThat(onA.ledgerUpdates())
-                .as(
-                        "1000 one-entry writes to one key, at most %d entries an update",
-                        ReplicatedState.MAX_ENTRIES_PER_UPDATE)
-                .isBetween((long) Math.ceilDiv(1000, ReplicatedState.MAX_ENTRIES_PER_UPDATE), 999L);
+                .as("1000 one-task writes to one key, made without waiting")
+                .isBetween(1L, 999L);
         Ledger read = onB.readLedger().toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertThat(read.open()).hasSize(1000);
         assertThat(read.cursor()).isEqualTo(new Cursor(1000, 1000, 0, 1));
@@ -165,7 +161,7 @@ class ReplicatedStateTest {
         onA.writeLedger(List.of(task(4, false)), List.of(), new Cursor(9, 8, 1, 2))
                 .toCompletableFuture()
                 .get(30, TimeUnit.SECONDS);
-        assertThat(entriesOn(nodes.b, onA.keyOf(0)).get("cursor")).isEqualTo(new Cursor(10, 7, 2, 1));
+        assertThat(partOn(nodes.b, onA.keyOf(0)).cursor()).isEqualTo(new Cursor(10, 7, 2, 1));
         Ledger read = onB.readLedger().toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertThat(read.cursor()).isEqualTo(new Cursor(10, 8, 2, 2));
         assertThat(read.open().keySet()).containsExactlyInAnyOrder(0L, 1L, 4L);
@@ -182,16 +178,16 @@ class ReplicatedStateTest {
     }
 
     @SuppressWarnings("unchecked")
-    private static Map<String, LedgerEntry> entriesOn(
-            org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit, String key) throws Exception {
-        var k = LWWMapKey.<String, LedgerEntry>create(key);
+    private static LedgerPart partOn(org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit, String key)
+            throws Exception {
+        var k = LWWRegisterKey.<LedgerEntry>create(key);
         // A write confirmed by a majority may reach the reading node by gossip a moment later
         // (when the writer counted only itself, before it saw the reader's replicator): read
         // locally until the key is there, within a deadline.
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        Replicator.GetResponse<LWWMap<String, LedgerEntry>> reply;
+        Replicator.GetResponse<LWWRegister<LedgerEntry>> reply;
         do {
-            reply = AskPattern.<Replicator.Command, Replicator.GetResponse<LWWMap<String, LedgerEntry>>>ask(
+            reply = AskPattern.<Replicator.Command, Replicator.GetResponse<LWWRegister<LedgerEntry>>>ask(
                             DistributedData.get(kit.system()).replicator(),
                             r -> new Replicator.Get<>(k, Replicator.readLocal(), r),
                             Duration.ofSeconds(10),
@@ -202,8 +198,7 @@ class ReplicatedStateTest {
             Thread.sleep(100);
         } while (System.nanoTime() < deadline);
         assertThat(reply).as("key %s on the reading node", key).isInstanceOf(Replicator.GetSuccess.class);
-        return ((Replicator.GetSuccess<LWWMap<String, LedgerEntry>>) reply)
-                .get(k)
-                .getEntries();
+        return (LedgerPart)
+                ((Replicator.GetSuccess<LWWRegister<LedgerEntry>>) reply).get(k).getValue();
     }
 }

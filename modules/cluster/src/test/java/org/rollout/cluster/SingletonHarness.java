@@ -1042,21 +1042,17 @@ public final class SingletonHarness {
     /**
      * What one ledger entry costs on the wire, measured with Pekko's own serializers (Distributed
      * Data's {@code ReplicatedDataSerializer} around the values, the values with whatever the
-     * configuration binds {@link DurableState.LedgerEntry} to): the value alone, one put and one
-     * removal inside a delta (what a write and the delta propagation carry per change), and one
-     * entry of a key's full state (what full-state gossip and a majority read carry).
+     * configuration binds {@link DurableState.LedgerEntry} to): an open task alone, and an open task
+     * inside a ledger key's part (what every write to the key, a majority read and full-state gossip
+     * carry per open task of the key).
      *
      * @param valueBytes an open task's serialized value, its manifest included
-     * @param putBytes one put in a delta of {@link #DELTA} puts, per put
-     * @param removeBytes one removal in a delta of {@link #DELTA} removals, per removal
-     * @param fullStateBytes one entry of a key holding {@link #KEY_ENTRIES} open tasks, per entry
+     * @param entryBytes one task of a key's part holding {@link #KEY_ENTRIES} open tasks, per task
+     * @param keyBytes that key's register, whole
      */
-    public record LedgerWireSize(double valueBytes, double putBytes, double removeBytes, double fullStateBytes) {
+    public record LedgerWireSize(double valueBytes, double entryBytes, int keyBytes) {
 
-        /** Puts (or removals) in one measured delta: Distributed Data's default max-delta-size is 50. */
-        public static final int DELTA = 49;
-
-        /** Entries of one measured key: the fleet's ~160,000 open tasks over 256 keys. */
+        /** Tasks of one measured key: the fleet's ~160,000 open tasks over 256 keys. */
         public static final int KEY_ENTRIES = 625;
 
         /** The binding that puts the entries back on Jackson CBOR, as they were written before. */
@@ -1077,8 +1073,7 @@ public final class SingletonHarness {
         }
 
         static LedgerWireSize measure(org.apache.pekko.serialization.Serialization serialization) {
-            // A node's address as the benchmark's nodes have it (a longer host name costs more: each
-            // put carries the writer's address three times: its dot, its version vector, its register).
+            // A node's address as the benchmark's nodes have it (the register carries it once).
             org.apache.pekko.cluster.ddata.SelfUniqueAddress self =
                     new org.apache.pekko.cluster.ddata.SelfUniqueAddress(new org.apache.pekko.cluster.UniqueAddress(
                             new org.apache.pekko.actor.Address("pekko", "bench-coordinator", "127.0.0.1", 40_123),
@@ -1090,69 +1085,21 @@ public final class SingletonHarness {
                                     serialization.findSerializerFor(sample), sample)
                             .length();
             // A key holding KEY_ENTRIES tasks of its ranges (64 ids a range, every 256th range).
-            LWW key = LWW.create();
-            LWW one = null;
+            List<DurableState.OpenTask> tasks = new ArrayList<>();
             for (int i = 0; i < KEY_ENTRIES; i++) {
                 long id = firstId + (i / 64) * 64L * 256 + i % 64;
-                key = key.put(self, "t" + id, task(id, i % 2 == 0));
-                if (i == 0) {
-                    one = key;
-                }
+                tasks.add(task(id, i % 2 == 0));
             }
-            key = key.reset();
-            double full =
-                    (size(serialization, key.map) - size(serialization, one.reset().map)) / (double) (KEY_ENTRIES - 1);
-            // A delta of DELTA puts (tasks admitted) and one of DELTA removals (tasks acknowledged).
-            LWW puts = key;
-            LWW put1 = null;
-            for (int i = 0; i < DELTA; i++) {
-                long id = firstId + 10_000_000L + i;
-                puts = puts.put(self, "t" + id, task(id, false));
-                if (i == 0) {
-                    put1 = puts;
-                }
-            }
-            double put = (size(serialization, puts.delta()) - size(serialization, put1.delta())) / (double) (DELTA - 1);
-            LWW removes = key;
-            LWW remove1 = null;
-            int removed = 0;
-            for (String k : key.map.getEntries().keySet()) {
-                removes = removes.remove(self, k);
-                if (removed++ == 0) {
-                    remove1 = removes;
-                }
-                if (removed == DELTA) {
-                    break;
-                }
-            }
-            double remove = (size(serialization, removes.delta()) - size(serialization, remove1.delta()))
-                    / (double) (DELTA - 1);
-            return new LedgerWireSize(value, put, remove, full);
+            DurableState.Cursor cursor = new DurableState.Cursor(firstId + 170_000, firstId + 169_000, 160_000, 3);
+            int whole = size(serialization, register(self, new DurableState.LedgerPart(cursor, tasks)));
+            int one = size(serialization, register(self, new DurableState.LedgerPart(cursor, tasks.subList(0, 1))));
+            return new LedgerWireSize(value, (whole - one) / (double) (KEY_ENTRIES - 1), whole);
         }
 
-        /** The ledger's map type, without the generics at every use. */
-        private record LWW(org.apache.pekko.cluster.ddata.LWWMap<String, DurableState.LedgerEntry> map) {
-            static LWW create() {
-                return new LWW(org.apache.pekko.cluster.ddata.LWWMap.create());
-            }
-
-            LWW put(org.apache.pekko.cluster.ddata.SelfUniqueAddress self, String k, DurableState.LedgerEntry v) {
-                return new LWW(map.put(self, k, v));
-            }
-
-            LWW remove(org.apache.pekko.cluster.ddata.SelfUniqueAddress self, String k) {
-                return new LWW(map.remove(self, k));
-            }
-
-            @SuppressWarnings("unchecked")
-            LWW reset() {
-                return new LWW((org.apache.pekko.cluster.ddata.LWWMap<String, DurableState.LedgerEntry>)
-                        (Object) map.resetDelta());
-            }
-
-            Object delta() {
-                return map.delta().get();
-            }
+        private static org.apache.pekko.cluster.ddata.LWWRegister<DurableState.LedgerEntry> register(
+                org.apache.pekko.cluster.ddata.SelfUniqueAddress self, DurableState.LedgerPart part) {
+            return org.apache.pekko.cluster.ddata.LWWRegister.create(
+                    self, (DurableState.LedgerEntry) part, (current, v) -> (3L << 40) + 12_345);
         }
 
         private static DurableState.OpenTask task(long id, boolean accepted) {
