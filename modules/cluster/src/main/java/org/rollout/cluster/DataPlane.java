@@ -1,6 +1,5 @@
 package org.rollout.cluster;
 
-import java.io.DataInputStream;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -44,9 +43,11 @@ import org.slf4j.LoggerFactory;
  * on the other. Control stays in actors; only the bytes take this path.
  *
  * <pre>
- *   receiver ──connect──► sender's data plane        "RLP1 &lt;token&gt;\n"
- *            ◄── 'Y' + the message's Kryo bytes, then the sender closes
- *            ◄── 'N' when the token is unknown (fetched already, or given up)
+ *   receiver ──connect──► sender's data plane        "RLK1 &lt;token&gt;\n"
+ *            ◄── 'Y' + the message's Kryo bytes + '.', and the connection stays open for the
+ *                next request (closed by the sender after 30 s without one)
+ *            ◄── 'N' when the token is unknown (fetched already, or given up); stays open too
+ *   (or "RLP1 &lt;token&gt;\n": the same without the '.', and the sender closes after it)
  *
  *   relay    ──connect──► holder's data plane        "RLB1 &lt;token&gt;\n"   (a batch, as RBATCH)
  *            ◄── 'Y' + i64 length (big-endian) + the batch's RBATCH bytes, then the holder closes
@@ -73,8 +74,14 @@ import org.slf4j.LoggerFactory;
  */
 final class DataPlane implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(DataPlane.class);
-    private static final byte[] HELLO = "RLP1 ".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] HELLO_BATCH = "RLB1 ".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HELLO = DataPlaneClient.HELLO;
+    private static final byte[] HELLO_KEEP = DataPlaneClient.HELLO_KEEP;
+    private static final byte[] HELLO_BATCH = DataPlaneClient.HELLO_BATCH;
+    /** How long a kept connection waits for its next request: longer than the receiving side keeps it. */
+    private static final Duration KEEP_IDLE = DataPlaneClient.IDLE.multipliedBy(2);
+    /** Ends a payload sent on a kept connection ({@code RLK1}). */
+    static final int END = '.';
+
     private static final int TOKEN_BYTES = 16;
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration ACCEPT_RETRY = Duration.ofMillis(200);
@@ -231,150 +238,6 @@ final class DataPlane implements AutoCloseable {
     }
 
     /**
-     * Fetches the payload {@code ref} names from its sender's data plane and decodes it, over
-     * {@code tls} when it is given (null: plain TCP); blocks (run it on a virtual thread).
-     *
-     * @throws IOException when the connection fails, stalls or is cut short, or the sender no
-     *     longer holds the payload
-     */
-    static Object fetch(
-            DirectRef ref,
-            DataPlaneTls tls,
-            String what,
-            KryoPayloadSerializer kryo,
-            int chunkBytes,
-            Duration stall,
-            Duration unfetchedAfter)
-            throws IOException {
-        Connection c = request(ref, tls, HELLO, stall);
-        try (c) {
-            // Kryo's Input buffers the reads itself (chunkBytes at a time); a buffer under it
-            // would only add a copy of every byte.
-            InputStream in = c.socket().getInputStream();
-            expectYes(in, ref, unfetchedAfter);
-            try {
-                return kryo.read(in, chunkBytes, what);
-            } catch (RuntimeException e) {
-                if (e.getCause() instanceof SocketTimeoutException || hasCause(e, SocketTimeoutException.class)) {
-                    throw new IOException(
-                            "no bytes from " + ref.host() + ":" + ref.port() + " for " + stall.toSeconds() + " s", e);
-                }
-                throw e;
-            }
-        }
-    }
-
-    /**
-     * A connection: the TCP channel, and the socket to read and write ({@code channel}'s own, or a
-     * TLS socket over it). Closing closes the channel: at once, even while another thread writes.
-     */
-    record Connection(SocketChannel channel, Socket socket) implements AutoCloseable {
-        @Override
-        public void close() throws IOException {
-            channel.close();
-        }
-    }
-
-    /** Connects to {@code ref}'s data plane (over {@code tls} when given) and asks for its payload with {@code hello}. */
-    private static Connection request(DirectRef ref, DataPlaneTls tls, byte[] hello, Duration stall)
-            throws IOException {
-        if (tls != null) {
-            // From the connect on: the data plane's deadline runs from its accept.
-            tls.awaitTurn(stall);
-        }
-        SocketChannel c = null;
-        try {
-            c = SocketChannel.open();
-            c.socket().connect(new InetSocketAddress(ref.host(), ref.port()), (int) REQUEST_TIMEOUT.toMillis());
-            c.socket().setTcpNoDelay(true);
-            c.socket().setReceiveBufferSize(1 << 20);
-            Socket s = tls == null ? c.socket() : tls.connect(c.socket(), ref.host(), ref.port(), REQUEST_TIMEOUT);
-            byte[] token = ref.token().getBytes(StandardCharsets.US_ASCII);
-            byte[] request = Arrays.copyOf(hello, hello.length + token.length + 1);
-            System.arraycopy(token, 0, request, hello.length, token.length);
-            request[request.length - 1] = '\n';
-            s.getOutputStream().write(request);
-            s.getOutputStream().flush();
-            c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, stall.toMillis()));
-            return new Connection(c, s);
-        } catch (IOException | RuntimeException e) {
-            if (c != null) {
-                c.close();
-            }
-            throw e;
-        } finally {
-            if (tls != null) {
-                tls.turnDone();
-            }
-        }
-    }
-
-    /** Reads the holder's answer; anything but 'Y' is an {@link IOException} that says what it meant. */
-    private static void expectYes(InputStream in, DirectRef ref, Duration unfetchedAfter) throws IOException {
-        int answer = in.read();
-        if (answer == 'N') {
-            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
-                    + " no longer holds the payload (fetched already, or not fetched within "
-                    + unfetchedAfter.toSeconds() + " s)");
-        }
-        if (answer == 'F') {
-            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
-                    + " holds the payload, but it is not a batch it can send as RBATCH");
-        }
-        if (answer != 'Y') {
-            throw new IOException("the sending node " + ref.host() + ":" + ref.port()
-                    + (answer < 0 ? " closed the connection before answering" : " answered " + answer));
-        }
-    }
-
-    /** A batch being read from its holder's data plane as RBATCH bytes: {@link #length} of them on {@link #in}. */
-    record BatchStream(Connection connection, InputStream in, long length) implements AutoCloseable {
-        @Override
-        public void close() {
-            try {
-                connection.close();
-            } catch (IOException e) {
-                log.debug("closing a batch relay: {}", e.toString());
-            }
-        }
-    }
-
-    /**
-     * Opens the batch {@code ref} names on its holder's data plane in RBATCH form: returns once the
-     * holder has said yes and how many bytes follow. The caller reads exactly that many from the
-     * stream (a read that waits {@code stall} fails with a {@link SocketTimeoutException}) and
-     * closes it. Blocks (run it on a virtual thread).
-     *
-     * @throws IOException when the connection fails or the holder no longer holds the batch
-     */
-    static BatchStream openBatch(DirectRef ref, DataPlaneTls tls, Duration stall, Duration unfetchedAfter)
-            throws IOException {
-        Connection c = request(ref, tls, HELLO_BATCH, stall);
-        try {
-            InputStream in = c.socket().getInputStream();
-            expectYes(in, ref, unfetchedAfter);
-            long length = new DataInputStream(in).readLong();
-            if (length < 0) {
-                throw new IOException(
-                        "the sending node " + ref.host() + ":" + ref.port() + " announced " + length + " bytes");
-            }
-            return new BatchStream(c, in, length);
-        } catch (IOException | RuntimeException e) {
-            c.close();
-            throw e;
-        }
-    }
-
-    private static boolean hasCause(Throwable e, Class<? extends Throwable> type) {
-        for (Throwable c = e; c != null; c = c.getCause()) {
-            if (type.isInstance(c)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /**
      * Accepts until closed. An accept that fails while open (out of file descriptors, say) is
      * logged once per episode and tried again after a pause: the node's data plane comes back
      * with the descriptors.
@@ -417,54 +280,102 @@ final class DataPlane implements AutoCloseable {
     private void serve(SocketChannel c) {
         // The deadline of the handshake and the request, whatever the peer sends meanwhile; the
         // read timeout alone would let a peer that sends a byte now and then hold the connection.
-        ScheduledFuture<?> deadline;
-        try {
-            deadline = sweeper.schedule(() -> closeQuietly(c), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (RejectedExecutionException closing) {
-            closeQuietly(c);
+        ScheduledFuture<?> deadline = deadline(c);
+        if (deadline == null) {
             return;
         }
         connections.incrementAndGet();
         SocketAddress peer = null;
         Hello hello = null;
-        Send send = null;
         try (c) {
             peer = c.getRemoteAddress();
             c.socket().setTcpNoDelay(true);
             c.socket().setSendBufferSize(1 << 20);
             c.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, requestTimeout.toMillis()));
             Socket socket = tls == null ? c.socket() : tls.accept(c.socket());
-            Hello request = readHello(socket.getInputStream());
-            if (!deadline.cancel(false)) {
-                throw new Refused(Reason.TIMEOUT, "the deadline passed");
-            }
-            hello = request;
-            OutputStream raw = socket.getOutputStream();
-            Offer offer = offers.get(hello.token());
-            TrainingBatch batch = null;
-            if (offer != null && hello.rbatch()) {
-                if (!(offer.message() instanceof Collector.BatchReply reply) || reply.batch() == null) {
-                    raw.write('F');
-                    raw.flush();
+            InputStream in = socket.getInputStream();
+            int first = in.read();
+            while (true) {
+                Hello request = readHello(first, in);
+                if (!deadline.cancel(false)) {
+                    throw new Refused(Reason.TIMEOUT, "the deadline passed");
+                }
+                hello = request;
+                if (!answer(c, socket, hello) || closed) {
                     return;
                 }
-                batch = reply.batch();
+                // A kept connection: the next request, or nothing for KEEP_IDLE (then closed quietly).
+                hello = null;
+                socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, KEEP_IDLE.toMillis()));
+                try {
+                    first = in.read();
+                } catch (SocketTimeoutException idle) {
+                    return;
+                }
+                if (first < 0 || (deadline = deadline(c)) == null) {
+                    return;
+                }
+                socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, requestTimeout.toMillis()));
             }
-            if (offer == null || !offers.remove(hello.token(), offer)) {
-                raw.write('N');
-                raw.flush();
+        } catch (IOException | RuntimeException e) {
+            if (closed) {
                 return;
             }
-            send = new Send(c, offer.what());
-            sends.put(send, Boolean.TRUE);
-            Send s = send;
+            if (hello == null) {
+                // Before a whole request: refused, or the deadline closed the connection, or a read
+                // timed out, or the peer went away mid-request.
+                boolean late =
+                        deadline.isDone() && !deadline.isCancelled() || DataPlaneTls.failure(e) == Reason.TIMEOUT;
+                Reason reason = late ? Reason.TIMEOUT : e instanceof Refused r ? r.reason() : Reason.BAD_REQUEST;
+                refusals.refuse(reason, peer, e instanceof Refused ? e.getMessage() : e.toString());
+            }
+        } finally {
+            deadline.cancel(false);
+            connections.decrementAndGet();
+        }
+    }
+
+    /** Closes {@code c} after the request timeout unless cancelled; null (and {@code c} closed) when closing. */
+    private ScheduledFuture<?> deadline(SocketChannel c) {
+        try {
+            return sweeper.schedule(() -> closeQuietly(c), requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException closing) {
+            closeQuietly(c);
+            return null;
+        }
+    }
+
+    /**
+     * Answers {@code hello} on {@code socket}: the payload, 'N' or 'F'. True when the connection
+     * stays open for another request: a kept one ({@code RLK1}) that was answered whole.
+     */
+    private boolean answer(SocketChannel c, Socket socket, Hello hello) throws IOException {
+        OutputStream raw = socket.getOutputStream();
+        Offer offer = offers.get(hello.token());
+        TrainingBatch batch = null;
+        if (offer != null && hello.form() == Form.RBATCH) {
+            if (!(offer.message() instanceof Collector.BatchReply reply) || reply.batch() == null) {
+                raw.write('F');
+                raw.flush();
+                return false;
+            }
+            batch = reply.batch();
+        }
+        if (offer == null || !offers.remove(hello.token(), offer)) {
+            raw.write('N');
+            raw.flush();
+            return hello.form() == Form.KEPT;
+        }
+        Send send = new Send(c, offer.what());
+        sends.put(send, Boolean.TRUE);
+        try {
             // Unbuffered: Kryo's Output writes chunkBytes at a time already.
             OutputStream out = new FilterOutputStream(raw) {
                 @Override
                 public void write(byte[] b, int off, int len) throws IOException {
                     out.write(b, off, len);
-                    s.written += len;
-                    s.movedNanos = System.nanoTime();
+                    send.written += len;
+                    send.movedNanos = System.nanoTime();
                 }
             };
             out.write('Y');
@@ -478,39 +389,33 @@ final class DataPlane implements AutoCloseable {
             } else {
                 n = kryo.write(offer.message(), out, chunkBytes);
             }
+            if (hello.form() == Form.KEPT) {
+                out.write(END);
+            }
             out.flush();
             onSent.accept(n);
+            if (hello.form() == Form.KEPT) {
+                return true;
+            }
             // The end of the stream (with TLS, its close_notify first); the receiver may have
             // closed already once it had every byte.
             try {
                 socket.shutdownOutput();
             } catch (IOException e) {
-                log.debug("{}: ending the stream after the payload: {}", s.what, e.toString());
+                log.debug("{}: ending the stream after the payload: {}", send.what, e.toString());
             }
+            return false;
         } catch (IOException | RuntimeException e) {
-            if (closed) {
-                return;
+            if (!closed) {
+                log.warn(
+                        "{}: sending the payload to its receiver failed after {} bytes: {}",
+                        send.what,
+                        send.written,
+                        e.toString());
             }
-            if (hello == null) {
-                // Before a whole request: refused, or the deadline closed the connection, or a read
-                // timed out, or the peer went away mid-request.
-                boolean late =
-                        deadline.isDone() && !deadline.isCancelled() || DataPlaneTls.failure(e) == Reason.TIMEOUT;
-                Reason reason = late ? Reason.TIMEOUT : e instanceof Refused r ? r.reason() : Reason.BAD_REQUEST;
-                refusals.refuse(reason, peer, e instanceof Refused ? e.getMessage() : e.toString());
-                return;
-            }
-            log.warn(
-                    "{}: sending the payload to its receiver failed{}: {}",
-                    send == null ? "a data-plane request" : send.what,
-                    send == null ? "" : " after " + send.written + " bytes",
-                    e.toString());
+            return false;
         } finally {
-            deadline.cancel(false);
-            if (send != null) {
-                sends.remove(send);
-            }
-            connections.decrementAndGet();
+            sends.remove(send);
         }
     }
 
@@ -522,14 +427,29 @@ final class DataPlane implements AutoCloseable {
         }
     }
 
-    /** A request: the token it names, and whether it asks for a batch in RBATCH form. */
-    private record Hello(String token, boolean rbatch) {}
+    /** What a request asks for: a payload then the end of the connection, a payload on a kept one, a batch. */
+    private enum Form {
+        ONCE,
+        KEPT,
+        RBATCH
+    }
 
-    /** The request on {@code in}; refused as {@link Reason#BAD_REQUEST} when it is not one. */
-    private static Hello readHello(InputStream in) throws IOException {
-        byte[] head = in.readNBytes(HELLO.length);
-        boolean kryo = Arrays.equals(head, HELLO);
-        if (!kryo && !Arrays.equals(head, HELLO_BATCH)) {
+    /** A request: the token it names, and the form of the answer it asks for. */
+    private record Hello(String token, Form form) {}
+
+    /** The request whose first byte is {@code first} on {@code in}; refused as {@link Reason#BAD_REQUEST} when it is not one. */
+    private static Hello readHello(int first, InputStream in) throws IOException {
+        if (first < 0) {
+            throw new Refused(Reason.BAD_REQUEST, "closed after 0 bytes");
+        }
+        byte[] rest = in.readNBytes(HELLO.length - 1);
+        byte[] head = new byte[1 + rest.length];
+        head[0] = (byte) first;
+        System.arraycopy(rest, 0, head, 1, rest.length);
+        Form form = Arrays.equals(head, HELLO_KEEP)
+                ? Form.KEPT
+                : Arrays.equals(head, HELLO) ? Form.ONCE : Arrays.equals(head, HELLO_BATCH) ? Form.RBATCH : null;
+        if (form == null) {
             throw new Refused(
                     Reason.BAD_REQUEST,
                     head.length < HELLO.length ? "closed after " + head.length + " bytes" : "no request");
@@ -538,7 +458,7 @@ final class DataPlane implements AutoCloseable {
         if (token.length != 2 * TOKEN_BYTES + 1 || token[2 * TOKEN_BYTES] != '\n') {
             throw new Refused(Reason.BAD_REQUEST, "a malformed token");
         }
-        return new Hello(new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII), !kryo);
+        return new Hello(new String(token, 0, 2 * TOKEN_BYTES, StandardCharsets.US_ASCII), form);
     }
 
     private void sweep() {

@@ -96,10 +96,35 @@ public final class KryoPayloadSerializer extends JSerializer {
      * @param what names the payload in errors (task id, batch id)
      */
     Object read(InputStream stream, int chunkBytes, String what) {
+        return read(stream, chunkBytes, what, false);
+    }
+
+    /**
+     * Reads one object from {@code stream} as {@link #read} does, followed by the data plane's end
+     * byte ({@link DataPlane#END}) instead of the end of the stream: the stream stays open for the
+     * next one, and nothing may follow the end byte meanwhile.
+     */
+    Object readFramed(InputStream stream, int chunkBytes, String what) {
+        return read(stream, chunkBytes, what, true);
+    }
+
+    private Object read(InputStream stream, int chunkBytes, String what, boolean framed) {
         Kryo k = kryos.obtain();
         try {
             Input in = new Input(stream, chunkBytes);
             Object o = k.readClassAndObject(in);
+            if (framed) {
+                int end = in.readByte() & 0xFF;
+                if (end != DataPlane.END || in.position() != in.limit()) {
+                    throw new IllegalStateException(what + ": the payload does not end after its " + in.total()
+                            + " bytes ("
+                            + (end != DataPlane.END
+                                    ? "byte " + end + " where the end byte belongs"
+                                    : "bytes follow the end byte")
+                            + "); the stream is corrupt");
+                }
+                return o;
+            }
             if (!in.end()) {
                 throw new IllegalStateException(
                         what + ": bytes follow the payload after " + in.total() + " bytes; the stream is corrupt");

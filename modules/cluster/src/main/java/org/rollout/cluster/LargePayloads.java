@@ -127,6 +127,8 @@ public final class LargePayloads implements Extension {
     private final DataPlane dataPlane;
     /** TLS for fetching from other nodes' data planes (Artery's tls-tcp), or null for plain TCP. */
     private final DataPlaneTls tls;
+    /** Fetches from other nodes' data planes, keeping connections open between payloads. */
+    private final DataPlaneClient client;
 
     private LargePayloads(ActorSystem<?> system) {
         Config config = system.settings().config();
@@ -141,6 +143,7 @@ public final class LargePayloads implements Extension {
         this.io = Executors.newThreadPerTaskExecutor(
                 Thread.ofVirtual().name("large-payload-", 0).factory());
         this.tls = tls(config);
+        this.client = new DataPlaneClient(tls);
         this.dataPlane = startDataPlane(system, config, kryo, chunkBytes, tls, n -> {
             streamsSent.incrementAndGet();
             bytesSent.addAndGet(n);
@@ -149,6 +152,7 @@ public final class LargePayloads implements Extension {
             if (dataPlane != null) {
                 dataPlane.close();
             }
+            client.close();
             io.shutdown();
         });
     }
@@ -411,7 +415,7 @@ public final class LargePayloads implements Extension {
      */
     public <T> CompletionStage<T> receive(DirectRef ref, Class<T> type, String what) {
         return decode(
-                () -> DataPlane.fetch(ref, tls, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER),
+                () -> client.fetch(ref, what, kryo, chunkBytes, STALL, UNFETCHED_AFTER),
                 type,
                 what,
                 "the data plane",
@@ -429,9 +433,9 @@ public final class LargePayloads implements Extension {
      */
     public EncodedBatch relay(DirectRef ref, long batchId, int groups, List<Long> taskIds) throws IOException {
         String what = "batch " + batchId;
-        DataPlane.BatchStream stream;
+        DataPlaneClient.BatchStream stream;
         try {
-            stream = DataPlane.openBatch(ref, tls, STALL, UNFETCHED_AFTER);
+            stream = DataPlaneClient.openBatch(ref, tls, STALL, UNFETCHED_AFTER);
         } catch (IOException e) {
             throw new IOException(what + ": " + e.getMessage(), e);
         }

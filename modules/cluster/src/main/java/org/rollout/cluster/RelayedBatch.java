@@ -18,7 +18,7 @@ final class RelayedBatch implements EncodedBatch {
     static final int BUFFER = 1 << 20;
 
     private final DirectRef ref;
-    private final DataPlane.BatchStream stream;
+    private final DataPlaneClient.BatchStream stream;
     private final long batchId;
     private final int groups;
     private final List<Long> taskIds;
@@ -30,7 +30,7 @@ final class RelayedBatch implements EncodedBatch {
      */
     RelayedBatch(
             DirectRef ref,
-            DataPlane.BatchStream stream,
+            DataPlaneClient.BatchStream stream,
             long batchId,
             int groups,
             List<Long> taskIds,

@@ -58,7 +58,7 @@ class DataPlaneTest {
     }
 
     private Object fetch(DirectRef ref, Duration stall) throws IOException {
-        return DataPlane.fetch(ref, null, "batch 7", kryo, 128 * 1024, stall, Duration.ofSeconds(60));
+        return DataPlaneClient.fetchOnce(ref, null, "batch 7", kryo, 128 * 1024, stall, Duration.ofSeconds(60));
     }
 
     @Test
@@ -95,8 +95,8 @@ class DataPlaneTest {
         DirectRef ref = p.offer(new Collector.BatchReply(batch), "batch 8");
 
         byte[] got;
-        try (DataPlane.BatchStream stream =
-                DataPlane.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60))) {
+        try (DataPlaneClient.BatchStream stream =
+                DataPlaneClient.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60))) {
             assertThat(stream.length()).isEqualTo(expected.size());
             got = stream.in().readNBytes((int) stream.length());
             assertThat(stream.in().read())
@@ -108,7 +108,7 @@ class DataPlaneTest {
                 "the holder to count the bytes",
                 Duration.ofSeconds(30),
                 () -> sent.get() - sentBefore == expected.size());
-        assertThatThrownBy(() -> DataPlane.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60)))
+        assertThatThrownBy(() -> DataPlaneClient.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60)))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("no longer holds the payload");
         assertThatThrownBy(() -> fetch(ref, Duration.ofSeconds(30)))
@@ -120,7 +120,7 @@ class DataPlaneTest {
     void aPayloadThatIsNotABatchIsRefusedAsRbatchAndStaysOffered() throws Exception {
         DataPlane p = start(Duration.ofSeconds(30), Duration.ofSeconds(30));
         DirectRef ref = p.offer(new Collector.BatchReply(null), "no batch");
-        assertThatThrownBy(() -> DataPlane.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60)))
+        assertThatThrownBy(() -> DataPlaneClient.openBatch(ref, null, Duration.ofSeconds(30), Duration.ofSeconds(60)))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("not a batch it can send as RBATCH");
         assertThat(((Collector.BatchReply) fetch(ref, Duration.ofSeconds(30))).batch())

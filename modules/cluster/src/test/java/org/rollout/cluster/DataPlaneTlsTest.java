@@ -102,7 +102,7 @@ class DataPlaneTlsTest {
     }
 
     private Object fetch(DirectRef ref, DataPlaneTls tls) throws IOException {
-        return DataPlane.fetch(ref, tls, "batch 7", kryo, 128 * 1024, LONG, Duration.ofSeconds(60));
+        return DataPlaneClient.fetchOnce(ref, tls, "batch 7", kryo, 128 * 1024, LONG, Duration.ofSeconds(60));
     }
 
     @Test
@@ -132,7 +132,8 @@ class DataPlaneTlsTest {
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
         BatchWireFormat.write(relayed, expected);
         DirectRef batchRef = p.offer(new Collector.BatchReply(relayed), "batch 8");
-        try (DataPlane.BatchStream stream = DataPlane.openBatch(batchRef, node, LONG, Duration.ofSeconds(60))) {
+        try (DataPlaneClient.BatchStream stream =
+                DataPlaneClient.openBatch(batchRef, node, LONG, Duration.ofSeconds(60))) {
             assertThat(stream.length()).isEqualTo(expected.size());
             assertThat(stream.in().readNBytes((int) stream.length())).isEqualTo(expected.toByteArray());
             assertThat(stream.in().read())
@@ -142,6 +143,32 @@ class DataPlaneTlsTest {
         for (Reason r : Reason.values()) {
             assertThat(p.refused(r)).as("refused as %s", r).isZero();
         }
+        TestRollout.await("every connection to be done with", LONG, () -> p.connections() == 0);
+    }
+
+    @Test
+    void payloadsFromOneNodeShareOneTlsConnectionAndAKeptConnectionIsStillRefusedToARogue() throws Exception {
+        DataPlane p = start(node, LONG);
+        try (DataPlaneClient client = new DataPlaneClient(node)) {
+            for (int i = 0; i < 10; i++) {
+                TrainingBatch b = Payloads.batch(i, 2, 8, 1024);
+                DirectRef ref = p.offer(new Collector.BatchReply(b), "batch " + i);
+                assertThat(((Collector.BatchReply) client.fetch(ref, "batch " + i, kryo, 128 * 1024, LONG, LONG))
+                                .batch())
+                        .isEqualTo(b);
+            }
+            assertThat(client.opened()).as("one handshake for ten payloads").isEqualTo(1);
+            assertThat(client.reused()).isEqualTo(9);
+        }
+        try (DataPlaneClient stranger = new DataPlaneClient(rogue)) {
+            DirectRef ref = p.offer(new Collector.BatchReply(Payloads.batch(11, 2, 8, 1024)), "batch 11");
+            assertThatThrownBy(() -> stranger.fetch(ref, "batch 11", kryo, 128 * 1024, LONG, LONG))
+                    .isInstanceOf(IOException.class);
+        }
+        TestRollout.await(
+                "the rogue's connection to be refused: it presents no certificate",
+                LONG,
+                () -> p.refused(Reason.NO_CERTIFICATE) == 1);
         TestRollout.await("every connection to be done with", LONG, () -> p.connections() == 0);
     }
 
@@ -284,7 +311,8 @@ class DataPlaneTlsTest {
         assertThatThrownBy(() -> fetch(ref, node))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("TLS handshake with the data plane at 127.0.0.1:" + impostor.port() + " failed");
-        assertThatThrownBy(() -> DataPlane.openBatch(ref, node, LONG, LONG)).hasMessageContaining("TLS handshake");
+        assertThatThrownBy(() -> DataPlaneClient.openBatch(ref, node, LONG, LONG))
+                .hasMessageContaining("TLS handshake");
     }
 
     @Test
