@@ -75,7 +75,8 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                         "ledger-layouts",
                         "split",
                         "coordinator with --ledger-nodes: split (keys by task range, writes to a key grouped), "
-                                + "single (one key, each write sent on its own: the layout before), or both"),
+                                + "single (one key, each write sent on its own: the layout before the split, with today's values), "
+                                + "or both"),
                 new Flag(
                         "held",
                         "0",
@@ -87,7 +88,7 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                         "ledger-serializer",
                         "compact",
                         "coordinator with --ledger-nodes: compact (rollout-ledger, the binding) or cbor (Jackson CBOR, "
-                                + "the ledger's entries as they were written before)"),
+                                + "as the ledger's entries were written before: the ledger's parts then too)"),
                 new Flag(
                         "failover",
                         "none",

@@ -14,6 +14,8 @@ import java.util.Deque;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,10 +25,12 @@ import org.slf4j.LoggerFactory;
  * keeps the connections it used open for the next payload from the same node.
  *
  * <p>A payload fetched with {@code RLK1} leaves its connection open: the holder ends the payload
- * with an end byte instead of closing, and waits for the next request. This client keeps up to
- * {@code perNode} such connections a node, each for at most {@code idle} between payloads (the
- * holder keeps its side twice that long, so the client gives a connection up before the holder
- * does). Under TLS that saves the handshake of every payload but the first few: a handshake, even
+ * with an end byte instead of closing, and waits for the next request. This client runs at most
+ * {@code perNode} fetches from one node at once (the others wait their turn, up to the stall
+ * time), each on a connection of its own, and keeps those connections for the next fetches, each
+ * for at most {@code idle} between payloads (the holder keeps its side twice that long, so the
+ * client gives a connection up before the holder does). Without the bound, a burst of fetches
+ * would open a connection each and keep only a few. Under TLS that saves the handshake of every payload but the first few: a handshake, even
  * a resumed one, is a key exchange and a round trip, about as much as a small group's bytes.
  *
  * <p>A kept connection found closed before its request was answered (the holder restarted, or
@@ -41,7 +45,7 @@ final class DataPlaneClient implements AutoCloseable {
     static final byte[] HELLO_BATCH = "RLB1 ".getBytes(StandardCharsets.US_ASCII);
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
 
-    /** Idle connections a node, kept for the next payload from it. */
+    /** Fetches from one node at once, each on its own connection, kept idle for the next ones. */
     static final int PER_NODE = 8;
 
     /** How long an idle connection is kept; the holder keeps its side for {@code 2 ×} this. */
@@ -55,6 +59,9 @@ final class DataPlaneClient implements AutoCloseable {
     private final int perNode;
     private final Duration idle;
     private final Map<Node, Deque<Idle>> kept = new ConcurrentHashMap<>();
+    /** Fetches under way from each node: at most {@code perNode}, so that every connection is kept. */
+    private final Map<Node, Semaphore> inUse = new ConcurrentHashMap<>();
+
     private final AtomicLong opened = new AtomicLong();
     private final AtomicLong reused = new AtomicLong();
     private volatile boolean closed;
@@ -107,6 +114,32 @@ final class DataPlaneClient implements AutoCloseable {
             Duration unfetchedAfter)
             throws IOException {
         Node node = new Node(ref.host(), ref.port());
+        Semaphore turns = inUse.computeIfAbsent(node, n -> new Semaphore(perNode));
+        try {
+            if (!turns.tryAcquire(stall.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IOException("no connection to " + ref.host() + ":" + ref.port() + " came free for "
+                        + stall.toSeconds() + " s (" + perNode + " fetches from that node at once at most)");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while waiting for a connection to " + ref.host() + ":" + ref.port(), e);
+        }
+        try {
+            return fetchOn(node, ref, what, kryo, chunkBytes, stall, unfetchedAfter);
+        } finally {
+            turns.release();
+        }
+    }
+
+    private Object fetchOn(
+            Node node,
+            DirectRef ref,
+            String what,
+            KryoPayloadSerializer kryo,
+            int chunkBytes,
+            Duration stall,
+            Duration unfetchedAfter)
+            throws IOException {
         Connection c = takeKept(node);
         int answer = -1;
         if (c != null) {

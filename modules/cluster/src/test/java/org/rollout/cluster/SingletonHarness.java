@@ -700,7 +700,8 @@ public final class SingletonHarness {
     /**
      * As {@link #coordinator(int, int, int, TensorDict, Config, int)}; {@code singleKeyLedger} keeps
      * the replicated ledger in one key and sends every write on its own, as it was before the ledger
-     * was split by task range (a baseline to measure the split against).
+     * was split by task range (a baseline to measure the split against; the key is a register of
+     * today's compact part, not the map of one register per task it was then).
      */
     public static Running coordinator(
             int runners,
