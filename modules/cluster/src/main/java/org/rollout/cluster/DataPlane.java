@@ -7,7 +7,6 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
-import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
@@ -309,7 +308,10 @@ final class DataPlane implements AutoCloseable {
                 socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, KEEP_IDLE.toMillis()));
                 try {
                     first = in.read();
-                } catch (SocketTimeoutException idle) {
+                } catch (IOException idleEnd) {
+                    // Idle too long, or the receiving node let the connection go between requests
+                    // (under TLS an abrupt close is an exception, not the end of the stream).
+                    log.debug("a kept data-plane connection from {} ends: {}", peer, idleEnd.toString());
                     return;
                 }
                 if (first < 0 || (deadline = deadline(c)) == null) {
