@@ -125,64 +125,52 @@ final class DataPlaneClient implements AutoCloseable {
             throw new IOException("interrupted while waiting for a connection to " + ref.host() + ":" + ref.port(), e);
         }
         try {
-            return fetchOn(node, ref, what, kryo, chunkBytes, stall, unfetchedAfter);
+            Connection c = takeKept(node);
+            int answer = -1;
+            if (c != null) {
+                try {
+                    ask(c, HELLO_KEEP, ref);
+                    answer = c.socket().getInputStream().read();
+                } catch (IOException e) {
+                    log.debug("a kept data-plane connection to {}:{} failed: {}", ref.host(), ref.port(), e.toString());
+                    answer = -1;
+                }
+                if (answer < 0) {
+                    closeQuietly(c);
+                    c = null;
+                } else {
+                    reused.incrementAndGet();
+                }
+            }
+            if (c == null) {
+                c = open(ref, stall);
+                try {
+                    ask(c, HELLO_KEEP, ref);
+                    answer = c.socket().getInputStream().read();
+                } catch (IOException | RuntimeException e) {
+                    closeQuietly(c);
+                    throw e;
+                }
+            }
+            boolean keep = false;
+            try {
+                expectYes(answer, ref, unfetchedAfter);
+                Object o = readPayload(c, ref, what, kryo, chunkBytes, stall, true);
+                keep = true;
+                return o;
+            } catch (IOException e) {
+                // An answer other than 'Y' leaves the connection as it was: usable again.
+                keep = answer == 'N';
+                throw e;
+            } finally {
+                if (keep) {
+                    giveBack(node, c);
+                } else {
+                    closeQuietly(c);
+                }
+            }
         } finally {
             turns.release();
-        }
-    }
-
-    private Object fetchOn(
-            Node node,
-            DirectRef ref,
-            String what,
-            KryoPayloadSerializer kryo,
-            int chunkBytes,
-            Duration stall,
-            Duration unfetchedAfter)
-            throws IOException {
-        Connection c = takeKept(node);
-        int answer = -1;
-        if (c != null) {
-            try {
-                ask(c, HELLO_KEEP, ref, stall);
-                answer = c.socket().getInputStream().read();
-            } catch (IOException e) {
-                log.debug("a kept data-plane connection to {}:{} failed: {}", ref.host(), ref.port(), e.toString());
-                answer = -1;
-            }
-            if (answer < 0) {
-                closeQuietly(c);
-                c = null;
-            } else {
-                reused.incrementAndGet();
-            }
-        }
-        if (c == null) {
-            c = open(ref, stall);
-            try {
-                ask(c, HELLO_KEEP, ref, stall);
-                answer = c.socket().getInputStream().read();
-            } catch (IOException | RuntimeException e) {
-                closeQuietly(c);
-                throw e;
-            }
-        }
-        boolean keep = false;
-        try {
-            expectYes(answer, ref, unfetchedAfter);
-            Object o = readPayload(c, ref, what, kryo, chunkBytes, stall, true);
-            keep = true;
-            return o;
-        } catch (IOException e) {
-            // An answer other than 'Y' leaves the connection as it was: usable again.
-            keep = answer == 'N';
-            throw e;
-        } finally {
-            if (keep) {
-                giveBack(node, c);
-            } else {
-                closeQuietly(c);
-            }
         }
     }
 
@@ -197,7 +185,7 @@ final class DataPlaneClient implements AutoCloseable {
             Duration unfetchedAfter)
             throws IOException {
         try (Connection c = connect(ref, tls, stall)) {
-            ask(c, HELLO, ref, stall);
+            ask(c, HELLO, ref);
             expectYes(c.socket().getInputStream().read(), ref, unfetchedAfter);
             return readPayload(c, ref, what, kryo, chunkBytes, stall, false);
         }
@@ -290,7 +278,7 @@ final class DataPlaneClient implements AutoCloseable {
     }
 
     /** Writes the request for {@code ref}'s payload: {@code hello}, the token, a newline. */
-    private static void ask(Connection c, byte[] hello, DirectRef ref, Duration stall) throws IOException {
+    private static void ask(Connection c, byte[] hello, DirectRef ref) throws IOException {
         byte[] token = ref.token().getBytes(StandardCharsets.US_ASCII);
         byte[] request = Arrays.copyOf(hello, hello.length + token.length + 1);
         System.arraycopy(token, 0, request, hello.length, token.length);
@@ -340,7 +328,7 @@ final class DataPlaneClient implements AutoCloseable {
             throws IOException {
         Connection c = connect(ref, tls, stall);
         try {
-            ask(c, HELLO_BATCH, ref, stall);
+            ask(c, HELLO_BATCH, ref);
             InputStream in = c.socket().getInputStream();
             expectYes(in.read(), ref, unfetchedAfter);
             long length = new DataInputStream(in).readLong();

@@ -16,8 +16,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -34,16 +32,7 @@ class DataPlaneKeptConnectionsTest {
     private static final Duration LONG = Duration.ofSeconds(30);
     private static final int CHUNK = 128 * 1024;
     private final ActorTestKit kit = ActorTestKit.create("data-plane-kept-test", TestRollout.PEKKO);
-    private final KryoPayloadSerializer kryo = kryoOf(kit);
-
-    private static KryoPayloadSerializer kryoOf(ActorTestKit kit) {
-        try {
-            return (KryoPayloadSerializer) SerializationExtension.get(Adapter.toClassic(kit.system()))
-                    .serializerFor(Collector.BatchReply.class);
-        } catch (java.io.NotSerializableException e) {
-            throw new AssertionError(e);
-        }
-    }
+    private final KryoPayloadSerializer kryo = Payloads.kryo(kit);
 
     @AfterAll
     void shutdown() {

@@ -11,8 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -27,18 +25,9 @@ import org.rollout.api.TrainingBatch;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class DataPlaneTest {
     private final ActorTestKit kit = ActorTestKit.create("data-plane-test", TestRollout.PEKKO);
-    private final KryoPayloadSerializer kryo = kryoOf(kit);
+    private final KryoPayloadSerializer kryo = Payloads.kryo(kit);
     private final AtomicLong sent = new AtomicLong();
     private DataPlane plane;
-
-    private static KryoPayloadSerializer kryoOf(ActorTestKit kit) {
-        try {
-            return (KryoPayloadSerializer) SerializationExtension.get(Adapter.toClassic(kit.system()))
-                    .serializerFor(Collector.BatchReply.class);
-        } catch (java.io.NotSerializableException e) {
-            throw new AssertionError(e);
-        }
-    }
 
     @AfterEach
     void closePlane() {

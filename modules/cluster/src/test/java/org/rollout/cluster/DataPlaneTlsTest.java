@@ -27,8 +27,6 @@ import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509ExtendedKeyManager;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.SerializationExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -55,21 +53,12 @@ class DataPlaneTlsTest {
     private static final Duration LONG = Duration.ofSeconds(30);
 
     private final ActorTestKit kit = ActorTestKit.create("data-plane-tls-test", TestRollout.PEKKO);
-    private final KryoPayloadSerializer kryo = kryoOf(kit);
+    private final KryoPayloadSerializer kryo = Payloads.kryo(kit);
     private final AtomicLong sent = new AtomicLong();
     private final List<DataPlane> planes = new ArrayList<>();
     private TlsStores stores;
     private DataPlaneTls node;
     private DataPlaneTls rogue;
-
-    private static KryoPayloadSerializer kryoOf(ActorTestKit kit) {
-        try {
-            return (KryoPayloadSerializer) SerializationExtension.get(Adapter.toClassic(kit.system()))
-                    .serializerFor(Collector.BatchReply.class);
-        } catch (java.io.NotSerializableException e) {
-            throw new AssertionError(e);
-        }
-    }
 
     @BeforeAll
     void makeStores(@TempDir Path dir) throws Exception {

@@ -11,6 +11,17 @@ import org.rollout.api.TrainingGroup;
 
 /** Training groups and batches of any size with the usual keys and contents that differ per task. */
 final class Payloads {
+    /** The Kryo serializer {@code kit}'s actor system binds to large payloads. */
+    static KryoPayloadSerializer kryo(org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit) {
+        try {
+            return (KryoPayloadSerializer) org.apache.pekko.serialization.SerializationExtension.get(
+                            org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(kit.system()))
+                    .serializerFor(Collector.BatchReply.class);
+        } catch (java.io.NotSerializableException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     private Payloads() {}
 
     /**
