@@ -58,6 +58,9 @@ final class AdmissionPlanner<R> {
 
     private final Set<Long> pausedBy = new HashSet<>();
     private long nextTaskId;
+    /** Between one new task id and the next: the trainer ranks, each taking its own ids. */
+    private final int idStep;
+
     private long trainTaken;
     private boolean exhausted;
     private long redispatched;
@@ -82,12 +85,30 @@ final class AdmissionPlanner<R> {
             long nextTaskId,
             long trainTaken,
             LongSupplier clock) {
+        this(tasks, budget, eval, source, queueSize, nextTaskId, trainTaken, clock, RankShare.ALONE);
+    }
+
+    /**
+     * As above, for trainer rank {@code share}: new task ids are the rank's own, the first at or
+     * after {@code nextTaskId}, then every {@code share.ranks()}-th.
+     */
+    AdmissionPlanner(
+            TaskLedger<R> tasks,
+            StalenessBudget budget,
+            EvaluationSchedule eval,
+            PromptSource source,
+            int queueSize,
+            long nextTaskId,
+            long trainTaken,
+            LongSupplier clock,
+            RankShare share) {
         this.tasks = tasks;
         this.budget = budget;
         this.eval = eval;
         this.source = source;
         this.queueSize = Math.max(1, queueSize);
-        this.nextTaskId = nextTaskId;
+        this.nextTaskId = share.firstIdFrom(nextTaskId);
+        this.idStep = share.ranks();
         this.trainTaken = trainTaken;
         this.clock = clock;
     }
@@ -129,7 +150,7 @@ final class AdmissionPlanner<R> {
                 break;
             }
             out.add(new Dispatch<>(
-                    dispatch(nextTaskId++, 0, eval.item(index), true, index, r, eval.version(), false), false));
+                    dispatch(newTaskId(), 0, eval.item(index), true, index, r, eval.version(), false), false));
         }
         while (true) {
             Halt halt = trainingHalt();
@@ -148,8 +169,15 @@ final class AdmissionPlanner<R> {
             budget.onEnqueue();
             budget.onAdmit();
             out.add(new Dispatch<>(
-                    dispatch(nextTaskId++, 0, item.get(), false, trainTaken++, r, budget.version(), false), false));
+                    dispatch(newTaskId(), 0, item.get(), false, trainTaken++, r, budget.version(), false), false));
         }
+    }
+
+    /** The next new task's id. */
+    private long newTaskId() {
+        long id = nextTaskId;
+        nextTaskId += idStep;
+        return id;
     }
 
     /** Why no training group may start now, before looking at runners; null when one may. */

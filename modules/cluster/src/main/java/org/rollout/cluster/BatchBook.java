@@ -62,6 +62,10 @@ final class BatchBook<P> {
     private final ArrayDeque<Waiting<P>> waiting = new ArrayDeque<>();
     private long nextBatchId;
     private int version;
+    private final int rank;
+
+    /** The largest trainer rank a batch id can name (8 bits, {@link #attach}). */
+    static final int MAX_RANK = 255;
 
     /**
      * @param stalenessLimit with {@code staleness_policy = cancel}, η: a buffered group whose
@@ -69,6 +73,20 @@ final class BatchBook<P> {
      *     stale}; {@link Long#MAX_VALUE} never drops
      */
     BatchBook(int consumerBatchSize, Duration ackTimeout, long stalenessLimit) {
+        this(consumerBatchSize, ackTimeout, stalenessLimit, 0);
+    }
+
+    /**
+     * As above, for the collector of trainer rank {@code rank} (0 to 255) of a run with one per
+     * rank: its batch ids carry the rank in bits 24 to 31, so the run's collectors never hand out
+     * one id twice.
+     */
+    BatchBook(int consumerBatchSize, Duration ackTimeout, long stalenessLimit, int rank) {
+        if (rank < 0 || rank > MAX_RANK) {
+            throw new IllegalArgumentException(
+                    "batch book: trainer rank " + rank + " is outside [0, " + MAX_RANK + "]");
+        }
+        this.rank = rank;
         this.consumerBatchSize = consumerBatchSize;
         this.stalenessLimit = stalenessLimit;
         this.outstanding = new HandedOutBatches(ackTimeout);
@@ -77,12 +95,13 @@ final class BatchBook<P> {
     /**
      * A coordinator with a ledger attached: from now on a group is batched once its acceptance is
      * written ({@link #acceptRecorded}), and a new batch leaves once its hand-out is ({@link
-     * #handOutRecorded}). On the first attach, batch ids start at {@code incarnation << 32}.
+     * #handOutRecorded}). On the first attach, batch ids start at {@code incarnation << 32 | rank
+     * << 24}.
      */
     void attach(long incarnation, boolean first) {
         ledger = true;
         if (first) {
-            nextBatchId = incarnation << 32;
+            nextBatchId = (incarnation << 32) | ((long) rank << 24);
         }
     }
 

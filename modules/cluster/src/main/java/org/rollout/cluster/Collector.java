@@ -308,13 +308,38 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
             ActorRef<RolloutCoordinator.Command> coordinator,
             boolean awaitAttach) {
+        return create(
+                consumerBatchSize,
+                ackTimeout,
+                stalenessLimit,
+                stats,
+                versionTopic,
+                coordinator,
+                awaitAttach,
+                RankShare.ALONE);
+    }
+
+    /**
+     * As above, for trainer rank {@code share}'s collector: it takes the rank's tasks and forms its
+     * batches ({@code consumerBatchSize} is the rank's share), whose ids carry the rank so that no
+     * two collectors of a run hand out one id.
+     */
+    static Behavior<Command> create(
+            int consumerBatchSize,
+            Duration ackTimeout,
+            long stalenessLimit,
+            StatsBook stats,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            boolean awaitAttach,
+            RankShare share) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
             versionTopic.tell(Topic.subscribe(
                     ctx.messageAdapter(WeightVersion.VersionChanged.class, v -> new VersionChanged(v.version()))));
             if (coordinator != null) {
                 coordinator.tell(new RolloutCoordinator.CollectorIs(ctx.getSelf()));
             }
-            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stalenessLimit, stats, awaitAttach);
+            return new Collector(ctx, timers, consumerBatchSize, ackTimeout, stalenessLimit, stats, awaitAttach, share);
         }));
     }
 
@@ -325,14 +350,15 @@ final class Collector extends AbstractBehavior<Collector.Command> {
             Duration ackTimeout,
             long stalenessLimit,
             StatsBook stats,
-            boolean awaitAttach) {
+            boolean awaitAttach,
+            RankShare share) {
         super(ctx);
         this.payloads = LargePayloads.get(ctx.getSystem());
         this.ackTimeout = ackTimeout;
         this.stalenessLimit = stalenessLimit;
         this.stats = stats;
-        this.intake = new CollectorIntake(ackTimeout, awaitAttach);
-        this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit);
+        this.intake = new CollectorIntake(ackTimeout, awaitAttach, share);
+        this.book = new BatchBook<>(consumerBatchSize, ackTimeout, stalenessLimit, share.rank());
         this.takeOver = new TakeOverRules<>(intake, book);
         timers.startTimerWithFixedDelay(new Tick(), Duration.ofMillis(200));
     }

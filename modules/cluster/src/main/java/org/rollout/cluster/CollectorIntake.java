@@ -80,7 +80,7 @@ final class CollectorIntake {
     /** Outcomes held while the acknowledgement of a predecessor's batch may still come. */
     private final LinkedHashMap<Long, GroupFinished> held = new LinkedHashMap<>();
     /** Tasks whose outcome was taken: a late one of theirs is a duplicate. */
-    private final TakenIds taken = new TakenIds();
+    private final TakenIds taken;
     /** Tasks whose taken outcome was a rejection or an evaluation result, with when. */
     private final LinkedHashMap<Long, Long> unbufferedTaken = new LinkedHashMap<>();
 
@@ -91,8 +91,14 @@ final class CollectorIntake {
      *     its own
      */
     CollectorIntake(Duration ackTimeout, boolean awaitAttach) {
+        this(ackTimeout, awaitAttach, RankShare.ALONE);
+    }
+
+    /** As above, for trainer rank {@code share}'s collector, which takes the rank's task ids. */
+    CollectorIntake(Duration ackTimeout, boolean awaitAttach, RankShare share) {
         this.ackTimeout = ackTimeout;
         this.attached = !awaitAttach;
+        this.taken = new TakenIds(share);
     }
 
     boolean attached() {

@@ -95,7 +95,7 @@ final class CoordinatorRecovery extends AbstractBehavior<Command> {
         this.stash = stash;
         this.parts = parts;
         this.runners = new RunnerMembership(
-                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
+                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout(), parts.share());
     }
 
     @Override

@@ -140,6 +140,34 @@ public interface DurableState {
         }
     }
 
+    /**
+     * The weight version of {@code versions} and the ledger of {@code ledger}: a trainer rank's
+     * coordinator keeps a ledger of its own and reads the run's one version.
+     */
+    static DurableState ledgerApart(DurableState versions, DurableState ledger) {
+        return new DurableState() {
+            @Override
+            public CompletionStage<VersionRecord> readVersion() {
+                return versions.readVersion();
+            }
+
+            @Override
+            public CompletionStage<Void> writeVersion(VersionRecord record) {
+                return versions.writeVersion(record);
+            }
+
+            @Override
+            public CompletionStage<Ledger> readLedger() {
+                return ledger.readLedger();
+            }
+
+            @Override
+            public CompletionStage<Void> writeLedger(Collection<OpenTask> put, Collection<Long> remove, Cursor cursor) {
+                return ledger.writeLedger(put, remove, cursor);
+            }
+        };
+    }
+
     /** State kept in this JVM only: for an engine in one process, which has no successor. */
     static DurableState inMemory() {
         return new DurableState() {

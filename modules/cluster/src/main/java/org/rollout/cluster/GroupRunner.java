@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -88,8 +89,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     public sealed interface Command {}
 
     /**
-     * Run task {@code taskId} (attempt {@code attempt}) as a group; report it to {@code collector}.
-     * On the wire {@code data} is JSON: its values come back as Java JSON types (numbers, strings,
+     * Run task {@code taskId} (attempt {@code attempt}) as a group; report it to {@code collector},
+     * the collector of trainer rank {@code rank} of {@code ranks}, where every task of that rank
+     * goes from now on. On the wire {@code data} is JSON: its values come back as Java JSON types (numbers, strings,
      * booleans, {@code List}s, {@code Map}s). The annotation keeps Pekko's Scala module from turning
      * nested objects and arrays into Scala collections, which no workflow expects.
      */
@@ -102,8 +104,21 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
             boolean isEval,
             int dispatchVersion,
-            ActorRef<Collector.Command> collector)
-            implements Command, CborSerializable {}
+            ActorRef<Collector.Command> collector,
+            int rank,
+            int ranks)
+            implements Command, CborSerializable {
+        /** A task of a run with one trainer rank. */
+        public RunGroup(
+                long taskId,
+                int attempt,
+                Map<String, Object> data,
+                boolean isEval,
+                int dispatchVersion,
+                ActorRef<Collector.Command> collector) {
+            this(taskId, attempt, data, isEval, dispatchVersion, collector, 0, 1);
+        }
+    }
 
     /** Stop the group of task {@code taskId}, attempt {@code attempt}, and report it rejected. */
     public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail)
@@ -144,9 +159,23 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         }
     }
 
-    /** Asks what this runner runs and holds; {@code collector} is where outcomes go from now on. */
-    public record GetHoldings(ActorRef<Collector.Command> collector, ActorRef<Holdings> replyTo)
-            implements Command, CborSerializable {}
+    /**
+     * Asks what this runner runs and holds of trainer rank {@code rank}'s tasks (of {@code ranks}
+     * ranks: the task ids that are {@code rank} modulo {@code ranks}); {@code collector} is where
+     * those tasks' outcomes go from now on.
+     */
+    public record GetHoldings(ActorRef<Collector.Command> collector, int rank, int ranks, ActorRef<Holdings> replyTo)
+            implements Command, CborSerializable {
+        /** Of a run with one trainer rank. */
+        public GetHoldings(ActorRef<Collector.Command> collector, ActorRef<Holdings> replyTo) {
+            this(collector, 0, 1, replyTo);
+        }
+
+        /** Whether task {@code taskId} is one this request asks about. */
+        public boolean asksAbout(long taskId) {
+            return ranks <= 1 || Math.floorMod(taskId, (long) ranks) == rank;
+        }
+    }
 
     /** A task this runner runs ({@code finished} false) or holds the outcome of ({@code finished} true). */
     public record Held(long taskId, int attempt, boolean finished, boolean accepted) implements CborSerializable {}
@@ -154,11 +183,19 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     /** The reply to {@link GetHoldings}. */
     public record Holdings(ActorRef<Command> runner, String node, List<Held> held) implements CborSerializable {}
 
-    /** Deliver the held outcomes of {@code taskIds} again, to {@code collector}. */
-    public record Resend(List<Long> taskIds, ActorRef<Collector.Command> collector)
+    /**
+     * Deliver the held outcomes of {@code taskIds} again, to {@code collector}: the collector of
+     * trainer rank {@code rank} of {@code ranks}, which takes them.
+     */
+    public record Resend(List<Long> taskIds, ActorRef<Collector.Command> collector, int rank, int ranks)
             implements Command, CborSerializable {
         public Resend {
             taskIds = List.copyOf(taskIds);
+        }
+
+        /** Of a run with one trainer rank. */
+        public Resend(List<Long> taskIds, ActorRef<Collector.Command> collector) {
+            this(taskIds, collector, 0, 1);
         }
     }
 
@@ -197,7 +234,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
         int groupActors;
 
-        ActorRef<Collector.Command> collector;
+        /** Where outcomes go, by trainer rank (empty before the first task or holdings request). */
+        List<ActorRef<Collector.Command>> collectors = new ArrayList<>();
+
         long pausedFor = -1;
         /**
          * Draining rather than taking groups ({@link Drain}): the runner's behaviour, kept so that a
@@ -206,6 +245,22 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         boolean draining;
         /** Who waits for the groups in flight to end ({@link Drain}), while draining. */
         final List<ActorRef<Drained>> drainWaiters = new ArrayList<>();
+
+        /** {@code ref} is the collector of rank {@code rank} of {@code ranks}; a new count forgets the others. */
+        void collector(int rank, int ranks, ActorRef<Collector.Command> ref) {
+            if (ranks < 1 || rank < 0 || rank >= ranks) {
+                return; // not a collector of any run: nothing learnt
+            }
+            if (collectors.size() != ranks) {
+                collectors = new ArrayList<>(Collections.nCopies(ranks, null));
+            }
+            collectors.set(rank, ref);
+        }
+
+        /** The collector that takes task {@code taskId}, or null while none is known. */
+        ActorRef<Collector.Command> collectorOf(long taskId) {
+            return collectors.isEmpty() ? null : collectors.get((int) Math.floorMod(taskId, (long) collectors.size()));
+        }
     }
 
     /**
@@ -405,7 +460,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
             return Behaviors.same();
         }
-        kept.collector = run.collector();
+        kept.collector(run.rank(), run.ranks(), run.collector());
         if (run.dispatchVersion() > svc.engine().version()) {
             // This runner missed the version broadcasts before it joined (a node started or
             // restarted since the last publish): its engine would pin an older version than the
@@ -462,8 +517,9 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (!cancelled.remove(name)) {
             outbox.put(g.taskId(), g);
         }
-        if (kept.collector != null) {
-            CollectorTransfers.deliver(kept.collector, g, payloads);
+        ActorRef<Collector.Command> to = kept.collectorOf(g.taskId());
+        if (to != null) {
+            CollectorTransfers.deliver(to, g, payloads);
         }
         return Behaviors.same();
     }
@@ -512,24 +568,28 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
-        kept.collector = get.collector();
+        kept.collector(get.rank(), get.ranks(), get.collector());
         List<Held> held = new ArrayList<>();
         for (Running g : groups.values()) {
-            held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
+            if (get.asksAbout(g.task().taskId())) {
+                held.add(new Held(g.task().taskId(), g.task().attempt(), false, false));
+            }
         }
         for (Collector.GroupFinished g : outbox.values()) {
-            held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
+            if (get.asksAbout(g.taskId())) {
+                held.add(new Held(g.taskId(), g.attempt(), true, g.outcome() instanceof Collector.Accepted));
+            }
         }
         get.replyTo().tell(new Holdings(getContext().getSelf(), node, held));
         return Behaviors.same();
     }
 
     private Behavior<Command> onResend(Resend resend) {
-        kept.collector = resend.collector();
+        kept.collector(resend.rank(), resend.ranks(), resend.collector());
         for (Long id : resend.taskIds()) {
             Collector.GroupFinished g = outbox.get(id);
             if (g != null) {
-                CollectorTransfers.deliver(kept.collector, g, payloads);
+                CollectorTransfers.deliver(resend.collector(), g, payloads);
             }
         }
         return Behaviors.same();

@@ -3,6 +3,7 @@ package org.rollout.cluster;
 import com.typesafe.config.Config;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -103,14 +104,20 @@ public final class LocalRollout implements AutoCloseable {
 
     private final ActorSystem<Void> system;
     private final Refs refs;
+    /** Each trainer rank's actors, by rank ({@code refs} is rank 0's). */
+    private final List<Refs> ranks;
+
     private final StatsBook stats;
     private final LocalRolloutClient client;
+    private final Duration publishTimeout;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private LocalRollout(ActorSystem<Void> system, Refs refs, StatsBook stats, Duration publishTimeout) {
+    private LocalRollout(ActorSystem<Void> system, List<Refs> ranks, StatsBook stats, Duration publishTimeout) {
         this.system = system;
-        this.refs = refs;
+        this.ranks = List.copyOf(ranks);
+        this.refs = ranks.get(0);
         this.stats = stats;
+        this.publishTimeout = publishTimeout;
         this.client = new LocalRolloutClient(system, refs, publishTimeout);
     }
 
@@ -125,45 +132,80 @@ public final class LocalRollout implements AutoCloseable {
 
     /** As above, with each long-lived actor's behaviour passed through {@code wrapper} inside its supervision. */
     static LocalRollout start(Spec spec, Config pekko, Supervision.Wrapper wrapper) {
+        return start(spec, pekko, wrapper, 1);
+    }
+
+    /**
+     * As above, for a trainer with {@code ranks} data-parallel ranks that each pull their own
+     * batches: one coordinator and one collector per rank, each over the rank's share of the run
+     * ({@link RankShare}: its task ids and prompts, {@code consumer_batch_size / ranks} groups a
+     * batch, its share of the other limits), as AReaL's ranks each run their own rollout. The
+     * ranks share the runner, the weight version and the statistics; a publish pauses and resumes
+     * every rank. Evaluation passes run in rank 0. {@link #client(int)} is a rank's handle.
+     *
+     * @throws IllegalArgumentException when {@code ranks} is not between 1 and 256 or does not
+     *     divide {@code consumer_batch_size}
+     */
+    static LocalRollout start(Spec spec, Config pekko, Supervision.Wrapper wrapper, int ranks) {
+        int rankBatch = RankShare.batchShare(spec.budget().consumerBatchSize(), ranks);
+        List<RankShare> shares = new ArrayList<>();
+        for (int r = 0; r < ranks; r++) {
+            shares.add(new RankShare(r, ranks));
+        }
         StatsBook stats = new StatsBook(spec.statsFile());
-        CompletableFuture<Refs> started = new CompletableFuture<>();
+        CompletableFuture<Ranks> started = new CompletableFuture<>();
         DurableState state = DurableState.inMemory();
-        AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorRef = new AtomicReference<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
-            ActorRef<Collector.Command> collector = ctx.spawn(
-                    Supervision.collector(
-                            wrapper.wrap("collector", collector(spec, stats, topic, null)), coordinatorRef::get),
-                    "collector",
-                    singletonProps("collector"));
-            AtomicBoolean firstBudget = new AtomicBoolean(true);
-            // The limits and initial version, untouched by the first incarnation's counting.
-            StalenessBudget template = ClusterRollout.freshBudget(spec.budget());
-            ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
-                    Supervision.coordinator(wrapper.wrap(
-                            "coordinator",
-                            Behaviors.setup(c -> RolloutCoordinator.create(
-                                    // A restarted coordinator counts from the ledger, as a successor does.
-                                    firstBudget.getAndSet(false) ? spec.budget() : ClusterRollout.freshBudget(template),
-                                    spec.source(),
-                                    spec.evalItems(),
-                                    spec.evalEvery(),
-                                    spec.evalMaxConcurrent(),
-                                    spec.queueSize(),
-                                    collector,
-                                    state,
-                                    Duration.ofSeconds(10))))),
-                    "coordinator",
-                    singletonProps("coordinator"));
-            coordinatorRef.set(coordinator);
+            List<ActorRef<Collector.Command>> collectors = new ArrayList<>();
+            List<ActorRef<RolloutCoordinator.Command>> coordinators = new ArrayList<>();
+            for (RankShare share : shares) {
+                String suffix = share.rank() == 0 ? "" : "-" + share.rank();
+                AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorRef = new AtomicReference<>();
+                ActorRef<Collector.Command> collector = ctx.spawn(
+                        Supervision.collector(
+                                wrapper.wrap(
+                                        "collector" + suffix, collector(spec, rankBatch, stats, topic, null, share)),
+                                coordinatorRef::get),
+                        "collector" + suffix,
+                        singletonProps("collector"));
+                // The rank's ledger is its own; the version is the run's.
+                DurableState rankState = ranks == 1 ? state : DurableState.ledgerApart(state, DurableState.inMemory());
+                StalenessBudget first = ranks == 1 ? spec.budget() : rankBudget(spec.budget(), share, rankBatch);
+                AtomicBoolean firstBudget = new AtomicBoolean(true);
+                // The limits and initial version, untouched by the first incarnation's counting.
+                StalenessBudget template = ClusterRollout.freshBudget(first);
+                ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
+                        Supervision.coordinator(wrapper.wrap(
+                                "coordinator" + suffix,
+                                Behaviors.setup(c -> RolloutCoordinator.create(
+                                        // A restarted coordinator counts from the ledger, as a successor does.
+                                        firstBudget.getAndSet(false) ? first : ClusterRollout.freshBudget(template),
+                                        share.prompts(spec.source()),
+                                        share.rank() == 0 ? spec.evalItems() : List.of(),
+                                        spec.evalEvery(),
+                                        spec.evalMaxConcurrent(),
+                                        share.limit(spec.queueSize()),
+                                        collector,
+                                        rankState,
+                                        Duration.ofSeconds(10),
+                                        share)))),
+                        "coordinator" + suffix,
+                        singletonProps("coordinator"));
+                coordinatorRef.set(coordinator);
+                collectors.add(collector);
+                coordinators.add(coordinator);
+            }
+            ActorRef<RolloutCoordinator.Command> admission =
+                    ranks == 1 ? coordinators.get(0) : ctx.spawn(RankFanOut.create(coordinators), "ranks");
             ActorRef<WeightVersion.Command> weightVersion = ctx.spawn(
                     Supervision.weightVersion(wrapper.wrap(
                             "weight-version",
                             WeightVersion.create(
                                     spec.initialVersion(),
                                     spec.publisher(),
-                                    coordinator,
+                                    admission,
                                     topic,
                                     spec.services().blocking(),
                                     spec.prepareTimeout(),
@@ -181,14 +223,18 @@ public final class LocalRollout implements AutoCloseable {
                             wrapper),
                     "runner",
                     GroupRunner.PROPS);
-            started.complete(new Refs(coordinator, collector, weightVersion));
+            List<Refs> refs = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                refs.add(new Refs(coordinators.get(r), collectors.get(r), weightVersion));
+            }
+            started.complete(new Ranks(refs));
             return Behaviors.empty();
         });
         ActorSystem<Void> system = ActorSystem.create(guardian, "rollout", pekko);
         try {
-            Refs refs = started.get(30, TimeUnit.SECONDS);
+            Ranks refs = started.get(30, TimeUnit.SECONDS);
             return new LocalRollout(
-                    system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30));
+                    system, refs.byRank(), stats, spec.weightUpdateTimeout().plusSeconds(30));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             system.terminate();
@@ -197,6 +243,22 @@ public final class LocalRollout implements AutoCloseable {
             system.terminate();
             throw new IllegalStateException("the rollout engine did not start within 30 s", e);
         }
+    }
+
+    /** The actors of each trainer rank, by rank. */
+    private record Ranks(List<Refs> byRank) {}
+
+    /**
+     * Rank {@code share}'s staleness budget: {@code max_concurrent_rollouts / ranks} (at least 1)
+     * in flight, {@code rankBatch} groups a batch, the same η and initial version.
+     */
+    static StalenessBudget rankBudget(StalenessBudget whole, RankShare share, int rankBatch) {
+        StalenessBudget b = new StalenessBudget(
+                share.limit(whole.maxConcurrentRollouts()), rankBatch, whole.maxHeadOffpolicyness());
+        if (whole.version() > 0) {
+            b.onVersionRecovered(whole.version());
+        }
+        return b;
     }
 
     /**
@@ -208,22 +270,41 @@ public final class LocalRollout implements AutoCloseable {
             StatsBook stats,
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic,
             ActorRef<RolloutCoordinator.Command> coordinator) {
+        return collector(spec, spec.budget().consumerBatchSize(), stats, topic, coordinator, RankShare.ALONE);
+    }
+
+    /** As above, for rank {@code share}'s collector, which forms batches of {@code batchSize} groups. */
+    static Behavior<Collector.Command> collector(
+            Spec spec,
+            int batchSize,
+            StatsBook stats,
+            ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic,
+            ActorRef<RolloutCoordinator.Command> coordinator,
+            RankShare share) {
         long stalenessLimit = spec.services().stalenessPolicy() == StalenessPolicy.CANCEL
                 ? spec.services().maxHeadOffpolicyness()
                 : Long.MAX_VALUE;
         return Collector.create(
-                spec.budget().consumerBatchSize(),
-                spec.batchAckTimeout(),
-                stalenessLimit,
-                stats,
-                topic,
-                coordinator,
-                true);
+                batchSize, spec.batchAckTimeout(), stalenessLimit, stats, topic, coordinator, true, share);
     }
 
-    /** The trainer's handle on this engine. */
+    /** The trainer's handle on this engine (rank 0's, when each trainer rank pulls its own batches). */
     public LocalRolloutClient client() {
         return client;
+    }
+
+    /**
+     * Trainer rank {@code rank}'s handle: it pulls and acknowledges the rank's batches, and its
+     * status is the rank's (its budget, its collector); publishing goes to the run's weight
+     * version, which every rank follows.
+     */
+    LocalRolloutClient client(int rank) {
+        return rank == 0 ? client : new LocalRolloutClient(system, ranks.get(rank), publishTimeout);
+    }
+
+    /** How many trainer ranks pull from this engine. */
+    int ranks() {
+        return ranks.size();
     }
 
     /** The per-version statistics (live). */
@@ -246,10 +327,12 @@ public final class LocalRollout implements AutoCloseable {
             return;
         }
         try {
-            AskPattern.<Collector.Command, Boolean>ask(
-                            refs.collector(), Collector.Flush::new, Duration.ofSeconds(10), system.scheduler())
-                    .toCompletableFuture()
-                    .get(15, TimeUnit.SECONDS);
+            for (Refs rank : ranks) {
+                AskPattern.<Collector.Command, Boolean>ask(
+                                rank.collector(), Collector.Flush::new, Duration.ofSeconds(10), system.scheduler())
+                        .toCompletableFuture()
+                        .get(15, TimeUnit.SECONDS);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {

@@ -189,7 +189,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             DurableState state,
             Duration recoveryTimeout,
             TaskLedger<ActorRef<GroupRunner.Command>> tasks,
-            RunnerDirectory<ActorRef<GroupRunner.Command>> runners) {}
+            RunnerDirectory<ActorRef<GroupRunner.Command>> runners,
+            RankShare share) {}
 
     private final StalenessBudget budget;
     private final EvaluationSchedule eval;
@@ -207,6 +208,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private final OutcomeAccounting outcomes;
 
     private long incarnation;
+    /** Which trainer rank's tasks this coordinator admits. */
+    private final RankShare share;
 
     /**
      * @param budget the staleness budget, already at the initial version
@@ -229,6 +232,35 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
             ActorRef<Collector.Command> collector,
             DurableState state,
             Duration recoveryTimeout) {
+        return create(
+                budget,
+                source,
+                evalItems,
+                evalEvery,
+                evalMaxConcurrent,
+                queueSize,
+                collector,
+                state,
+                recoveryTimeout,
+                RankShare.ALONE);
+    }
+
+    /**
+     * As above, for trainer rank {@code share}'s coordinator: {@code budget}, {@code source} and
+     * {@code queueSize} are the rank's share already ({@link RankShare}); it admits the rank's task
+     * ids, asks runners only about them, and takes its share of each runner's capacity.
+     */
+    public static Behavior<Command> create(
+            StalenessBudget budget,
+            PromptSource source,
+            List<Map<String, Object>> evalItems,
+            int evalEvery,
+            int evalMaxConcurrent,
+            int queueSize,
+            ActorRef<Collector.Command> collector,
+            DurableState state,
+            Duration recoveryTimeout,
+            RankShare share) {
         int stashCapacity = CoordinatorRecovery.stashCapacity(budget.maxConcurrentRollouts(), queueSize);
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(stashCapacity, stash -> {
             // One logger for the coordinator's lines, also those its parts log on its context.
@@ -243,7 +275,8 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
                     state,
                     recoveryTimeout,
                     tasks,
-                    new RunnerDirectory<>(tasks));
+                    new RunnerDirectory<>(tasks),
+                    share);
             return CoordinatorRecovery.start(ctx, stash, parts, collector);
         })));
     }
@@ -269,9 +302,18 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         this.outcomes = new OutcomeAccounting(budget);
         this.ledger = new LedgerWriter(ctx, parts.state(), this::cursor);
         this.runners = new RunnerMembership(
-                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout());
+                ctx, parts.timers(), parts.runners(), () -> this.collector, parts.recoveryTimeout(), parts.share());
         this.planner = new AdmissionPlanner<>(
-                tasks, budget, eval, parts.source(), parts.queueSize(), nextTaskId, trainTaken, System::nanoTime);
+                tasks,
+                budget,
+                eval,
+                parts.source(),
+                parts.queueSize(),
+                nextTaskId,
+                trainTaken,
+                System::nanoTime,
+                parts.share());
+        this.share = parts.share();
     }
 
     /**
@@ -289,7 +331,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         if (fresh) {
             passes.start(budget.version(), collector);
         }
-        resend.forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
+        resend.forEach(this::resend);
         ledger.write(List.of(), dropped, () -> {});
         Behavior<Command> next = stash.unstashAll(this);
         admit();
@@ -367,7 +409,7 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
     private void collectorReplaced() {
         getContext().getLog().warn("the collector was replaced; runners deliver what they hold to the new one");
         attachCollector();
-        tasks.acceptedByRunner().forEach((r, ids) -> r.tell(new GroupRunner.Resend(ids, collector)));
+        tasks.acceptedByRunner().forEach(this::resend);
     }
 
     /**
@@ -381,8 +423,13 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         ledger.write(List.of(), List.of(), () -> {});
         outcomes.collectorRestarted(); // what the failed collector held is delivered again
         attachCollector();
-        tasks.openByRunner().forEach((runner, ids) -> runner.tell(new GroupRunner.Resend(ids, collector)));
+        tasks.openByRunner().forEach(this::resend);
         return Behaviors.same();
+    }
+
+    /** Has {@code runner} deliver the outcomes of {@code ids} again, to the collector. */
+    private void resend(ActorRef<GroupRunner.Command> runner, List<Long> ids) {
+        runner.tell(new GroupRunner.Resend(ids, collector, share.rank(), share.ranks()));
     }
 
     private void attachCollector() {
@@ -562,7 +609,14 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
         TaskJournal.dispatched(f.taskId(), f.attempt(), f.isEval(), f.sourceIndex(), f.dispatchVersion(), node.get());
         f.runner()
                 .tell(new GroupRunner.RunGroup(
-                        f.taskId(), f.attempt(), f.data(), f.isEval(), f.dispatchVersion(), collector));
+                        f.taskId(),
+                        f.attempt(),
+                        f.data(),
+                        f.isEval(),
+                        f.dispatchVersion(),
+                        collector,
+                        share.rank(),
+                        share.ranks()));
     }
 
     private Behavior<Command> onGetStatus(GetStatus get) {

@@ -34,22 +34,29 @@ final class RunnerMembership {
     private final TimerScheduler<RolloutCoordinator.Command> timers;
     private final RunnerDirectory<ActorRef<GroupRunner.Command>> directory;
     private final Supplier<ActorRef<Collector.Command>> collector;
+    /** The trainer rank whose tasks the coordinator runs: its share of each runner's capacity. */
+    private final RankShare share;
+
     private final Duration holdingsTimeout;
 
     /**
      * @param collector the collector known now, named in a {@link GroupRunner.GetHoldings}
      * @param holdingsTimeout how long a runner has to say what it holds
+     * @param share the trainer rank whose tasks runners are asked about, and its share of each
+     *     runner's capacity
      */
     RunnerMembership(
             ActorContext<RolloutCoordinator.Command> ctx,
             TimerScheduler<RolloutCoordinator.Command> timers,
             RunnerDirectory<ActorRef<GroupRunner.Command>> directory,
             Supplier<ActorRef<Collector.Command>> collector,
-            Duration holdingsTimeout) {
+            Duration holdingsTimeout,
+            RankShare share) {
         this.ctx = ctx;
         this.timers = timers;
         this.directory = directory;
         this.collector = collector;
+        this.share = share;
         this.holdingsTimeout = holdingsTimeout;
     }
 
@@ -64,7 +71,7 @@ final class RunnerMembership {
     }
 
     void joined(GroupRunner.Info info) {
-        carryOut(directory.joined(info.runner(), info.node(), info.capacity()));
+        carryOut(directory.joined(info.runner(), info.node(), share.capacity(info.capacity())));
     }
 
     void gone(ActorRef<GroupRunner.Command> runner) {
@@ -105,7 +112,7 @@ final class RunnerMembership {
                             GroupRunner.Holdings.class,
                             r,
                             holdingsTimeout,
-                            reply -> new GroupRunner.GetHoldings(to, reply),
+                            reply -> new GroupRunner.GetHoldings(to, share.rank(), share.ranks(), reply),
                             (h, error) -> new HoldingsReceived(r, h));
                 }
                 case Watch<ActorRef<GroupRunner.Command>> w -> {

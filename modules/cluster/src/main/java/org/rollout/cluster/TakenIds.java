@@ -15,22 +15,47 @@ import java.util.Set;
  * #takenBelow}, which declares a range taken at once.
  */
 final class TakenIds {
-    /** Every id below it is taken, except those in {@link #forgotten}. */
+    /** Every index below it is taken, except those in {@link #forgotten}. */
     private long below;
 
     private final Set<Long> above = new HashSet<>();
     private final Set<Long> forgotten = new HashSet<>();
+    /** The ids this collector takes are {@code offset + k·step}; kept by their index {@code k}. */
+    private final long step;
+
+    private final long offset;
+    /** Ids not of that form, kept one by one (none is expected: a task goes to its rank's collector). */
+    private final Set<Long> foreign = new HashSet<>();
+
+    /** For a collector that takes every task id. */
+    TakenIds() {
+        this(RankShare.ALONE);
+    }
+
+    /** For trainer rank {@code share}'s collector, which takes the rank's ids only. */
+    TakenIds(RankShare share) {
+        this.step = share.ranks();
+        this.offset = share.rank();
+    }
 
     boolean contains(long id) {
-        return id < below ? !forgotten.contains(id) : above.contains(id);
+        if (!owned(id)) {
+            return foreign.contains(id);
+        }
+        long k = index(id);
+        return k < below ? !forgotten.contains(k) : above.contains(k);
     }
 
     /** Takes {@code id}; false when it was taken already. */
     boolean add(long id) {
-        if (id < below) {
-            return forgotten.remove(id);
+        if (!owned(id)) {
+            return foreign.add(id);
         }
-        if (!above.add(id)) {
+        long k = index(id);
+        if (k < below) {
+            return forgotten.remove(k);
+        }
+        if (!above.add(k)) {
             return false;
         }
         while (above.remove(below)) {
@@ -45,16 +70,22 @@ final class TakenIds {
 
     /** Forgets {@code id}, so that its outcome is taken again; false when it was not taken. */
     boolean remove(long id) {
-        return id < below ? forgotten.add(id) : above.remove(id);
+        if (!owned(id)) {
+            return foreign.remove(id);
+        }
+        long k = index(id);
+        return k < below ? forgotten.add(k) : above.remove(k);
     }
 
     /** Every id below {@code mark} counts as taken from now on (a successor's tasks start there). */
     void takenBelow(long mark) {
-        if (mark <= below) {
+        long k = -Math.floorDiv(offset - mark, step); // the first index whose id is at or above mark
+        foreign.removeIf(id -> id < mark);
+        if (k <= below) {
             return;
         }
-        above.removeIf(id -> id < mark);
-        below = mark;
+        above.removeIf(i -> i < k);
+        below = k;
         while (above.remove(below)) {
             below++;
         }
@@ -62,11 +93,19 @@ final class TakenIds {
 
     /** Ids held one by one: taken above the mark, and forgotten below it. */
     int held() {
-        return above.size() + forgotten.size();
+        return above.size() + forgotten.size() + foreign.size();
     }
 
     /** Every id below it is taken (unless forgotten). */
     long mark() {
-        return below;
+        return offset + below * step;
+    }
+
+    private boolean owned(long id) {
+        return id >= offset && (id - offset) % step == 0;
+    }
+
+    private long index(long id) {
+        return (id - offset) / step;
     }
 }

@@ -1,6 +1,7 @@
 package org.rollout.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -117,6 +118,19 @@ class BatchBookTest {
         book.acceptRecorded(0, 0);
         List<Step<String>> steps = book.pull("t", "", 0, S, 0);
         assertThat(((MarkHandOut<String>) steps.get(1)).batch().batchId()).isEqualTo(2L << 32);
+    }
+
+    @Test
+    void aTrainerRanksCollectorCarriesItsRankInItsBatchIdsSoNoTwoRanksShareOne() {
+        BatchBook<String> book = new BatchBook<>(1, ACK_TIMEOUT, Long.MAX_VALUE, 3);
+        book.attach(2, true);
+        book.accept(9, group(9), 0);
+        book.acceptRecorded(9, 0);
+        List<Step<String>> steps = book.pull("t", "", 0, S, 0);
+        assertThat(((MarkHandOut<String>) steps.get(1)).batch().batchId()).isEqualTo((2L << 32) | (3L << 24));
+        assertThatThrownBy(() -> new BatchBook<String>(1, ACK_TIMEOUT, Long.MAX_VALUE, 256))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("trainer rank 256");
     }
 
     @Test

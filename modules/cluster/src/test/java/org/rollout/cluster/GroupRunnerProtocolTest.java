@@ -89,6 +89,41 @@ class GroupRunnerProtocolTest {
     }
 
     @Test
+    void withTrainerRanksEachTasksOutcomeGoesToItsRanksCollectorAndEachRankHearsOfItsOwnTasksOnly() {
+        Node n = node();
+        TestProbe<Collector.Command> rank1 = kit.createTestProbe();
+        n.runner()
+                .tell(new GroupRunner.RunGroup(
+                        4, 0, Map.of("prompt", "p4"), false, 0, n.collector().getRef(), 0, 2));
+        n.runner().tell(new GroupRunner.RunGroup(5, 0, Map.of("prompt", "p5"), false, 0, rank1.getRef(), 1, 2));
+        assertThat(n.collector()
+                        .expectMessageClass(Collector.GroupFinished.class, WAIT)
+                        .taskId())
+                .isEqualTo(4);
+        assertThat(rank1.expectMessageClass(Collector.GroupFinished.class, WAIT).taskId())
+                .isEqualTo(5);
+
+        TestProbe<GroupRunner.Holdings> reply = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.GetHoldings(rank1.getRef(), 1, 2, reply.getRef()));
+        assertThat(reply.receiveMessage(WAIT).held()).containsExactly(new GroupRunner.Held(5, 0, true, true));
+        n.runner().tell(new GroupRunner.GetHoldings(n.collector().getRef(), 0, 2, reply.getRef()));
+        assertThat(reply.receiveMessage(WAIT).held()).containsExactly(new GroupRunner.Held(4, 0, true, true));
+
+        // Rank 1's collector was replaced: the next of its tasks goes to the new one, rank 0's stays.
+        TestProbe<Collector.Command> newRank1 = kit.createTestProbe();
+        n.runner().tell(new GroupRunner.Resend(List.of(5L), newRank1.getRef(), 1, 2));
+        assertThat(newRank1.expectMessageClass(Collector.GroupFinished.class, WAIT)
+                        .taskId())
+                .isEqualTo(5);
+        n.runner().tell(new GroupRunner.RunGroup(7, 0, Map.of("prompt", "p7"), false, 0, newRank1.getRef(), 1, 2));
+        assertThat(newRank1.expectMessageClass(Collector.GroupFinished.class, WAIT)
+                        .taskId())
+                .isEqualTo(7);
+        rank1.expectNoMessage(Duration.ofMillis(200));
+        n.collector().expectNoMessage(Duration.ofMillis(100));
+    }
+
+    @Test
     void forgetDropsTheHeldOutcomeSoThatResendSendsNothing() {
         Node n = node();
         n.runner().tell(run(n, 4, "p4"));

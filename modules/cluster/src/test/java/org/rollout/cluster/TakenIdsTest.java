@@ -41,6 +41,55 @@ class TakenIdsTest {
     }
 
     @Test
+    void aTrainerRanksRecordBehavesAsAPlainSetOfItsIdsAndStaysCompact() {
+        // Rank 2 of 3 takes ids 2, 5, 8, …: its mark moves over them as if they were consecutive.
+        Random random = new Random(20261206);
+        TakenIds ids = new TakenIds(new RankShare(2, 3));
+        Set<Long> plain = new HashSet<>();
+        List<Long> window = new java.util.ArrayList<>();
+        long next = 2;
+        int most = 0;
+        for (int step = 0; step < 100_000; step++) {
+            while (window.size() < 64) {
+                window.add(next);
+                next += 3;
+            }
+            // Mostly the next of the rank's groups to end (out of order within the window); now
+            // and then an old id comes back (a late duplicate), is forgotten (and taken again
+            // later), or is looked up.
+            long old = 2 + 3L * random.nextInt((int) Math.max(1, (next - 2) / 3));
+            int op = random.nextInt(100);
+            if (op < 90) {
+                long id = window.remove(random.nextInt(window.size()));
+                assertThat(ids.add(id)).as("add %d at step %d", id, step).isEqualTo(plain.add(id));
+            } else if (op < 95) {
+                assertThat(ids.add(old)).as("add %d at step %d", old, step).isEqualTo(plain.add(old));
+            } else if (op < 96) {
+                boolean forgotten = plain.remove(old);
+                assertThat(ids.remove(old))
+                        .as("remove %d at step %d", old, step)
+                        .isEqualTo(forgotten);
+                if (forgotten) {
+                    window.add(old); // its outcome is taken again later
+                }
+            } else {
+                assertThat(ids.contains(old)).as("contains %d", old).isEqualTo(plain.contains(old));
+            }
+            most = Math.max(most, ids.held());
+        }
+        for (long id = 0; id < next + 10; id++) {
+            assertThat(ids.contains(id)).as("contains %d at the end", id).isEqualTo(plain.contains(id));
+        }
+        assertThat(most).as("ids held at most, of %d taken", plain.size()).isLessThan(5_000);
+
+        ids.takenBelow(next + 4); // the rank's ids below it: up to next + 3
+        assertThat(ids.contains(next + 3)).isTrue();
+        assertThat(ids.contains(next + 6)).isFalse();
+        assertThat(ids.mark()).isEqualTo(next + 6);
+        assertThat(ids.held()).isZero();
+    }
+
+    @Test
     void holdsOnlyTheIdsBetweenTheOldestNotTakenAndTheNewestTaken() {
         TakenIds ids = new TakenIds();
         // A million tasks, taken out of order within a window of 256.
