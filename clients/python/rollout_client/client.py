@@ -151,6 +151,10 @@ class RolloutClient:
     way, and later pulls go there first; a holder's gateway that cannot be reached or refuses sends
     the pull back to its contact point (which relays the batch) and no redirect is followed for
     ``REDIRECT_COOL_DOWN_S`` seconds. ``False``: pulls are always served (relayed) where they are sent.
+    ``rank``: with ``rollout.train_data_parallel_size`` above 1, the data-parallel rank this client
+    pulls for (``RANK`` of ``torch.distributed``): its pulls get that rank's batches, of
+    ``consumer_batch_size / train_data_parallel_size`` groups, and :meth:`status` is that rank's; an
+    acknowledgement finds its rank by the batch id. ``None`` (the default) is rank 0.
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -175,6 +179,7 @@ class RolloutClient:
         lease: Optional[float] = 15.0,
         holder: Optional[str] = None,
         follow_redirects: bool = True,
+        rank: Optional[int] = None,
     ) -> None:
         if isinstance(contact_points, str):
             contact_points = [contact_points]
@@ -224,6 +229,10 @@ class RolloutClient:
         self.holder = holder or holder_name()
         self._leases = LeaseKeeper(self.holder, lease, self._renew_lease) if lease is not None else None
         self.follow_redirects = bool(follow_redirects)
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= 255):
+            raise ValueError(f"rank: a data-parallel rank from 0 to 255, or None, got {rank!r}")
+        #: The data-parallel rank this client pulls for, or None (rank 0).
+        self.rank = rank
         # The gateway of the node that holds the batches, once a pull was redirected there; pulls
         # go there first. After a redirect that could not be followed, none is followed until
         # _no_follow_until (monotonic seconds).
@@ -388,7 +397,8 @@ class RolloutClient:
                 held_batches=held_batches(p.get("held_batches") or []),
             )
 
-        return self._call(what, "GET", "/v1/status", None, self.request_timeout, read)
+        path = "/v1/status" if self.rank is None else f"/v1/status?rank={self.rank}"
+        return self._call(what, "GET", path, None, self.request_timeout, read)
 
     def stats(self, since_version: int = 0) -> Dict[str, Any]:
         """The engine's statistics per weight version and scope (``GET /v1/stats``): the lines of
@@ -508,6 +518,8 @@ class RolloutClient:
             return batch
 
         query = f"wait={wait:.3f}"
+        if self.rank is not None:
+            query += f"&rank={self.rank}"
         if self._leases is not None:
             query += f"&lease={self._leases.seconds:.3f}&holder={urllib.parse.quote(self.holder, safe='')}"
         return self._call(

@@ -185,6 +185,15 @@ final class LocalRun {
         Path runDir = settings.runDirectory()
                 .orElseThrow(() -> new InvalidConfigException(
                         "rollout.trial_name", settings.rollout().trialName(), "a non-blank directory name"));
+        if (settings.rollout().trainDataParallelSize() != 1) {
+            // The local trainer is one process pulling one stream of batches; a trainer of several
+            // ranks, each pulling its own, connects to a node's gateway (docs/trainer.md).
+            throw new InvalidConfigException(
+                    "rollout.train_data_parallel_size",
+                    settings.rollout().trainDataParallelSize(),
+                    "1 for bin/rollout local, whose trainer is one process; a trainer whose ranks each pull"
+                            + " their own batches connects to bin/rollout node's gateway");
+        }
         // The classes, kwargs, dataset, evaluation set and tokenizer: refused before anything starts.
         NodeAssembly assembly = new NodeAssembly(settings, demo, agent, toClose).prepare();
         RunDirectory claimed = RunDirectory.claim(runDir, settings.rollout().trialName(), reuseRunDir);

@@ -269,7 +269,8 @@ final class NodeAssembly {
                 r.batchAckTimeout(),
                 r.prepareTimeout(),
                 r.weightUpdateTimeout(),
-                statsFile);
+                statsFile,
+                r.trainDataParallelSize());
     }
 
     /** The agent proxy as {@code rollout.agent.*} configures it (host, port, admin key, tool-call format). */

@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import org.rollout.api.InvalidConfigException;
 import org.rollout.cluster.ClusterRollout;
 import org.rollout.cluster.LocalRollout;
+import org.rollout.cluster.LocalRolloutClient;
 import org.rollout.cluster.NodeGateway;
 import org.rollout.cluster.ReplicatedServerList;
 import org.rollout.config.ConfigErrors;
@@ -329,7 +330,7 @@ final class NodeCommand implements Callable<Integer> {
                         gatewayHost,
                         gatewayPort,
                         () -> TrainerGateway.start(
-                                gatewayConfig, node.client(), observability.gatewayExtras(serverList)));
+                                gatewayConfig, rankClients(node), observability.gatewayExtras(serverList)));
                 toClose.add(gateway);
                 // Should the collector run here, trainers that pull through other nodes' gateways read
                 // from this one; withdrawn first when the node stops (toClose runs backwards).
@@ -441,5 +442,14 @@ final class NodeCommand implements Callable<Integer> {
 
     boolean managementOn() {
         return managementPort != null || discovery != null;
+    }
+
+    /** A handle on the run for each trainer rank ({@code rollout.train_data_parallel_size}), by rank. */
+    private static List<LocalRolloutClient> rankClients(ClusterRollout node) {
+        List<LocalRolloutClient> clients = new ArrayList<>();
+        for (int r = 0; r < node.ranks(); r++) {
+            clients.add(node.client(r));
+        }
+        return clients;
     }
 }

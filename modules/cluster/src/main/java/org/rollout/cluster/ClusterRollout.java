@@ -2,6 +2,7 @@ package org.rollout.cluster;
 
 import com.typesafe.config.Config;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -57,6 +58,10 @@ public final class ClusterRollout implements AutoCloseable {
 
     private final ActorSystem<Void> system;
     private final LocalRollout.Refs refs;
+    /** Each trainer rank's singletons' proxies, by rank ({@code refs} is rank 0's). */
+    private final List<LocalRollout.Refs> ranks;
+
+    private final Duration publishTimeout;
     private final StatsBook stats;
     private final LocalRolloutClient client;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -65,13 +70,15 @@ public final class ClusterRollout implements AutoCloseable {
 
     private ClusterRollout(
             ActorSystem<Void> system,
-            LocalRollout.Refs refs,
+            List<LocalRollout.Refs> ranks,
             StatsBook stats,
             Duration publishTimeout,
             LongAdder groupsStarted) {
         this.groupsStarted = groupsStarted;
         this.system = system;
-        this.refs = refs;
+        this.ranks = List.copyOf(ranks);
+        this.refs = ranks.get(0);
+        this.publishTimeout = publishTimeout;
         this.stats = stats;
         this.client = new LocalRolloutClient(system, refs, publishTimeout);
     }
@@ -102,47 +109,66 @@ public final class ClusterRollout implements AutoCloseable {
             LocalRollout.Spec spec, String nodeName, Config pekko, Duration replicationTimeout) {
         StatsBook stats = new StatsBook(spec.statsFile());
         LongAdder groupsStarted = new LongAdder();
-        CompletableFuture<LocalRollout.Refs> started = new CompletableFuture<>();
+        int ranks = spec.trainerRanks();
+        int rankBatch = RankShare.batchShare(spec.budget().consumerBatchSize(), ranks);
+        CompletableFuture<List<LocalRollout.Refs>> started = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorSystem<Void> sys = ctx.getSystem();
             Set<String> roles = Cluster.get(sys).selfMember().getRoles();
-            DurableState state = new ReplicatedState(sys, replicationTimeout);
+            ReplicatedState state = new ReplicatedState(sys, replicationTimeout);
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
             ctx.spawn(MinorityGuard.create(minorityWindow(sys.settings().config())), "minority-guard");
             ClusterSingleton singletons = ClusterSingleton.get(sys);
             ClusterSingletonSettings onCoordinators =
                     ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);
-            AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
-            ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
-                            Supervision.collector(
-                                    Behaviors.<Collector.Command>setup(
-                                            c -> LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
-                                    coordinatorProxy::get),
-                            "rollout-collector")
-                    .withProps(LocalRollout.singletonProps("collector"))
-                    .withSettings(onCoordinators));
-            ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
-                            Supervision.coordinator(
-                                    Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
-                                            freshBudget(spec.budget()),
-                                            spec.source(),
-                                            spec.evalItems(),
-                                            spec.evalEvery(),
-                                            spec.evalMaxConcurrent(),
-                                            spec.queueSize(),
-                                            collector,
-                                            state,
-                                            replicationTimeout.plusSeconds(5)))),
-                            "rollout-coordinator")
-                    .withProps(LocalRollout.singletonProps("coordinator"))
-                    .withSettings(onCoordinators));
-            coordinatorProxy.set(coordinator);
+            List<ActorRef<Collector.Command>> collectors = new ArrayList<>();
+            List<ActorRef<RolloutCoordinator.Command>> coordinators = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                RankShare share = new RankShare(r, ranks);
+                // Rank 0's singletons keep the names of a run with one rank.
+                String suffix = r == 0 ? "" : "-rank" + r;
+                StalenessBudget rankBudget =
+                        ranks == 1 ? spec.budget() : LocalRollout.rankBudget(spec.budget(), share, rankBatch);
+                DurableState rankState = state.forRank(r);
+                AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
+                ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
+                                Supervision.collector(
+                                        Behaviors.<Collector.Command>setup(c -> LocalRollout.collector(
+                                                spec, rankBatch, stats, topic, coordinatorProxy.get(), share)),
+                                        coordinatorProxy::get),
+                                "rollout-collector" + suffix)
+                        .withProps(LocalRollout.singletonProps("collector"))
+                        .withSettings(onCoordinators));
+                ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
+                                Supervision.coordinator(
+                                        Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
+                                                freshBudget(rankBudget),
+                                                share.prompts(spec.source()),
+                                                share.rank() == 0 ? spec.evalItems() : List.of(),
+                                                spec.evalEvery(),
+                                                spec.evalMaxConcurrent(),
+                                                spec.queueSize(),
+                                                collector,
+                                                rankState,
+                                                replicationTimeout.plusSeconds(5),
+                                                share))),
+                                "rollout-coordinator" + suffix)
+                        .withProps(LocalRollout.singletonProps("coordinator"))
+                        .withSettings(onCoordinators));
+                coordinatorProxy.set(coordinator);
+                collectors.add(collector);
+                coordinators.add(coordinator);
+            }
+            // With several ranks, a publish pauses and resumes each rank's coordinator; the fan-out
+            // runs beside the weight version, on every node (it keeps nothing).
+            ActorRef<RolloutCoordinator.Command> admission =
+                    ranks == 1 ? coordinators.get(0) : ctx.spawn(RankFanOut.create(coordinators), "rank-fan-out");
             ActorRef<WeightVersion.Command> weightVersion = singletons.init(SingletonActor.of(
                             Supervision.weightVersion(Behaviors.<WeightVersion.Command>setup(c -> WeightVersion.create(
                                     spec.initialVersion(),
                                     spec.publisher(),
-                                    coordinator,
+                                    admission,
                                     topic,
                                     spec.services().blocking(),
                                     spec.prepareTimeout(),
@@ -164,12 +190,16 @@ public final class ClusterRollout implements AutoCloseable {
                 drainOnShutdown(sys, runner, nodeName);
             }
             log.info("node {} started with roles {}", nodeName, roles);
-            started.complete(new LocalRollout.Refs(coordinator, collector, weightVersion));
+            List<LocalRollout.Refs> refs = new ArrayList<>();
+            for (int r = 0; r < ranks; r++) {
+                refs.add(new LocalRollout.Refs(coordinators.get(r), collectors.get(r), weightVersion));
+            }
+            started.complete(refs);
             return Behaviors.empty();
         });
         ActorSystem<Void> system = ActorSystem.create(guardian, "rollout", pekko);
         try {
-            LocalRollout.Refs refs = started.get(30, TimeUnit.SECONDS);
+            List<LocalRollout.Refs> refs = started.get(30, TimeUnit.SECONDS);
             return new ClusterRollout(
                     system, refs, stats, spec.weightUpdateTimeout().plusSeconds(30), groupsStarted);
         } catch (InterruptedException e) {
@@ -245,9 +275,23 @@ public final class ClusterRollout implements AutoCloseable {
         return groupsStarted.sum();
     }
 
-    /** A trainer's handle, through the singletons' proxies. */
+    /** A trainer's handle, through the singletons' proxies (rank 0's, with several trainer ranks). */
     public LocalRolloutClient client() {
         return client;
+    }
+
+    /**
+     * Trainer rank {@code rank}'s handle ({@code rollout.train_data_parallel_size}): it pulls and
+     * acknowledges the rank's batches, and its status is the rank's; publishing goes to the run's
+     * weight version, which every rank follows.
+     */
+    public LocalRolloutClient client(int rank) {
+        return rank == 0 ? client : new LocalRolloutClient(system, ranks.get(rank), publishTimeout);
+    }
+
+    /** How many trainer ranks pull from this run. */
+    public int ranks() {
+        return ranks.size();
     }
 
     /** This node's statistics (written on the node that hosts the collector). */

@@ -71,6 +71,8 @@ public final class LocalRollout implements AutoCloseable {
      * @param prepareTimeout how long a weight update waits for runners to pause
      * @param weightUpdateTimeout how long a runner stays paused without news of its update
      * @param statsFile where per-version statistics are appended, or null
+     * @param trainerRanks the trainer's data-parallel ranks, each pulling batches of its own from a
+     *     coordinator and collector of its own ({@link RankShare}); 1 for one global budget
      */
     public record Spec(
             NodeServices services,
@@ -86,7 +88,62 @@ public final class LocalRollout implements AutoCloseable {
             Duration batchAckTimeout,
             Duration prepareTimeout,
             Duration weightUpdateTimeout,
-            Path statsFile) {
+            Path statsFile,
+            int trainerRanks) {
+        /** A spec for a trainer that pulls with one rank. */
+        public Spec(
+                NodeServices services,
+                StalenessBudget budget,
+                PromptSource source,
+                List<Map<String, Object>> evalItems,
+                int evalEvery,
+                int evalMaxConcurrent,
+                int queueSize,
+                WeightPublisher publisher,
+                int initialVersion,
+                int nodeCapacity,
+                Duration batchAckTimeout,
+                Duration prepareTimeout,
+                Duration weightUpdateTimeout,
+                Path statsFile) {
+            this(
+                    services,
+                    budget,
+                    source,
+                    evalItems,
+                    evalEvery,
+                    evalMaxConcurrent,
+                    queueSize,
+                    publisher,
+                    initialVersion,
+                    nodeCapacity,
+                    batchAckTimeout,
+                    prepareTimeout,
+                    weightUpdateTimeout,
+                    statsFile,
+                    1);
+        }
+
+        /** This spec, for a trainer that pulls with {@code ranks} data-parallel ranks. */
+        public Spec withTrainerRanks(int ranks) {
+            return new Spec(
+                    services,
+                    budget,
+                    source,
+                    evalItems,
+                    evalEvery,
+                    evalMaxConcurrent,
+                    queueSize,
+                    publisher,
+                    initialVersion,
+                    nodeCapacity,
+                    batchAckTimeout,
+                    prepareTimeout,
+                    weightUpdateTimeout,
+                    statsFile,
+                    ranks);
+        }
+
         public Spec {
             Objects.requireNonNull(services, "services");
             Objects.requireNonNull(budget, "budget");
@@ -132,7 +189,7 @@ public final class LocalRollout implements AutoCloseable {
 
     /** As above, with each long-lived actor's behaviour passed through {@code wrapper} inside its supervision. */
     static LocalRollout start(Spec spec, Config pekko, Supervision.Wrapper wrapper) {
-        return start(spec, pekko, wrapper, 1);
+        return start(spec, pekko, wrapper, spec.trainerRanks());
     }
 
     /**
@@ -186,7 +243,7 @@ public final class LocalRollout implements AutoCloseable {
                                         share.rank() == 0 ? spec.evalItems() : List.of(),
                                         spec.evalEvery(),
                                         spec.evalMaxConcurrent(),
-                                        share.limit(spec.queueSize()),
+                                        spec.queueSize(), // per rank, as AReaL's runner queues
                                         collector,
                                         rankState,
                                         Duration.ofSeconds(10),
@@ -298,12 +355,12 @@ public final class LocalRollout implements AutoCloseable {
      * status is the rank's (its budget, its collector); publishing goes to the run's weight
      * version, which every rank follows.
      */
-    LocalRolloutClient client(int rank) {
+    public LocalRolloutClient client(int rank) {
         return rank == 0 ? client : new LocalRolloutClient(system, ranks.get(rank), publishTimeout);
     }
 
     /** How many trainer ranks pull from this engine. */
-    int ranks() {
+    public int ranks() {
         return ranks.size();
     }
 

@@ -12,9 +12,10 @@ import java.util.Optional;
  *   <li>the task ids {@code rank, rank + ranks, rank + 2·ranks, …}, so ids stay unique across the
  *       run and a task's id names its rank;
  *   <li>the training prompts {@code rank, rank + ranks, …} of the source ({@link #prompts});
- *   <li>{@code consumer_batch_size / ranks} groups a batch, {@code max_concurrent_rollouts / ranks}
- *       in flight (at least 1) and {@code queue_size / ranks} unbatched (at least 1): its staleness
- *       budget is AReaL's with the rank's batch, exact on its own;
+ *   <li>{@code consumer_batch_size / ranks} groups a batch and {@code max_concurrent_rollouts /
+ *       ranks} in flight (at least 1): its staleness budget is AReaL's local one (semantics §6.8),
+ *       exact on its own; {@code queue_size} bounds each rank's unbatched groups, unscaled, as it
+ *       bounds each of AReaL's rank's queues;
  *   <li>a share of each runner's capacity ({@link #capacity}), so the ranks together dispatch to a
  *       node what one coordinator would.
  * </ul>
@@ -54,7 +55,7 @@ record RankShare(int rank, int ranks) {
         return consumerBatchSize / ranks;
     }
 
-    /** This rank's share of a limit on the whole run ({@code max_concurrent_rollouts}, {@code queue_size}): at least 1. */
+    /** This rank's share of a limit on the whole run ({@code max_concurrent_rollouts}): at least 1. */
     int limit(int whole) {
         return Math.max(1, whole / ranks);
     }

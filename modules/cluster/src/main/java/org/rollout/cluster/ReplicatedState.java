@@ -124,6 +124,11 @@ public final class ReplicatedState implements DurableState {
      *     is in flight: with one key, the layout before the ledger was split (a benchmark's baseline)
      */
     ReplicatedState(ActorSystem<?> system, Duration timeout, int range, int ledgerKeys, boolean grouped) {
+        this(system, timeout, range, ledgerKeys, grouped, "rollout-ledger-part-");
+    }
+
+    private ReplicatedState(
+            ActorSystem<?> system, Duration timeout, int range, int ledgerKeys, boolean grouped, String keyPrefix) {
         if (range < 1 || ledgerKeys < 1) {
             throw new IllegalArgumentException(
                     "ledger range and keys must be positive, got " + range + " and " + ledgerKeys);
@@ -137,9 +142,22 @@ public final class ReplicatedState implements DurableState {
         this.grouped = grouped;
         List<Shard> s = new ArrayList<>(ledgerKeys);
         for (int i = 0; i < ledgerKeys; i++) {
-            s.add(new Shard(LWWRegisterKey.create("rollout-ledger-part-" + i)));
+            s.add(new Shard(LWWRegisterKey.create(keyPrefix + i)));
         }
         this.shards = List.copyOf(s);
+    }
+
+    /**
+     * The ledger of trainer rank {@code rank}'s coordinator ({@link RankShare}), under keys of its
+     * own ({@code rollout-ledger-rank<r>-part-<n>}; rank 0 keeps {@code rollout-ledger-part-<n>}),
+     * laid out as this one's. Its version is this one's: the run has one weight version.
+     */
+    ReplicatedState forRank(int rank) {
+        if (rank == 0) {
+            return this;
+        }
+        return new ReplicatedState(
+                system, timeout, range, shards.size(), grouped, "rollout-ledger-rank" + rank + "-part-");
     }
 
     /** Ledger updates sent to the replicator so far: fewer than the writes when writes were grouped. */

@@ -23,6 +23,7 @@ record ControllerSection(
         Integer maxConcurrentRollouts,
         Integer consumerBatchSize,
         Long maxHeadOffpolicyness,
+        Integer trainDataParallelSize,
         Integer queueSize,
         StalenessPolicy stalenessPolicy,
         Duration episodeTimeout,
@@ -53,6 +54,7 @@ record ControllerSection(
                 "rollout.max_concurrent_rollouts", 1, true, "an integer >= 1, or null for consumer_batch_size");
         Integer batch = r.intValue("rollout.consumer_batch_size", 1, false, "an integer >= 1");
         Long eta = r.integer("rollout.max_head_offpolicyness", 0, Long.MAX_VALUE, false, "an integer >= 0");
+        Integer ranks = trainDataParallelSize(r, batch);
         String queueAllowed = "an integer >= consumer_batch_size (" + (batch != null ? batch : 1)
                 + "), or null for max_concurrent_rollouts × " + QUEUE_SIZE_FACTOR;
         Integer queueSize = r.intValue("rollout.queue_size", batch != null ? batch : 1, true, queueAllowed);
@@ -77,6 +79,7 @@ record ControllerSection(
                 maxConcurrent,
                 batch,
                 eta,
+                ranks,
                 queueSize,
                 policy,
                 episodeTimeout,
@@ -128,7 +131,8 @@ record ControllerSection(
                 evalWorkflow,
                 evalWorkflowKwargs,
                 accept,
-                dataset);
+                dataset,
+                trainDataParallelSize);
     }
 
     /** Legal but questionable combinations of these keys (and the dataset's), one sentence each. */
@@ -151,6 +155,30 @@ record ControllerSection(
                 && dataset.eval().isEmpty()) {
             warnings.add("rollout.eval_every = " + evalEvery + " has no effect: rollout.dataset.eval is empty");
         }
+    }
+
+    /** The most data-parallel ranks: a batch id carries its rank in 8 bits. */
+    static final int MAX_TRAIN_DATA_PARALLEL_SIZE = 256;
+
+    /**
+     * {@code rollout.train_data_parallel_size}: 1 to 256, and a divisor of {@code consumer_batch_size}
+     * (when that one is valid): each rank's batch is an equal share of a step.
+     */
+    private static Integer trainDataParallelSize(ConfigReader r, Integer batch) {
+        String key = "rollout.train_data_parallel_size";
+        Long n = r.integer(key, 1, MAX_TRAIN_DATA_PARALLEL_SIZE, false, "an integer from 1 to 256");
+        if (n == null) {
+            return null;
+        }
+        if (batch != null && batch % n != 0) {
+            r.error(
+                    key,
+                    n,
+                    "a divisor of rollout.consumer_batch_size (" + batch
+                            + "): each rank pulls batches of consumer_batch_size / train_data_parallel_size groups");
+            return null;
+        }
+        return n.intValue();
     }
 
     /**

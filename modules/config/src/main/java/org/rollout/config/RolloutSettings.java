@@ -125,6 +125,8 @@ public final class RolloutSettings {
      * @param workflowKwargs deep-immutable, keys sorted; values are String, Integer, Long, Double,
      *     Boolean, null, List or Map
      * @param accept {@code all}, {@code drop_equal_rewards} or an {@code AcceptFilter} class name, unresolved
+     * @param trainDataParallelSize the trainer's data-parallel ranks that pull batches of their own;
+     *     divides {@code consumerBatchSize}
      */
     public record Rollout(
             String experimentName,
@@ -150,7 +152,8 @@ public final class RolloutSettings {
             String evalWorkflow,
             Map<String, Object> evalWorkflowKwargs,
             String accept,
-            Dataset dataset) {
+            Dataset dataset,
+            int trainDataParallelSize) {
         public Rollout {
             Objects.requireNonNull(experimentName, "experiment_name");
             Objects.requireNonNull(trialName, "trial_name");

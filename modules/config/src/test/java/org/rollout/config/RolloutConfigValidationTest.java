@@ -234,6 +234,23 @@ class RolloutConfigValidationTest {
     }
 
     @Test
+    void dataParallelRanksThatDoNotDivideTheBatchOrAreOutOfRangeAreRefused() {
+        refused(
+                () -> load("rollout.consumer_batch_size=8", "rollout.train_data_parallel_size=3"),
+                "invalid value for 'rollout.train_data_parallel_size': 3 (allowed: a divisor of"
+                        + " rollout.consumer_batch_size (8): each rank pulls batches of consumer_batch_size /"
+                        + " train_data_parallel_size groups)");
+        refused(
+                () -> load("rollout.consumer_batch_size=512", "rollout.train_data_parallel_size=512"),
+                "invalid value for 'rollout.train_data_parallel_size': 512 (allowed: an integer from 1 to 256)");
+        assertThat(load("rollout.consumer_batch_size=8", "rollout.train_data_parallel_size=4")
+                        .rollout()
+                        .trainDataParallelSize())
+                .isEqualTo(4);
+        assertThat(load().rollout().trainDataParallelSize()).isEqualTo(1);
+    }
+
+    @Test
     void nodeCapacityBelowOneIsRefused() {
         refused(
                 () -> load("rollout.node_capacity=0"),

@@ -3,6 +3,7 @@ package org.rollout.gateway;
 import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -38,7 +39,9 @@ final class BatchEndpoints {
      */
     static final String FOLLOW_HEADER = "X-Rollout-Follow-Redirect";
 
-    private final RolloutClient engine;
+    /** The engine, one handle per trainer rank ({@code rollout.train_data_parallel_size}), by rank. */
+    private final List<RolloutClient> ranks;
+
     private final Duration maxPollWait;
     private final int maxWaitingPulls;
     /** Pulls served at once (waiting for a batch or streaming one), at most {@code gateway.max_waiting_pulls}. */
@@ -54,13 +57,13 @@ final class BatchEndpoints {
     private volatile long lastRefusalLogNanos = System.nanoTime() - REFUSAL_LOG_EVERY.toNanos();
 
     BatchEndpoints(
-            RolloutClient engine,
+            List<RolloutClient> ranks,
             Duration maxPollWait,
             Semaphore pullSlots,
             int maxWaitingPulls,
             GatewayMeters meters,
             BatchStreamWatch watch) {
-        this.engine = engine;
+        this.ranks = List.copyOf(ranks);
         this.maxPollWait = maxPollWait;
         this.pullSlots = pullSlots;
         this.maxWaitingPulls = maxWaitingPulls;
@@ -76,7 +79,7 @@ final class BatchEndpoints {
     void next(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
         PullQuery query;
         try {
-            query = PullQuery.parse(req.query(), maxPollWait, String.valueOf(req.remote()));
+            query = PullQuery.parse(req.query(), maxPollWait, String.valueOf(req.remote()), ranks.size());
         } catch (IllegalArgumentException e) {
             throw new Refusal(400, "bad_request", e.getMessage());
         }
@@ -141,6 +144,7 @@ final class BatchEndpoints {
      * can ({@link EncodedBatchSource}), else encoded here.
      */
     private EncodedBatchSource.Pulled nextEncoded(PullQuery q, boolean readElsewhere) throws InterruptedException {
+        RolloutClient engine = ranks.get(q.rank());
         if (engine instanceof EncodedBatchSource source) {
             return source.pullEncoded(q.maxWait(), q.holder(), q.lease(), readElsewhere);
         }
@@ -201,7 +205,7 @@ final class BatchEndpoints {
             if (out.count < body.length()) {
                 // Not received whole, so never trained on: the next pull takes it, not one after
                 // batch_ack_timeout (a pull whose client left while it waited shows only here).
-                engine.release(body.batchId());
+                rankOf(body.batchId()).release(body.batchId());
                 meters.batchesReleased.incrementAndGet();
                 log.info(
                         "batch {} ({} groups): {} after {} of {} bytes ({}); the next pull takes it",
@@ -249,6 +253,7 @@ final class BatchEndpoints {
         if (taskIds == null && !fromTrainer.isEmpty()) {
             taskIds = fromTrainer;
         }
+        RolloutClient engine = rankOf(id);
         if (taskIds != null) {
             engine.acknowledge(id, taskIds);
         } else {
@@ -264,6 +269,23 @@ final class BatchEndpoints {
         } catch (IllegalArgumentException e) {
             throw new Refusal(400, "bad_request", e.getMessage());
         }
-        GatewayHttp.json(ex, 200, GatewayJson.renewed(lease, engine.renewLease(lease)));
+        List<Long> renewed = new ArrayList<>();
+        for (RolloutClient engine : ranks) {
+            renewed.addAll(engine.renewLease(lease)); // a holder's batches may be of any rank
+        }
+        GatewayHttp.json(ex, 200, GatewayJson.renewed(lease, renewed));
+    }
+
+    /**
+     * The handle of the rank that handed out batch {@code batchId}: its id carries the rank in bits
+     * 24 to 31 when the trainer pulls with several ranks; an id naming no rank of this run goes to
+     * rank 0, which does not know it.
+     */
+    private RolloutClient rankOf(long batchId) {
+        if (ranks.size() == 1) {
+            return ranks.get(0);
+        }
+        int rank = (int) ((batchId >>> 24) & 0xff);
+        return ranks.get(rank < ranks.size() ? rank : 0);
     }
 }

@@ -1,6 +1,7 @@
 package org.rollout.gateway;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.concurrent.Semaphore;
 import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
@@ -76,15 +77,26 @@ final class GatewayHandler implements Http1Server.Handler {
 
     /** @param connectionsAccepted the connections the gateway's server accepted so far (a meter) */
     GatewayHandler(RolloutClient engine, GatewayConfig config, GatewayExtras extras, LongSupplier connectionsAccepted) {
+        this(List.of(engine), config, extras, connectionsAccepted);
+    }
+
+    /**
+     * As above, for a trainer that pulls with several data-parallel ranks: {@code ranks.get(r)} is
+     * rank {@code r}'s handle (pulls, acknowledgements, status); rank 0's publishes and reads the
+     * run's statistics.
+     */
+    GatewayHandler(
+            List<RolloutClient> ranks, GatewayConfig config, GatewayExtras extras, LongSupplier connectionsAccepted) {
+        RolloutClient engine = ranks.get(0);
         this.token = config.token() == null ? null : new BearerToken(config.token());
         this.maxWaitingPulls = config.maxWaitingPulls();
         this.pullSlots = new Semaphore(maxWaitingPulls);
         this.meters = new GatewayMeters(extras.registry(), pullSlots, maxWaitingPulls, connectionsAccepted);
         this.watch = new BatchStreamWatch(config.writeTimeout(), meters);
-        this.batches = new BatchEndpoints(engine, config.maxPollWait(), pullSlots, maxWaitingPulls, meters, watch);
+        this.batches = new BatchEndpoints(ranks, config.maxPollWait(), pullSlots, maxWaitingPulls, meters, watch);
         this.weights = new WeightEndpoints(engine);
         this.servers = new ServerEndpoints(extras.servers());
-        this.status = new StatusEndpoints(engine, extras.health() == null ? () -> GatewayHealth.OK : extras.health());
+        this.status = new StatusEndpoints(ranks, extras.health() == null ? () -> GatewayHealth.OK : extras.health());
     }
 
     /** Pulls this gateway serves now. */
@@ -166,7 +178,7 @@ final class GatewayHandler implements Http1Server.Handler {
                 }
                 case "/v1/status" -> {
                     GatewayHttp.expect(req, "GET");
-                    status.status(ex);
+                    status.status(req, ex);
                 }
                 case "/v1/stats" -> {
                     GatewayHttp.expect(req, "GET");

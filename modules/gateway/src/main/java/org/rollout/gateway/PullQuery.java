@@ -16,7 +16,11 @@ import org.rollout.trainer.BatchLease;
  * @param holder who holds the batch pulled, for the status and logs
  * @param lease the lease, or null
  */
-record PullQuery(Duration maxWait, String holder, BatchLease lease) {
+record PullQuery(Duration maxWait, String holder, BatchLease lease, int rank) {
+
+    PullQuery(Duration maxWait, String holder, BatchLease lease) {
+        this(maxWait, holder, lease, 0);
+    }
 
     /**
      * Reads {@code rawQuery}; {@code peer} names the puller when it gives no holder.
@@ -24,7 +28,16 @@ record PullQuery(Duration maxWait, String holder, BatchLease lease) {
      * @throws IllegalArgumentException naming the parameter at fault
      */
     static PullQuery parse(String rawQuery, Duration maxPollWait, String peer) {
+        return parse(rawQuery, maxPollWait, peer, 1);
+    }
+
+    /**
+     * As above, for an engine whose trainer pulls with {@code ranks} data-parallel ranks: {@code
+     * rank=R} (0 when absent) names the rank whose batch is pulled, an integer in [0, ranks).
+     */
+    static PullQuery parse(String rawQuery, Duration maxPollWait, String peer, int ranks) {
         String wait = null;
+        String rank = null;
         String lease = null;
         String holder = null;
         if (rawQuery != null && !rawQuery.isEmpty()) {
@@ -36,6 +49,7 @@ record PullQuery(Duration maxWait, String holder, BatchLease lease) {
                     case "wait" -> wait = value;
                     case "lease" -> lease = value;
                     case "holder" -> holder = value;
+                    case "rank" -> rank = value;
                     default -> {
                         // Other parameters are left alone, as before leases existed.
                     }
@@ -46,8 +60,9 @@ record PullQuery(Duration maxWait, String holder, BatchLease lease) {
         if (w.compareTo(maxPollWait) > 0) {
             w = maxPollWait;
         }
+        int r = rank(rank, ranks);
         if (lease == null) {
-            return new PullQuery(w, holder == null || holder.isBlank() ? peer : holder, null);
+            return new PullQuery(w, holder == null || holder.isBlank() ? peer : holder, null, r);
         }
         if (holder == null || holder.isBlank()) {
             throw new IllegalArgumentException(
@@ -55,10 +70,32 @@ record PullQuery(Duration maxWait, String holder, BatchLease lease) {
         }
         Duration l = seconds("lease", lease, 1e-3, BatchLease.MAX.toSeconds());
         try {
-            return new PullQuery(w, holder, new BatchLease(holder, l));
+            return new PullQuery(w, holder, new BatchLease(holder, l), r);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("query parameter 'holder': " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The trainer rank {@code value} names: 0 when absent; otherwise an integer in [0, {@code
+     * ranks}).
+     *
+     * @throws IllegalArgumentException naming {@code rank} and the run's ranks
+     */
+    static int rank(String value, int ranks) {
+        if (value == null) {
+            return 0;
+        }
+        try {
+            int r = Integer.parseInt(value.strip());
+            if (r >= 0 && r < ranks) {
+                return r;
+            }
+        } catch (NumberFormatException e) {
+            // Described below.
+        }
+        throw new IllegalArgumentException("query parameter 'rank' must be a trainer rank from 0 to " + (ranks - 1)
+                + " (rollout.train_data_parallel_size = " + ranks + "), got '" + value + "'");
     }
 
     private static Duration seconds(String name, String value, double min, double max) {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.rollout.http.Http1Server.Exchange;
@@ -20,11 +21,15 @@ import org.rollout.trainer.wire.GatewayJson;
 final class StatusEndpoints {
     private static final ObjectMapper HEALTH_JSON = new ObjectMapper();
 
+    /** The engine, by trainer rank: rank 0's also reads the run's statistics. */
+    private final List<RolloutClient> ranks;
+
     private final RolloutClient engine;
     private final Supplier<GatewayHealth> health;
 
-    StatusEndpoints(RolloutClient engine, Supplier<GatewayHealth> health) {
-        this.engine = engine;
+    StatusEndpoints(List<RolloutClient> ranks, Supplier<GatewayHealth> health) {
+        this.ranks = List.copyOf(ranks);
+        this.engine = ranks.get(0);
         this.health = health;
     }
 
@@ -33,8 +38,26 @@ final class StatusEndpoints {
         GatewayHttp.json(ex, h.ok() ? 200 : 503, h.ok() ? GatewayJson.health() : degraded(h));
     }
 
-    void status(Exchange ex) throws IOException, InterruptedException {
-        GatewayHttp.json(ex, 200, GatewayJson.status(engine.status()));
+    /** The status of trainer rank {@code rank=R} (0 when absent): its budget, its batches. */
+    void status(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
+        int rank = 0;
+        String raw = req.query();
+        if (raw != null && !raw.isEmpty()) {
+            for (String pair : raw.split("&")) {
+                int eq = pair.indexOf('=');
+                String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                if (!name.equals("rank")) {
+                    continue; // other parameters are left alone, as before ranks existed
+                }
+                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                try {
+                    rank = PullQuery.rank(value, ranks.size());
+                } catch (IllegalArgumentException e) {
+                    throw new Refusal(400, "bad_request", e.getMessage());
+                }
+            }
+        }
+        GatewayHttp.json(ex, 200, GatewayJson.status(ranks.get(rank).status()));
     }
 
     void stats(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {

@@ -94,11 +94,26 @@ public final class TrainerGateway implements AutoCloseable {
      */
     public static TrainerGateway start(GatewayConfig config, RolloutClient engine, GatewayExtras extras)
             throws IOException {
+        Objects.requireNonNull(engine, "engine");
+        return start(config, List.of(engine), extras);
+    }
+
+    /**
+     * As above, for a trainer that pulls with several data-parallel ranks ({@code
+     * rollout.train_data_parallel_size}): {@code ranks.get(r)} serves the pulls, acknowledgements
+     * and status of rank {@code r} ({@code ?rank=r}; a batch's acknowledgement finds its rank in the
+     * batch id), rank 0's the rest.
+     */
+    public static TrainerGateway start(GatewayConfig config, List<? extends RolloutClient> ranks, GatewayExtras extras)
+            throws IOException {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(extras, "extras");
-        Objects.requireNonNull(engine, "engine");
+        if (ranks.isEmpty()) {
+            throw new IllegalArgumentException("the trainer gateway needs the engine of at least one trainer rank");
+        }
+        List<RolloutClient> engines = List.copyOf(ranks);
         AtomicReference<Http1Server> bound = new AtomicReference<>();
-        GatewayHandler handler = new GatewayHandler(engine, config, extras, () -> {
+        GatewayHandler handler = new GatewayHandler(engines, config, extras, () -> {
             Http1Server s = bound.get();
             return s == null ? 0 : s.connectionsAccepted();
         });

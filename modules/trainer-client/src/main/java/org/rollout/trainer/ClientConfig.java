@@ -57,6 +57,10 @@ import javax.net.ssl.TrustManagerFactory;
  *     crosses no node on its way to the trainer (on by default; off: such a gateway relays the
  *     batch). A holder's gateway that cannot be reached makes the client pull through its contact
  *     point again (relayed) and follow no redirect for a minute
+ * @param rank with {@code rollout.train_data_parallel_size} above 1, the data-parallel rank this
+ *     client pulls for ({@code RANK}): its pulls get that rank's batches and {@link
+ *     RolloutClient#status()} is that rank's; an acknowledgement finds its rank by the batch id.
+ *     {@link #NO_RANK} (the default) pulls as rank 0
  */
 public record ClientConfig(
         List<URI> contactPoints,
@@ -71,7 +75,11 @@ public record ClientConfig(
         Duration retryDeadline,
         SSLContext sslContext,
         Duration lease,
-        boolean followPullRedirects) {
+        boolean followPullRedirects,
+        int rank) {
+
+    /** No rank named: pulls are rank 0's. */
+    public static final int NO_RANK = -1;
 
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(30);
@@ -111,6 +119,9 @@ public record ClientConfig(
         if (lease != null && (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(BatchLease.MAX) > 0)) {
             throw new IllegalArgumentException("lease must be between 1 s and " + BatchLease.MAX + ", got " + lease);
         }
+        if (rank < NO_RANK || rank > 255) {
+            throw new IllegalArgumentException("rank must be a data-parallel rank from 0 to 255, got " + rank);
+        }
         if (retryMaxBackoff.compareTo(retryInitialBackoff) < 0) {
             throw new IllegalArgumentException("retry_max_backoff (" + retryMaxBackoff
                     + ") must not be below retry_initial_backoff (" + retryInitialBackoff + ")");
@@ -141,12 +152,18 @@ public record ClientConfig(
                 DEFAULT_RETRY_DEADLINE,
                 null,
                 DEFAULT_LEASE,
-                true);
+                true,
+                NO_RANK);
     }
 
     /** Pulls under a lease of {@code d} (null: without a lease); see the {@code lease} parameter. */
     public ClientConfig withLease(Duration d) {
         return with(c -> c.lease = d);
+    }
+
+    /** Pulls for data-parallel rank {@code r} (see the {@code rank} parameter). */
+    public ClientConfig withRank(int r) {
+        return with(c -> c.rank = r);
     }
 
     /** Whether pulls follow a redirect to the gateway of the node that holds the batches (see the parameter). */
@@ -213,6 +230,7 @@ public record ClientConfig(
         SSLContext sslContext;
         Duration lease;
         boolean followPullRedirects;
+        int rank;
 
         Fields(ClientConfig c) {
             contactPoints = c.contactPoints;
@@ -228,6 +246,7 @@ public record ClientConfig(
             sslContext = c.sslContext;
             lease = c.lease;
             followPullRedirects = c.followPullRedirects;
+            rank = c.rank;
         }
 
         ClientConfig config() {
@@ -244,7 +263,8 @@ public record ClientConfig(
                     retryDeadline,
                     sslContext,
                     lease,
-                    followPullRedirects);
+                    followPullRedirects,
+                    rank);
         }
     }
 
@@ -275,7 +295,8 @@ public record ClientConfig(
                 + ", publish_timeout=" + publishTimeout + ", poll_wait=" + pollWait + ", read_idle_timeout="
                 + readIdleTimeout + ", retry=" + retryInitialBackoff + ".." + retryMaxBackoff + " for "
                 + retryDeadline + ", tls=" + (sslContext == null ? "default trust" : "custom") + ", lease="
-                + (lease == null ? "none" : lease) + ", follow_pull_redirects=" + followPullRedirects + "}";
+                + (lease == null ? "none" : lease) + ", follow_pull_redirects=" + followPullRedirects
+                + (rank == NO_RANK ? "" : ", rank=" + rank) + "}";
     }
 
     private static URI parse(String contactPoint) {

@@ -151,6 +151,7 @@ public final class HttpRolloutClient implements RolloutClient {
     private Optional<TrainingBatch> pull(Duration wait) throws InterruptedException {
         String seconds = String.format(Locale.ROOT, "%.3f", wait.toNanos() / 1e9);
         String path = "/v1/batches/next?wait=" + seconds
+                + (config.rank() == ClientConfig.NO_RANK ? "" : "&rank=" + config.rank())
                 + (leases == null
                         ? ""
                         : String.format(
@@ -336,7 +337,12 @@ public final class HttpRolloutClient implements RolloutClient {
     public RolloutStatus status() throws InterruptedException {
         return calls.call(
                 "read status",
-                calls.viaHttpClient(base -> calls.request(base, "/v1/status", config.requestTimeout())
+                calls.viaHttpClient(base -> calls.request(
+                                base,
+                                config.rank() == ClientConfig.NO_RANK
+                                        ? "/v1/status"
+                                        : "/v1/status?rank=" + config.rank(),
+                                config.requestTimeout())
                         .GET()
                         .build()),
                 (base, status, body, ambiguous) -> {
