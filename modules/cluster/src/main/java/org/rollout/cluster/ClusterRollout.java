@@ -124,41 +124,46 @@ public final class ClusterRollout implements AutoCloseable {
                     ClusterSingletonSettings.create(sys).withRole(ROLE_COORDINATOR);
             List<ActorRef<Collector.Command>> collectors = new ArrayList<>();
             List<ActorRef<RolloutCoordinator.Command>> coordinators = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                RankShare share = new RankShare(r, ranks);
-                // Rank 0's singletons keep the names of a run with one rank.
-                String suffix = r == 0 ? "" : "-rank" + r;
-                StalenessBudget rankBudget =
-                        ranks == 1 ? spec.budget() : LocalRollout.rankBudget(spec.budget(), share, rankBatch);
-                DurableState rankState = state.forRank(r);
+            if (ranks == 1) {
                 AtomicReference<ActorRef<RolloutCoordinator.Command>> coordinatorProxy = new AtomicReference<>();
                 ActorRef<Collector.Command> collector = singletons.init(SingletonActor.of(
                                 Supervision.collector(
-                                        Behaviors.<Collector.Command>setup(c -> LocalRollout.collector(
-                                                spec, rankBatch, stats, topic, coordinatorProxy.get(), share)),
+                                        Behaviors.<Collector.Command>setup(c ->
+                                                LocalRollout.collector(spec, stats, topic, coordinatorProxy.get())),
                                         coordinatorProxy::get),
-                                "rollout-collector" + suffix)
+                                "rollout-collector")
                         .withProps(LocalRollout.singletonProps("collector"))
                         .withSettings(onCoordinators));
                 ActorRef<RolloutCoordinator.Command> coordinator = singletons.init(SingletonActor.of(
-                                Supervision.coordinator(
-                                        Behaviors.<RolloutCoordinator.Command>setup(c -> RolloutCoordinator.create(
-                                                freshBudget(rankBudget),
-                                                share.prompts(spec.source()),
-                                                share.rank() == 0 ? spec.evalItems() : List.of(),
-                                                spec.evalEvery(),
-                                                spec.evalMaxConcurrent(),
-                                                spec.queueSize(),
-                                                collector,
-                                                rankState,
-                                                replicationTimeout.plusSeconds(5),
-                                                share))),
-                                "rollout-coordinator" + suffix)
+                                Supervision.coordinator(Behaviors.<RolloutCoordinator.Command>setup(
+                                        c -> coordinator(spec, RankShare.ALONE, collector, state, replicationTimeout))),
+                                "rollout-coordinator")
                         .withProps(LocalRollout.singletonProps("coordinator"))
                         .withSettings(onCoordinators));
                 coordinatorProxy.set(coordinator);
                 collectors.add(collector);
                 coordinators.add(coordinator);
+            } else {
+                // Each rank's coordinator and collector are sharded entities on the coordinator
+                // nodes, so that the ranks' groups go into different nodes.
+                RankPlacement.start(
+                        ctx,
+                        ranks,
+                        ROLE_COORDINATOR,
+                        r -> Supervision.collector(
+                                Behaviors.<Collector.Command>setup(c -> LocalRollout.collector(
+                                        spec, rankBatch, stats, topic, coordinators.get(r), new RankShare(r, ranks))),
+                                () -> coordinators.get(r)),
+                        r -> Supervision.coordinator(Behaviors.<RolloutCoordinator.Command>setup(c -> coordinator(
+                                spec,
+                                new RankShare(r, ranks),
+                                collectors.get(r),
+                                state.forRank(r),
+                                replicationTimeout))),
+                        LocalRollout.singletonProps("collector"),
+                        LocalRollout.singletonProps("coordinator"),
+                        coordinators,
+                        collectors);
             }
             // With several ranks, a publish pauses and resumes each rank's coordinator; the fan-out
             // runs beside the weight version, on every node (it keeps nothing).
@@ -210,6 +215,33 @@ public final class ClusterRollout implements AutoCloseable {
             system.terminate();
             throw new IllegalStateException("the node did not start within 30 s", e);
         }
+    }
+
+    /**
+     * Trainer rank {@code share}'s coordinator (the only one with one rank): the rank's budget,
+     * prompts and ledger; evaluation passes run in rank 0.
+     */
+    private static Behavior<RolloutCoordinator.Command> coordinator(
+            LocalRollout.Spec spec,
+            RankShare share,
+            ActorRef<Collector.Command> collector,
+            DurableState state,
+            Duration replicationTimeout) {
+        StalenessBudget budget = share.ranks() == 1
+                ? spec.budget()
+                : LocalRollout.rankBudget(
+                        spec.budget(), share, RankShare.batchShare(spec.budget().consumerBatchSize(), share.ranks()));
+        return RolloutCoordinator.create(
+                freshBudget(budget),
+                share.prompts(spec.source()),
+                share.rank() == 0 ? spec.evalItems() : List.of(),
+                spec.evalEvery(),
+                spec.evalMaxConcurrent(),
+                spec.queueSize(),
+                collector,
+                state,
+                replicationTimeout.plusSeconds(5),
+                share);
     }
 
     /**
@@ -292,6 +324,14 @@ public final class ClusterRollout implements AutoCloseable {
     /** How many trainer ranks pull from this run. */
     public int ranks() {
         return ranks.size();
+    }
+
+    /** The trainer ranks whose collector runs on this node now (none with one rank: it is a singleton). */
+    public java.util.concurrent.CompletionStage<java.util.Set<Integer>> collectorRanksHere() {
+        if (ranks.size() == 1) {
+            return java.util.concurrent.CompletableFuture.completedFuture(java.util.Set.of());
+        }
+        return RankPlacement.collectorsHere(system);
     }
 
     /** This node's statistics (written on the node that hosts the collector). */

@@ -22,10 +22,11 @@ import org.rollout.api.TrainingGroup;
 /**
  * A cluster whose trainer pulls with two data-parallel ranks ({@code
  * rollout.train_data_parallel_size = 2}): three nodes in this JVM over Artery TCP on 127.0.0.1,
- * each rank's coordinator and collector are singletons with a replicated ledger of its own. The
- * node holding them crashes while rank 1's trainer holds a batch; on the successor each rank
- * recovers from its own ledger: rank 1's unacknowledged tasks come again to rank 1, nothing
- * acknowledged comes again, and both ranks go on.
+ * two of them coordinator nodes. Each rank's coordinator and collector run on one of those, with
+ * a replicated ledger of its own, and the two ranks' collectors on different nodes. The node
+ * holding rank 1's collector crashes while rank 1's trainer holds a batch; rank 1 moves to the
+ * other node and recovers from its own ledger: its unacknowledged tasks come again to rank 1,
+ * nothing acknowledged comes again, and both ranks go on.
  */
 @Timeout(240)
 class TrainerRanksClusterTest {
@@ -49,22 +50,30 @@ class TrainerRanksClusterTest {
         ClusterRollout node = ClusterRollout.start(
                 t.spec().withTrainerRanks(2),
                 name,
-                ClusterFailoverTest.nodeConfig(port, seedPort, roles),
+                com.typesafe.config.ConfigFactory.parseString("pekko.cluster.sharding.rebalance-interval = 1s")
+                        .withFallback(ClusterFailoverTest.nodeConfig(port, seedPort, roles)),
                 Duration.ofSeconds(3));
         nodes.add(node);
         return node;
     }
 
     @Test
-    void eachRankRecoversFromItsOwnLedgerWhenTheSingletonsNodeCrashes(@TempDir Path dir) throws Exception {
+    void theRanksRunOnDifferentNodesAndEachRecoversFromItsOwnLedgerWhenItsNodeCrashes(@TempDir Path dir)
+            throws Exception {
         int p1 = ClusterFailoverTest.freePort();
         int p2 = ClusterFailoverTest.freePort();
         int p3 = ClusterFailoverTest.freePort();
         ClusterRollout n1 = start("node-1", p1, p1, dir.resolve("s1.jsonl"), "coordinator", "rollout");
         TestRollout.await("node 1 up", DEADLINE, () -> upMembers(n1) == 1);
-        start("node-2", p2, p1, dir.resolve("s2.jsonl"), "coordinator", "rollout");
+        ClusterRollout n2 = start("node-2", p2, p1, dir.resolve("s2.jsonl"), "coordinator", "rollout");
         ClusterRollout n3 = start("node-3", p3, p1, dir.resolve("s3.jsonl"), "rollout");
         TestRollout.await("three nodes up", DEADLINE, () -> upMembers(n3) == 3 && upMembers(n1) == 3);
+        TestRollout.await(
+                "one rank's collector on each coordinator node",
+                DEADLINE,
+                () -> here(n1).size() == 1 && here(n2).size() == 1);
+        assertThat(here(n3)).isEmpty();
+        ClusterRollout rank1Node = here(n1).contains(1) ? n1 : n2;
         assertThat(n3.ranks()).isEqualTo(2);
         List<LocalRolloutClient> ranks = List.of(n3.client(0), n3.client(1));
 
@@ -80,8 +89,8 @@ class TrainerRanksClusterTest {
         assertThat(pending).hasSize(2).doesNotContainAnyElementsOf(acked);
         assertThat(pending).allMatch(id -> id % 2 == 1);
 
-        n1.system().terminate(); // crash: no leave, no hand-over
-        n1.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        rank1Node.system().terminate(); // crash: no leave, no hand-over
+        rank1Node.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
         int seen = retry(() -> ranks.get(1).status(STATUS_READ).version());
         assertThat(seen).isEqualTo(version);
 
@@ -112,6 +121,17 @@ class TrainerRanksClusterTest {
         int last = version;
         assertThat(retry(() -> ranks.get(0).status(STATUS_READ).version())).isEqualTo(last);
         assertThat(retry(() -> ranks.get(1).status(STATUS_READ).version())).isEqualTo(last);
+        ClusterRollout survivor = rank1Node == n1 ? n2 : n1;
+        assertThat(here(survivor)).containsExactlyInAnyOrder(0, 1);
+    }
+
+    /** The ranks whose collector runs on {@code node}; empty while it cannot say. */
+    private static Set<Integer> here(ClusterRollout node) {
+        try {
+            return node.collectorRanksHere().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return Set.of();
+        }
     }
 
     /** One step: each rank pulls its batch, of its own tasks, none delivered before, and acknowledges it. */
