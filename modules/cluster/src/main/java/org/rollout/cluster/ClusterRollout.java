@@ -150,6 +150,7 @@ public final class ClusterRollout implements AutoCloseable {
                         ctx,
                         ranks,
                         ROLE_COORDINATOR,
+                        roles.contains(ROLE_COORDINATOR),
                         r -> Supervision.collector(
                                 Behaviors.<Collector.Command>setup(c -> LocalRollout.collector(
                                         spec, rankBatch, stats, topic, coordinators.get(r), new RankShare(r, ranks))),

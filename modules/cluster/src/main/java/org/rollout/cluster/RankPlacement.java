@@ -12,6 +12,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.sharding.ShardRegion;
@@ -34,9 +35,10 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * ledger, the runners deliver again what they hold to the new collector.
  *
  * <p>Every node talks to a rank's actors through a proxy of its own (a plain actor that forwards
- * to the entity), and keeps every rank's entities started: they are not remembered by sharding,
- * so a node pings each of them every {@link #KEEP_ALIVE} (a status read whose answer it drops),
- * which starts one that a rebalance or a lost node stopped.
+ * to the entity). The entities are not remembered by sharding; instead each coordinator node asks
+ * the shard regions every {@link #KEEP_ALIVE} to start every rank's entities ({@code
+ * ShardRegion.StartEntity}: nothing is delivered to an entity that runs), which starts one that a
+ * rebalance or a lost node stopped. Other nodes only send through their proxies.
  */
 final class RankPlacement {
 
@@ -55,14 +57,16 @@ final class RankPlacement {
             List<ActorRef<RolloutCoordinator.Command>> coordinators, List<ActorRef<Collector.Command>> collectors) {}
 
     /**
-     * Starts this node's share of the placement: the proxies, both entity types on {@code role}, and
-     * the keep-alive. {@code collector} and {@code coordinator} build rank {@code r}'s actors, given
-     * the proxies (filled before any entity starts).
+     * Starts this node's share of the placement: the proxies, both entity types on {@code role},
+     * and, when this node has {@code role} ({@code hosts}), the keep-alive. {@code collector} and
+     * {@code coordinator} build rank {@code r}'s actors, given the proxies (filled before any entity
+     * starts).
      */
     static Proxies start(
             ActorContext<Void> ctx,
             int ranks,
             String role,
+            boolean hosts,
             IntFunction<Behavior<Collector.Command>> collector,
             IntFunction<Behavior<RolloutCoordinator.Command>> coordinator,
             Props collectorProps,
@@ -85,8 +89,9 @@ final class RankPlacement {
                 .withSettings(settings)
                 .withEntityProps(coordinatorProps)
                 .withMessageExtractor(new ByRank<>()));
-        ActorRef<Object> drop = ctx.spawn(Behaviors.ignore(), "rank-keep-alive-replies");
-        ctx.spawn(keepAlive(List.copyOf(coordinatorProxies), List.copyOf(collectorProxies), drop), "rank-keep-alive");
+        if (hosts) {
+            ctx.spawn(keepAlive(ranks), "rank-keep-alive");
+        }
         return new Proxies(List.copyOf(coordinatorProxies), List.copyOf(collectorProxies));
     }
 
@@ -128,22 +133,30 @@ final class RankPlacement {
 
     private record Tick() {}
 
-    /** Every {@link #KEEP_ALIVE}, a status read to each rank's coordinator and collector. */
-    @SuppressWarnings("unchecked")
-    private static Behavior<Tick> keepAlive(
-            List<ActorRef<RolloutCoordinator.Command>> coordinators,
-            List<ActorRef<Collector.Command>> collectors,
-            ActorRef<Object> drop) {
-        return Behaviors.withTimers(timers -> {
+    /**
+     * Every {@link #KEEP_ALIVE}, asks both shard regions to start each rank's entity; the regions'
+     * acknowledgements come back here and are dropped.
+     */
+    private static Behavior<Object> keepAlive(int ranks) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+            org.apache.pekko.actor.ActorSystem classic = Adapter.toClassic(ctx.getSystem());
+            org.apache.pekko.cluster.sharding.ClusterSharding sharding =
+                    org.apache.pekko.cluster.sharding.ClusterSharding.get(classic);
+            List<org.apache.pekko.actor.ActorRef> regions =
+                    List.of(sharding.shardRegion(COORDINATORS.name()), sharding.shardRegion(COLLECTORS.name()));
+            org.apache.pekko.actor.ActorRef self = Adapter.toClassic(ctx.getSelf());
             timers.startTimerWithFixedDelay(new Tick(), Duration.ZERO, KEEP_ALIVE);
-            return Behaviors.receiveMessage(t -> {
-                coordinators.forEach(c -> c.tell(
-                        new RolloutCoordinator.GetStatus((ActorRef<RolloutCoordinator.Status>) (ActorRef<?>) drop)));
-                collectors.forEach(
-                        c -> c.tell(new Collector.GetStatus((ActorRef<Collector.Status>) (ActorRef<?>) drop)));
-                return Behaviors.same();
+            return Behaviors.receiveMessage(m -> {
+                if (m instanceof Tick) {
+                    for (org.apache.pekko.actor.ActorRef region : regions) {
+                        for (int r = 0; r < ranks; r++) {
+                            region.tell(new ShardRegion.StartEntity(Integer.toString(r)), self);
+                        }
+                    }
+                }
+                return Behaviors.same(); // a StartEntityAck: nothing to do
             });
-        });
+        }));
     }
 
     /** One shard per rank: the entity id is the rank, and so is the shard id. */
