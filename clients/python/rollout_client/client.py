@@ -429,7 +429,8 @@ class RolloutClient:
                 )
             return {"lines": [dict(line) for line in lines], "complete_below": int(p["complete_below"])}
 
-        return self._call(what, "GET", f"/v1/stats?since_version={since_version}", None, self.request_timeout, read)
+        path = f"/v1/stats?since_version={since_version}" + ("" if self.rank is None else f"&rank={self.rank}")
+        return self._call(what, "GET", path, None, self.request_timeout, read)
 
     def recycle(self, batch: Batch) -> None:
         """Hands the memory of ``batch``'s large groups back for the next batches to be decoded into

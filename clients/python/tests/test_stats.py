@@ -97,7 +97,7 @@ def test_the_gateway_names_a_bad_parameter(secure: Dict[str, object]) -> None:
     for query, message in (
         ("since_version=x", "query parameter 'since_version' must be an integer version >= 0, got 'x'"),
         ("since_version=-2", "query parameter 'since_version' must be an integer version >= 0, got '-2'"),
-        ("from=3", "unknown query parameter 'from' (GET /v1/stats takes since_version)"),
+        ("from=3", "unknown query parameter 'from' (GET /v1/stats takes since_version and rank)"),
     ):
         request = urllib.request.Request(
             f"{secure['url']}/v1/stats?{query}", headers={"Authorization": f"Bearer {secure['token']}"}

@@ -21,15 +21,13 @@ import org.rollout.trainer.wire.GatewayJson;
 final class StatusEndpoints {
     private static final ObjectMapper HEALTH_JSON = new ObjectMapper();
 
-    /** The engine, by trainer rank: rank 0's also reads the run's statistics. */
+    /** The engine, by trainer rank. */
     private final List<RolloutClient> ranks;
 
-    private final RolloutClient engine;
     private final Supplier<GatewayHealth> health;
 
     StatusEndpoints(List<RolloutClient> ranks, Supplier<GatewayHealth> health) {
         this.ranks = List.copyOf(ranks);
-        this.engine = ranks.get(0);
         this.health = health;
     }
 
@@ -40,10 +38,15 @@ final class StatusEndpoints {
 
     /** The status of trainer rank {@code rank=R} (0 when absent): its budget, its batches. */
     void status(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
+        GatewayHttp.json(
+                ex, 200, GatewayJson.status(ranks.get(rankOf(req.query())).status()));
+    }
+
+    /** The trainer rank that {@code rank=R} of {@code rawQuery} names, 0 when absent; other parameters are not looked at. */
+    private int rankOf(String rawQuery) throws Refusal {
         int rank = 0;
-        String raw = req.query();
-        if (raw != null && !raw.isEmpty()) {
-            for (String pair : raw.split("&")) {
+        if (rawQuery != null && !rawQuery.isEmpty()) {
+            for (String pair : rawQuery.split("&")) {
                 int eq = pair.indexOf('=');
                 String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
                 if (!name.equals("rank")) {
@@ -57,13 +60,19 @@ final class StatusEndpoints {
                 }
             }
         }
-        GatewayHttp.json(ex, 200, GatewayJson.status(ranks.get(rank).status()));
+        return rank;
     }
 
+    /**
+     * The statistics lines of versions ≥ {@code since_version} from rank {@code rank}'s collector
+     * (0 when absent): with several trainer ranks on different nodes each rank's collector writes
+     * its own groups' lines.
+     */
     void stats(Request req, Exchange ex) throws Refusal, IOException, InterruptedException {
         int since = sinceVersionOf(req.query());
+        int rank = rankOf(req.query());
         try {
-            GatewayHttp.json(ex, 200, GatewayJson.stats(engine.stats(since)));
+            GatewayHttp.json(ex, 200, GatewayJson.stats(ranks.get(rank).stats(since)));
         } catch (UnsupportedOperationException e) {
             throw new Refusal(501, "not_implemented", e.getMessage());
         }
@@ -79,11 +88,14 @@ final class StatusEndpoints {
             for (String pair : rawQuery.split("&")) {
                 int eq = pair.indexOf('=');
                 String name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+                if (name.equals("rank")) {
+                    continue; // read by rankOf
+                }
                 if (!name.equals("since_version")) {
                     throw new Refusal(
                             400,
                             "bad_request",
-                            "unknown query parameter '" + name + "' (GET /v1/stats takes since_version)");
+                            "unknown query parameter '" + name + "' (GET /v1/stats takes since_version and rank)");
                 }
                 value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
             }

@@ -199,7 +199,7 @@ class StatsRouteTest {
             HttpResponse<String> misspelt = get(http, gateway, "/v1/stats?since=3", TOKEN);
             assertThat(misspelt.statusCode()).isEqualTo(400);
             assertThat(GatewayJson.parseError(misspelt.body().getBytes()).message())
-                    .isEqualTo("unknown query parameter 'since' (GET /v1/stats takes since_version)");
+                    .isEqualTo("unknown query parameter 'since' (GET /v1/stats takes since_version and rank)");
             HttpResponse<String> post = http.send(
                     HttpRequest.newBuilder(URI.create(gateway.uri() + "/v1/stats"))
                             .header("Authorization", "Bearer " + TOKEN)

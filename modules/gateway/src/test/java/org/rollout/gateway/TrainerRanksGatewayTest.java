@@ -75,6 +75,8 @@ class TrainerRanksGatewayTest {
                 });
                 assertThat(remote.status().version()).isEqualTo(3);
                 assertThat(remote.status().unacknowledgedBatches()).isZero();
+                // The statistics its collector wrote: versions 0 to 2 (a publish writes the one before it).
+                assertThat(remote.stats(0).lines()).isNotEmpty();
             }
             assertThat(delivered).hasSize(12);
         }
@@ -89,7 +91,7 @@ class TrainerRanksGatewayTest {
                         GatewayConfig.defaults(), List.of(rollout.client(0), rollout.client(1)), GatewayExtras.NONE);
                 HttpClient http = HttpClient.newHttpClient()) {
             List<String> bodies = new ArrayList<>();
-            for (String path : List.of("/v1/batches/next?wait=0&rank=2", "/v1/status?rank=x")) {
+            for (String path : List.of("/v1/batches/next?wait=0&rank=2", "/v1/status?rank=x", "/v1/stats?rank=-1")) {
                 HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(gateway.uri() + path));
                 HttpResponse<String> resp = http.send(
                         path.contains("batches")

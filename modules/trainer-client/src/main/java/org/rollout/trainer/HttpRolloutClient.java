@@ -360,10 +360,13 @@ public final class HttpRolloutClient implements RolloutClient {
         }
         return calls.call(
                 "read statistics",
-                calls.viaHttpClient(
-                        base -> calls.request(base, "/v1/stats?since_version=" + sinceVersion, config.requestTimeout())
-                                .GET()
-                                .build()),
+                calls.viaHttpClient(base -> calls.request(
+                                base,
+                                "/v1/stats?since_version=" + sinceVersion
+                                        + (config.rank() == ClientConfig.NO_RANK ? "" : "&rank=" + config.rank()),
+                                config.requestTimeout())
+                        .GET()
+                        .build()),
                 (base, status, body, ambiguous) -> {
                     if (status != 200) {
                         throw requestError("read statistics", base, status, body);
