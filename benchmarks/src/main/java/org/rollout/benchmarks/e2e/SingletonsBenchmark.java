@@ -61,6 +61,12 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                 new Flag("runners", "100,300,1000", "simulated runners (nodes), one point each"),
                 new Flag("capacity", "8", "groups each simulated runner takes at once"),
                 new Flag("batch", "32", "consumer_batch_size: groups per trainer batch"),
+                new Flag(
+                        "ranks",
+                        "1",
+                        "collector: the trainer's data-parallel ranks (rollout.train_data_parallel_size); above 1 the "
+                                + "collector measured is the last rank's, with its share of a step (--batch / ranks), "
+                                + "its task ids and batch ids, against its share of the needs (need / ranks)"),
                 new Flag("rows", Integer.toString(ROWS_DEFAULT), "rows per synthetic group (n_samples)"),
                 new Flag("tokens", "1024,8192", "tokens per row (prompt + output); collector: one point each"),
                 new Flag("window", "512", "collector: groups outstanding from the feeder"),
@@ -133,6 +139,12 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
         int[] runners = ints(f, "runners");
         int capacity = f.integer("capacity", 1);
         int batch = f.integer("batch", 1);
+        int ranks = f.integer("ranks", 1);
+        if (ranks > 256 || batch % ranks != 0) {
+            throw new IllegalArgumentException("bench singletons: --ranks " + ranks
+                    + " must be at most 256 and divide --batch " + batch
+                    + " (each rank's batch is an equal share of a step)");
+        }
         int rows = f.integer("rows", 1);
         int[] tokens = ints(f, "tokens");
         int window = f.integer("window", 1);
@@ -348,12 +360,13 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                             stores,
                             rows,
                             t,
-                            batch,
+                            batch / ranks,
+                            ranks,
                             window,
                             warmup,
                             groups,
-                            needGroups,
-                            needMb);
+                            needGroups / ranks,
+                            needMb / ranks);
                 }
             } finally {
                 if (tlsDir != null) {
@@ -472,6 +485,7 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
             int rows,
             int t,
             int batch,
+            int ranks,
             int window,
             int warmup,
             int groups,
@@ -479,6 +493,7 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
             double needMb)
             throws Exception {
         boolean met = true;
+        int rank = ranks - 1;
         TensorDict g = SingletonHarness.groupRows(rows, t);
         double mb = SingletonHarness.estimatedBytes(g) / 1e6;
         Map<String, List<Double>> rates = new LinkedHashMap<>();
@@ -491,23 +506,27 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
                 default -> ConfigFactory.empty();
             };
             try (Running run = (remote
-                    ? SingletonHarness.remoteCollector(batch, window, g, BenchmarkPipeline.PEKKO, over)
-                    : SingletonHarness.collector(batch, window, g, BenchmarkPipeline.PEKKO))) {
+                    ? SingletonHarness.remoteCollector(batch, window, g, BenchmarkPipeline.PEKKO, over, rank, ranks)
+                    : SingletonHarness.collector(batch, window, g, BenchmarkPipeline.PEKKO, rank, ranks))) {
                 double rate = rate(run.taken(), warmup, groups, "collector, " + rows + "×" + t);
                 run.trainerError().ifPresent(e -> {
                     throw new IllegalStateException("the trainer thread failed: " + e, e);
                 });
                 log.printf(
                         Locale.ROOT,
-                        "singletons: collector (%s), groups of %d × %d tokens (%.3f MB): %.0f groups/s = %.0f MB/s%n",
+                        "singletons: collector (%s%s), groups of %d × %d tokens (%.3f MB): %.0f groups/s = %.0f MB/s"
+                                + " (%.2fx its need of %.0f groups/s)%n",
                         remote
                                 ? "groups from another node, " + transport + ": " + run.largePayloadPath()
                                 : "groups by reference",
+                        ranks > 1 ? ", rank " + rank + " of " + ranks + ", batches of " + batch : "",
                         rows,
                         t,
                         mb,
                         rate,
-                        rate * mb);
+                        rate * mb,
+                        rate / needGroups,
+                        needGroups);
                 rates.computeIfAbsent(transport, k -> new ArrayList<>()).add(rate);
                 met &= rate >= needGroups && rate * mb >= needMb;
             }
@@ -524,6 +543,14 @@ public final class SingletonsBenchmark implements EndToEndBenchmark {
             line.put(key + "_mb_per_s", rate * mb);
         });
         line.put("collector_t" + t + "_group_mb", mb);
+        if (ranks > 1) {
+            line.put("collector_ranks", ranks);
+            median.forEach((transport, rate) -> line.put(
+                    "collector_t" + t
+                            + (median.size() == 1 && transport.equals("tcp") ? "" : "_" + transport.replace('-', '_'))
+                            + "_over_rank_need",
+                    rate / needGroups));
+        }
         ratio(log, line, median, t, "tls-tcp", "tcp", "tls_over_plain", "TLS data plane / plain TCP data plane");
         ratio(
                 log,

@@ -1251,15 +1251,34 @@ public final class SingletonHarness {
      * thread that pulls and acknowledges batches of {@code batch}.
      */
     public static Running collector(int batch, int window, TensorDict rows, Config pekko) throws Exception {
+        return collector(batch, window, rows, pekko, 0, 1);
+    }
+
+    /**
+     * As {@link #collector(int, int, TensorDict, Config)}, for trainer rank {@code rank} of {@code
+     * ranks}: the collector is that rank's ({@code batch} is the rank's share of a step), fed the
+     * rank's task ids {@code rank, rank + ranks, …}.
+     */
+    public static Running collector(int batch, int window, TensorDict rows, Config pekko, int rank, int ranks)
+            throws Exception {
+        RankShare share = new RankShare(rank, ranks);
         Counter fed = new Counter();
         CompletableFuture<ActorRef<Collector.Command>> up = new CompletableFuture<>();
         Behavior<Void> guardian = Behaviors.setup(ctx -> {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
-            ActorRef<RolloutCoordinator.Command> feeder = ctx.spawn(feeder(window, rows, fed), "feeder");
+            ActorRef<RolloutCoordinator.Command> feeder =
+                    ctx.spawn(feeder(window, rows, fed, share, ActorRef::tell), "feeder");
             ActorRef<Collector.Command> collector = ctx.spawn(
                     Collector.create(
-                            batch, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, feeder, false),
+                            batch,
+                            Duration.ofMinutes(10),
+                            Long.MAX_VALUE,
+                            new StatsBook(null),
+                            topic,
+                            feeder,
+                            false,
+                            share),
                     "collector");
             up.complete(collector);
             return Behaviors.empty();
@@ -1290,6 +1309,18 @@ public final class SingletonHarness {
      */
     public static Running remoteCollector(int batch, int window, TensorDict rows, Config pekko, Config transport)
             throws Exception {
+        return remoteCollector(batch, window, rows, pekko, transport, 0, 1);
+    }
+
+    /**
+     * As {@link #remoteCollector(int, int, TensorDict, Config, Config)}, for trainer rank {@code
+     * rank} of {@code ranks}: the collector is that rank's ({@code batch} is the rank's share of a
+     * step; its batch ids carry the rank), fed the rank's task ids {@code rank, rank + ranks, …}.
+     */
+    public static Running remoteCollector(
+            int batch, int window, TensorDict rows, Config pekko, Config transport, int rank, int ranks)
+            throws Exception {
+        RankShare share = new RankShare(rank, ranks);
         Counter fed = new Counter();
         Config cluster = transport.withFallback(CLUSTER).withFallback(pekko);
         ActorSystem<Void> feederNode = ActorSystem.create(Behaviors.empty(), "bench-collector", cluster);
@@ -1300,7 +1331,12 @@ public final class SingletonHarness {
             feederNode.systemActorOf(
                     Behaviors.<Void>setup(ctx -> {
                         feederUp.complete(ctx.spawn(
-                                feeder(window, rows, fed, (to, g) -> CollectorTransfers.deliver(to, g, feederPayloads)),
+                                feeder(
+                                        window,
+                                        rows,
+                                        fed,
+                                        share,
+                                        (to, g) -> CollectorTransfers.deliver(to, g, feederPayloads)),
                                 "feeder"));
                         return Behaviors.empty();
                     }),
@@ -1323,7 +1359,8 @@ public final class SingletonHarness {
                                 new StatsBook(null),
                                 topic,
                                 feeder,
-                                false),
+                                false,
+                                share),
                         "collector"));
                 return Behaviors.empty();
             });
@@ -1363,19 +1400,15 @@ public final class SingletonHarness {
      * {@code window}, as the coordinator's admission does with {@code queue_size}, and records each
      * acceptance, hand-out and {@code BatchConsumed} at once, as an in-memory ledger does.
      */
-    private static Behavior<RolloutCoordinator.Command> feeder(int window, TensorDict rows, Counter fed) {
-        return feeder(window, rows, fed, ActorRef::tell);
-    }
-
-    /** As above; {@code send} sends a group to the collector. */
     private static Behavior<RolloutCoordinator.Command> feeder(
             int window,
             TensorDict rows,
             Counter fed,
+            RankShare share,
             java.util.function.BiConsumer<ActorRef<Collector.Command>, Collector.GroupFinished> send) {
         long tokens = rows.batchSize();
         return Behaviors.setup(ctx -> {
-            long[] next = {0};
+            long[] next = {share.rank()};
             int[] running = {0};
             int[] buffered = {0};
             ActorRef<Collector.Command>[] collector = new ActorRef[1];
@@ -1383,7 +1416,8 @@ public final class SingletonHarness {
                 while (running[0] + buffered[0] < window) {
                     running[0]++;
                     fed.increment();
-                    send.accept(collector[0], accepted(next[0]++, 0, 0, rows, tokens));
+                    send.accept(collector[0], accepted(next[0], 0, 0, rows, tokens));
+                    next[0] += share.ranks();
                 }
             };
             return Behaviors.receive(RolloutCoordinator.Command.class)
