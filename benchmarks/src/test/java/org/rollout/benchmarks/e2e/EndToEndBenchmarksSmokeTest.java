@@ -213,6 +213,42 @@ class EndToEndBenchmarksSmokeTest {
     }
 
     /**
+     * One trainer rank's collector ({@code --ranks}): the last rank's, fed its own task ids, forming
+     * batches of its share of a step, measured against its share of the fleet's needs; a number of
+     * ranks that does not divide the batch is refused, naming both flags.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void singletonsMeasuresOneTrainerRanksCollectorAtItsShare() {
+        Run r = run(
+                "singletons",
+                "--parts",
+                "collector",
+                "--ranks",
+                "2",
+                "--batch",
+                "4",
+                "--rows",
+                "2",
+                "--tokens",
+                "64",
+                "--window",
+                "8",
+                "--warmup-groups",
+                "8",
+                "--groups",
+                "40");
+        assertThat(r.exit()).as(r.log()).isZero();
+        assertThat(r.log()).contains("rank 1 of 2, batches of 2").contains("its need of 1563 groups/s");
+        Map<String, String> v = SummaryLine.parse(r.out());
+        assertThat(v).containsEntry("collector_ranks", "2");
+        assertThat(Double.parseDouble(v.get("collector_t64_over_rank_need"))).isPositive();
+        Run bad = run("singletons", "--parts", "collector", "--ranks", "3", "--batch", "4");
+        assertThat(bad.exit()).isEqualTo(2);
+        assertThat(bad.log()).contains("--ranks 3 must be at most 256 and divide --batch 4");
+    }
+
+    /**
      * The cluster variants: the coordinator over the replicated ledger of three cluster nodes in
      * this JVM, and the collector taking its groups from another node (Kryo over Artery TCP).
      */
