@@ -1,7 +1,10 @@
 package org.rollout.cli;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -18,6 +21,11 @@ import org.rollout.trainer.RolloutStatus;
  * builds one message naming the commonest reason, an example task with its error and the key to
  * change, stops admission (a pause that only a new run lifts, sent again at every poll so that a
  * coordinator that took over pauses too) and calls {@code onTrip} once.
+ *
+ * <p>With several trainer ranks ({@code rollout.train_data_parallel_size}), each rank's coordinator
+ * and collector count their own groups: the watch judges the run's groups, the ranks' counts summed,
+ * and stops and resumes every rank's admission, so that a workflow failing on every task does not
+ * leave the other ranks admitting and rejecting while one is paused.
  *
  * <p>{@code rollout local} ends the run with exit 3 on it. A {@code rollout node} keeps running,
  * reporting the trip on {@code /health} and {@code /metrics} ({@link NodeObservability}), and
@@ -37,7 +45,7 @@ final class FailureWatch implements AutoCloseable {
     /** How long a node keeps admission stopped after a trip before it tries again. */
     static final Duration NODE_PAUSE = Duration.ofMinutes(5);
 
-    private final LocalRolloutClient client;
+    private final List<Rank> ranks;
     private final RolloutSettings.FailureBreaker settings;
     private final Duration pauseFor;
     private final Consumer<String> onTrip;
@@ -47,12 +55,47 @@ final class FailureWatch implements AutoCloseable {
     private long trippedNanos;
     private int lastVersion;
 
+    /** What the watch reads and stops: one trainer rank's coordinator and collector. */
+    interface Rank {
+        RolloutStatus status(Duration timeout) throws InterruptedException;
+
+        Map<String, String> lastRejections() throws InterruptedException;
+
+        void pauseAdmission(long id);
+
+        void resumeAdmission(long id, int version);
+
+        static Rank of(LocalRolloutClient c) {
+            return new Rank() {
+                @Override
+                public RolloutStatus status(Duration timeout) throws InterruptedException {
+                    return c.status(timeout);
+                }
+
+                @Override
+                public Map<String, String> lastRejections() throws InterruptedException {
+                    return c.lastRejections();
+                }
+
+                @Override
+                public void pauseAdmission(long id) {
+                    c.pauseAdmission(id);
+                }
+
+                @Override
+                public void resumeAdmission(long id, int version) {
+                    c.resumeAdmission(id, version);
+                }
+            };
+        }
+    }
+
     private FailureWatch(
-            LocalRolloutClient client,
-            RolloutSettings.FailureBreaker settings,
-            Duration pauseFor,
-            Consumer<String> onTrip) {
-        this.client = client;
+            List<Rank> ranks, RolloutSettings.FailureBreaker settings, Duration pauseFor, Consumer<String> onTrip) {
+        if (ranks.isEmpty()) {
+            throw new IllegalArgumentException("the failure breaker needs at least one trainer rank to watch");
+        }
+        this.ranks = List.copyOf(ranks);
         this.settings = settings;
         this.breaker = new FailureBreaker(settings.window(), settings.threshold());
         this.pauseFor = pauseFor;
@@ -75,12 +118,27 @@ final class FailureWatch implements AutoCloseable {
             RolloutSettings.FailureBreaker settings,
             Duration pauseFor,
             Consumer<String> onTrip) {
+        return start(List.of(client), settings, pauseFor, onTrip);
+    }
+
+    /** As above, over every trainer rank's coordinator and collector (one client a rank). */
+    static Optional<FailureWatch> start(
+            List<LocalRolloutClient> rankClients,
+            RolloutSettings.FailureBreaker settings,
+            Duration pauseFor,
+            Consumer<String> onTrip) {
         if (!settings.enabled()) {
             return Optional.empty();
         }
-        FailureWatch w = new FailureWatch(client, settings, pauseFor, onTrip);
+        FailureWatch w = new FailureWatch(rankClients.stream().map(Rank::of).toList(), settings, pauseFor, onTrip);
         w.poller.scheduleWithFixedDelay(w::poll, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
         return Optional.of(w);
+    }
+
+    /** A watch polled by the caller ({@link #poll}), for tests. */
+    static FailureWatch unscheduled(
+            List<Rank> ranks, RolloutSettings.FailureBreaker settings, Duration pauseFor, Consumer<String> onTrip) {
+        return new FailureWatch(ranks, settings, pauseFor, onTrip);
     }
 
     /** The message once the breaker tripped, else null. */
@@ -88,29 +146,44 @@ final class FailureWatch implements AutoCloseable {
         return message;
     }
 
-    private void poll() {
+    void poll() {
         try {
             if (message != null) {
                 if (pauseFor != null && System.nanoTime() - trippedNanos >= pauseFor.toNanos()) {
                     breaker = new FailureBreaker(settings.window(), settings.threshold());
                     message = null;
-                    client.resumeAdmission(PAUSE_ID, lastVersion);
+                    ranks.forEach(r -> r.resumeAdmission(PAUSE_ID, lastVersion));
                     System.err.println("failure breaker: admission resumed after " + pauseFor.toSeconds()
                             + " s; the next " + settings.window() + " groups are judged again");
                 } else {
-                    client.pauseAdmission(PAUSE_ID);
+                    ranks.forEach(r -> r.pauseAdmission(PAUSE_ID));
                 }
                 return;
             }
-            RolloutStatus s = client.status(Duration.ofSeconds(5));
-            lastVersion = s.version();
-            Optional<FailureBreaker.Trip> trip = breaker.observe(s.accepted(), s.rejectedByReason());
+            // The run's groups: every rank's counts summed (each rank's are cumulative, as one's are).
+            long accepted = 0;
+            Map<String, Long> rejected = new HashMap<>();
+            int version = 0;
+            for (Rank r : ranks) {
+                RolloutStatus s = r.status(Duration.ofSeconds(5));
+                accepted += s.accepted();
+                s.rejectedByReason().forEach((reason, n) -> rejected.merge(reason, n, Long::sum));
+                version = Math.max(version, s.version());
+            }
+            lastVersion = version;
+            Optional<FailureBreaker.Trip> trip = breaker.observe(accepted, rejected);
             if (trip.isEmpty()) {
                 return;
             }
-            client.pauseAdmission(PAUSE_ID);
+            ranks.forEach(r -> r.pauseAdmission(PAUSE_ID));
             trippedNanos = System.nanoTime();
-            String example = client.lastRejections().get(trip.get().commonestReason());
+            String example = null;
+            for (Rank r : ranks) {
+                example = r.lastRejections().get(trip.get().commonestReason());
+                if (example != null) {
+                    break;
+                }
+            }
             message = describe(trip.get(), example)
                     + (pauseFor == null ? "" : "\n  admission resumes in " + pauseFor.toSeconds() + " s");
             onTrip.accept(message);

@@ -286,7 +286,7 @@ final class NodeCommand implements Callable<Integer> {
             toClose.add(observability);
             // A run that cannot make progress: admission stops, /health and /metrics say why; the node runs on.
             FailureWatch.start(
-                            node.client(),
+                            rankClients(node),
                             settings.failureBreaker(),
                             FailureWatch.NODE_PAUSE,
                             message -> System.err.println("node " + name + ": admission stopped: " + message))
