@@ -190,7 +190,8 @@ public final class ClusterRollout implements AutoCloseable {
                                 spec.nodeCapacity(),
                                 topic,
                                 spec.weightUpdateTimeout(),
-                                groupsStarted),
+                                groupsStarted,
+                                Supervision.Wrapper.IDENTITY),
                         "runner",
                         GroupRunner.PROPS);
                 drainOnShutdown(sys, runner, nodeName);

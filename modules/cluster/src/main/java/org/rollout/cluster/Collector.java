@@ -299,30 +299,9 @@ final class Collector extends AbstractBehavior<Collector.Command> {
      *     the coordinator introduces itself ({@link Introduce})
      * @param awaitAttach hold outcomes until a coordinator attaches (it decides which tasks are
      *     still wanted); false for a collector used on its own (with no coordinator: null)
-     */
-    static Behavior<Command> create(
-            int consumerBatchSize,
-            Duration ackTimeout,
-            long stalenessLimit,
-            StatsBook stats,
-            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
-            ActorRef<RolloutCoordinator.Command> coordinator,
-            boolean awaitAttach) {
-        return create(
-                consumerBatchSize,
-                ackTimeout,
-                stalenessLimit,
-                stats,
-                versionTopic,
-                coordinator,
-                awaitAttach,
-                RankShare.ALONE);
-    }
-
-    /**
-     * As above, for trainer rank {@code share}'s collector: it takes the rank's tasks and forms its
-     * batches ({@code consumerBatchSize} is the rank's share), whose ids carry the rank so that no
-     * two collectors of a run hand out one id.
+     * @param share the trainer rank whose collector this is ({@link RankShare#ALONE} with one): it
+     *     takes the rank's tasks and forms its batches ({@code consumerBatchSize} is the rank's
+     *     share), whose ids carry the rank so that no two collectors of a run hand out one id
      */
     static Behavior<Command> create(
             int consumerBatchSize,

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.deser.std.UntypedObjectDeserializer;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -107,18 +106,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             ActorRef<Collector.Command> collector,
             int rank,
             int ranks)
-            implements Command, CborSerializable {
-        /** A task of a run with one trainer rank. */
-        public RunGroup(
-                long taskId,
-                int attempt,
-                Map<String, Object> data,
-                boolean isEval,
-                int dispatchVersion,
-                ActorRef<Collector.Command> collector) {
-            this(taskId, attempt, data, isEval, dispatchVersion, collector, 0, 1);
-        }
-    }
+            implements Command, CborSerializable {}
 
     /** Stop the group of task {@code taskId}, attempt {@code attempt}, and report it rejected. */
     public record CancelGroup(long taskId, int attempt, RejectReason reason, String detail)
@@ -166,11 +154,6 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
      */
     public record GetHoldings(ActorRef<Collector.Command> collector, int rank, int ranks, ActorRef<Holdings> replyTo)
             implements Command, CborSerializable {
-        /** Of a run with one trainer rank. */
-        public GetHoldings(ActorRef<Collector.Command> collector, ActorRef<Holdings> replyTo) {
-            this(collector, 0, 1, replyTo);
-        }
-
         /** Whether task {@code taskId} is one this request asks about. */
         public boolean asksAbout(long taskId) {
             return ranks <= 1 || Math.floorMod(taskId, (long) ranks) == rank;
@@ -191,11 +174,6 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
             implements Command, CborSerializable {
         public Resend {
             taskIds = List.copyOf(taskIds);
-        }
-
-        /** Of a run with one trainer rank. */
-        public Resend(List<Long> taskIds, ActorRef<Collector.Command> collector) {
-            this(taskIds, collector, 0, 1);
         }
     }
 
@@ -234,8 +212,8 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
 
         int groupActors;
 
-        /** Where outcomes go, by trainer rank (empty before the first task or holdings request). */
-        List<ActorRef<Collector.Command>> collectors = new ArrayList<>();
+        /** Where outcomes go: each trainer rank's collector. */
+        final RankCollectors collectors = new RankCollectors();
 
         long pausedFor = -1;
         /**
@@ -245,57 +223,22 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         boolean draining;
         /** Who waits for the groups in flight to end ({@link Drain}), while draining. */
         final List<ActorRef<Drained>> drainWaiters = new ArrayList<>();
-
-        /** {@code ref} is the collector of rank {@code rank} of {@code ranks}; a new count forgets the others. */
-        void collector(int rank, int ranks, ActorRef<Collector.Command> ref) {
-            if (ranks < 1 || rank < 0 || rank >= ranks) {
-                return; // not a collector of any run: nothing learnt
-            }
-            if (collectors.size() != ranks) {
-                collectors = new ArrayList<>(Collections.nCopies(ranks, null));
-            }
-            collectors.set(rank, ref);
-        }
-
-        /** The collector that takes task {@code taskId}, or null while none is known. */
-        ActorRef<Collector.Command> collectorOf(long taskId) {
-            return collectors.isEmpty() ? null : collectors.get((int) Math.floorMod(taskId, (long) collectors.size()));
-        }
     }
 
     /**
+     * A node's runner. Supervision: restart, keeping what the runner holds ({@link Kept}) and its
+     * group actors: an exception in one message costs that message only; the groups run on, their
+     * outcomes are delivered and kept as before, the engine's gate is re-armed to open if a weight
+     * update was in progress. (Stopping instead would leave the coordinator dispatching to a dead
+     * runner; a restart from nothing would lose the outbox and orphan the groups.)
+     *
      * @param node a name for this node in status and logs
      * @param capacity how many groups this node runs at once (the coordinator balances by it)
      * @param versionTopic the weight version's broadcast topic
      * @param updateTimeout how long the engine's gate may stay closed without news of the update
-     */
-    public static Behavior<Command> create(
-            NodeServices svc,
-            String node,
-            int capacity,
-            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
-            Duration updateTimeout) {
-        return create(svc, node, capacity, versionTopic, updateTimeout, new LongAdder());
-    }
-
-    /** As above, counting the groups this runner starts into {@code started}. */
-    public static Behavior<Command> create(
-            NodeServices svc,
-            String node,
-            int capacity,
-            ActorRef<Topic.Command<WeightVersion.VersionChanged>> versionTopic,
-            Duration updateTimeout,
-            LongAdder started) {
-        return create(svc, node, capacity, versionTopic, updateTimeout, started, Supervision.Wrapper.IDENTITY);
-    }
-
-    /**
-     * As above, with the runner's behaviour and its group actors' passed through {@code wrapper}
-     * inside their supervision. Supervision: restart, keeping what the runner holds ({@link Kept})
-     * and its group actors: an exception in one message costs that message only; the groups run on,
-     * their outcomes are delivered and kept as before, the engine's gate is re-armed to open if a
-     * weight update was in progress. (Stopping instead would leave the coordinator dispatching to a
-     * dead runner; a restart from nothing would lose the outbox and orphan the groups.)
+     * @param started counts the groups this runner starts
+     * @param wrapper the runner's behaviour and its group actors' pass through it inside their
+     *     supervision (a test's fault injection; {@link Supervision.Wrapper#IDENTITY} otherwise)
      */
     static Behavior<Command> create(
             NodeServices svc,
@@ -460,7 +403,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
                     .warn("task {} attempt {} is already running here; ignoring", run.taskId(), run.attempt());
             return Behaviors.same();
         }
-        kept.collector(run.rank(), run.ranks(), run.collector());
+        kept.collectors.learn(run.rank(), run.ranks(), run.collector());
         if (run.dispatchVersion() > svc.engine().version()) {
             // This runner missed the version broadcasts before it joined (a node started or
             // restarted since the last publish): its engine would pin an older version than the
@@ -517,7 +460,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
         if (!cancelled.remove(name)) {
             outbox.put(g.taskId(), g);
         }
-        ActorRef<Collector.Command> to = kept.collectorOf(g.taskId());
+        ActorRef<Collector.Command> to = kept.collectors.of(g.taskId());
         if (to != null) {
             CollectorTransfers.deliver(to, g, payloads);
         }
@@ -568,7 +511,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onGetHoldings(GetHoldings get) {
-        kept.collector(get.rank(), get.ranks(), get.collector());
+        kept.collectors.learn(get.rank(), get.ranks(), get.collector());
         List<Held> held = new ArrayList<>();
         for (Running g : groups.values()) {
             if (get.asksAbout(g.task().taskId())) {
@@ -585,7 +528,7 @@ public final class GroupRunner extends AbstractBehavior<GroupRunner.Command> {
     }
 
     private Behavior<Command> onResend(Resend resend) {
-        kept.collector(resend.rank(), resend.ranks(), resend.collector());
+        kept.collectors.learn(resend.rank(), resend.ranks(), resend.collector());
         for (Long id : resend.taskIds()) {
             Collector.GroupFinished g = outbox.get(id);
             if (g != null) {

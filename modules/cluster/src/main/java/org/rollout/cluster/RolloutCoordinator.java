@@ -221,34 +221,10 @@ public final class RolloutCoordinator extends AbstractBehavior<RolloutCoordinato
      * @param collector the collector, or a proxy of it (it answers with its own ref)
      * @param state where the ledger is written and read back by a successor
      * @param recoveryTimeout how long a successor waits for runners to say what they hold
-     */
-    public static Behavior<Command> create(
-            StalenessBudget budget,
-            PromptSource source,
-            List<Map<String, Object>> evalItems,
-            int evalEvery,
-            int evalMaxConcurrent,
-            int queueSize,
-            ActorRef<Collector.Command> collector,
-            DurableState state,
-            Duration recoveryTimeout) {
-        return create(
-                budget,
-                source,
-                evalItems,
-                evalEvery,
-                evalMaxConcurrent,
-                queueSize,
-                collector,
-                state,
-                recoveryTimeout,
-                RankShare.ALONE);
-    }
-
-    /**
-     * As above, for trainer rank {@code share}'s coordinator: {@code budget}, {@code source} and
-     * {@code queueSize} are the rank's share already ({@link RankShare}); it admits the rank's task
-     * ids, asks runners only about them, and takes its share of each runner's capacity.
+     * @param share the trainer rank whose coordinator this is ({@link RankShare#ALONE} with one):
+     *     {@code budget}, {@code source} and {@code queueSize} are the rank's share already; it
+     *     admits the rank's task ids, asks runners only about them, and takes its share of each
+     *     runner's capacity
      */
     public static Behavior<Command> create(
             StalenessBudget budget,

@@ -51,7 +51,14 @@ class BatchRelayTest {
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         return kit.spawn(
                 Collector.create(
-                        batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                        batchSize,
+                        Duration.ofMinutes(10),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topic,
+                        null,
+                        false,
+                        RankShare.ALONE),
                 name);
     }
 

@@ -31,7 +31,15 @@ class CollectorTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                Collector.create(
+                        1,
+                        Duration.ofMinutes(5),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topic,
+                        null,
+                        false,
+                        RankShare.ALONE),
                 name);
         c.tell(new Collector.Attach(coordinator, 0, 0, java.util.List.of(), java.util.List.of()));
         return c;
@@ -148,7 +156,15 @@ class CollectorTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "early-ack-topic"), "early-ack-topic");
         ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                Collector.create(
+                        1,
+                        Duration.ofMinutes(5),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topic,
+                        null,
+                        true,
+                        RankShare.ALONE),
                 "early-ack");
         TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
         c.tell(new Collector.Ack(4L << 32, java.util.List.of(5L, 6L), trainer.getRef()));

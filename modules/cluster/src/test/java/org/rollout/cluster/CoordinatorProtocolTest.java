@@ -42,7 +42,16 @@ class CoordinatorProtocolTest {
         TestProbe<Collector.Command> collector = kit.createTestProbe("collector");
         PromptSource prompts = index -> Optional.of(Map.of("prompt", "p" + index));
         ActorRef<RolloutCoordinator.Command> c = kit.spawn(RolloutCoordinator.create(
-                new StalenessBudget(4, 2, 0), prompts, List.of(), 0, 1, 64, collector.getRef(), state, WAIT));
+                new StalenessBudget(4, 2, 0),
+                prompts,
+                List.of(),
+                0,
+                1,
+                64,
+                collector.getRef(),
+                state,
+                WAIT,
+                RankShare.ALONE));
         Collector.Introduce hello = collector.expectMessageClass(Collector.Introduce.class, WAIT);
         hello.coordinator().tell(new RolloutCoordinator.CollectorIs(collector.getRef()));
         collector.expectMessageClass(Collector.Attach.class, WAIT);
@@ -183,7 +192,16 @@ class CoordinatorProtocolTest {
         TestProbe<Collector.Command> collector = kit.createTestProbe("collector");
         PromptSource prompts = index -> Optional.of(Map.of("prompt", "p" + index));
         ActorRef<RolloutCoordinator.Command> c = kit.spawn(RolloutCoordinator.create(
-                new StalenessBudget(12_000, 2, 0), prompts, List.of(), 0, 1, 64, collector.getRef(), slow, WAIT));
+                new StalenessBudget(12_000, 2, 0),
+                prompts,
+                List.of(),
+                0,
+                1,
+                64,
+                collector.getRef(),
+                slow,
+                WAIT,
+                RankShare.ALONE));
         TestProbe<RolloutCoordinator.Status> reader = kit.createTestProbe("reader");
         for (int i = 0; i < reads; i++) {
             c.tell(new RolloutCoordinator.GetStatus(reader.getRef()));

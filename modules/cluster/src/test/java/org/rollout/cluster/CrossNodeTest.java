@@ -101,18 +101,34 @@ class CrossNodeTest {
                 NodeServices.virtualThreads());
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topicA =
                 nodes.a.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
-        ActorRef<GroupRunner.Command> runnerOnA =
-                nodes.a.spawn(GroupRunner.create(svc, "node-a", 2, topicA, Duration.ofSeconds(60)), "runner");
+        ActorRef<GroupRunner.Command> runnerOnA = nodes.a.spawn(
+                GroupRunner.create(
+                        svc,
+                        "node-a",
+                        2,
+                        topicA,
+                        Duration.ofSeconds(60),
+                        new java.util.concurrent.atomic.LongAdder(),
+                        Supervision.Wrapper.IDENTITY),
+                "runner");
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topicB =
                 nodes.b.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
         ActorRef<Collector.Command> collectorOnB = nodes.b.spawn(
-                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topicB, null, false),
+                Collector.create(
+                        1,
+                        Duration.ofMinutes(5),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topicB,
+                        null,
+                        false,
+                        RankShare.ALONE),
                 "collector");
         long streamedBefore = LargePayloads.get(nodes.a.system()).streamsSent();
 
         // Dispatched from node B (where the coordinator would be) to the runner on node A.
         nodes.seenFromB(runnerOnA)
-                .tell(new GroupRunner.RunGroup(41, 0, Map.of("prompt", "pq", "n", 1), false, 0, collectorOnB));
+                .tell(new GroupRunner.RunGroup(41, 0, Map.of("prompt", "pq", "n", 1), false, 0, collectorOnB, 0, 1));
 
         TestProbe<Collector.PullReply> trainer = nodes.b.createTestProbe();
         collectorOnB.tell(new Collector.PullBatch(DEADLINE, 0, trainer.getRef()));

@@ -39,21 +39,29 @@ class GroupRunnerProtocolTest {
         String name = "runner-" + runners++;
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
-        ActorRef<GroupRunner.Command> runner =
-                kit.spawn(GroupRunner.create(t.spec().services(), name, 4, topic, Duration.ofSeconds(60)), name);
+        ActorRef<GroupRunner.Command> runner = kit.spawn(
+                GroupRunner.create(
+                        t.spec().services(),
+                        name,
+                        4,
+                        topic,
+                        Duration.ofSeconds(60),
+                        new java.util.concurrent.atomic.LongAdder(),
+                        Supervision.Wrapper.IDENTITY),
+                name);
         return new Node(t, runner, kit.createTestProbe());
     }
 
     private static GroupRunner.RunGroup run(Node n, long taskId, String prompt) {
         return new GroupRunner.RunGroup(
-                taskId, 0, Map.of("prompt", prompt), false, 0, n.collector().getRef());
+                taskId, 0, Map.of("prompt", prompt), false, 0, n.collector().getRef(), 0, 1);
     }
 
     /** A prompt whose generations block until they are interrupted ({@link ScriptedEngine#BLOCK}). */
     private static final String BLOCKING = "\u0007 blocks";
 
     private static List<GroupRunner.Held> holdingsVia(Node n, TestProbe<GroupRunner.Holdings> reply) {
-        n.runner().tell(new GroupRunner.GetHoldings(n.collector().getRef(), reply.getRef()));
+        n.runner().tell(new GroupRunner.GetHoldings(n.collector().getRef(), 0, 1, reply.getRef()));
         return reply.receiveMessage(WAIT).held();
     }
 
@@ -82,7 +90,7 @@ class GroupRunnerProtocolTest {
         n.runner().tell(run(n, 3, "p3"));
         n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
         TestProbe<Collector.Command> other = kit.createTestProbe();
-        n.runner().tell(new GroupRunner.Resend(List.of(3L, 99L), other.getRef()));
+        n.runner().tell(new GroupRunner.Resend(List.of(3L, 99L), other.getRef(), 0, 1));
         Collector.GroupFinished again = other.expectMessageClass(Collector.GroupFinished.class, WAIT);
         assertThat(again.taskId()).isEqualTo(3);
         other.expectNoMessage(Duration.ofMillis(200));
@@ -130,7 +138,7 @@ class GroupRunnerProtocolTest {
         n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);
         n.runner().tell(new GroupRunner.Forget(List.of(4L)));
         assertThat(holdingsVia(n, kit.createTestProbe())).isEmpty();
-        n.runner().tell(new GroupRunner.Resend(List.of(4L), n.collector().getRef()));
+        n.runner().tell(new GroupRunner.Resend(List.of(4L), n.collector().getRef(), 0, 1));
         n.collector().expectNoMessage(Duration.ofMillis(300));
     }
 
@@ -274,7 +282,15 @@ class GroupRunnerProtocolTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "timeout-topic"), "timeout-topic");
         ActorRef<GroupRunner.Command> runner = kit.spawn(
-                GroupRunner.create(t.spec().services(), "timeout", 4, topic, Duration.ofSeconds(60)), "timeout");
+                GroupRunner.create(
+                        t.spec().services(),
+                        "timeout",
+                        4,
+                        topic,
+                        Duration.ofSeconds(60),
+                        new java.util.concurrent.atomic.LongAdder(),
+                        Supervision.Wrapper.IDENTITY),
+                "timeout");
         Node n = new Node(t, runner, kit.createTestProbe());
         runner.tell(run(n, 7, BLOCKING));
         Collector.GroupFinished g = n.collector().expectMessageClass(Collector.GroupFinished.class, WAIT);

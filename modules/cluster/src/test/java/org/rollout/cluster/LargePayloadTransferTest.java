@@ -49,7 +49,14 @@ class LargePayloadTransferTest {
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
         return kit.spawn(
                 Collector.create(
-                        batchSize, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                        batchSize,
+                        Duration.ofMinutes(10),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topic,
+                        null,
+                        false,
+                        RankShare.ALONE),
                 name);
     }
 

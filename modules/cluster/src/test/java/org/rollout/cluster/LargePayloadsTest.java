@@ -69,7 +69,15 @@ class LargePayloadsTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "lp-topic"), "lp-topic");
         ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(1, Duration.ofMinutes(5), Long.MAX_VALUE, new StatsBook(null), topic, null, false),
+                Collector.create(
+                        1,
+                        Duration.ofMinutes(5),
+                        Long.MAX_VALUE,
+                        new StatsBook(null),
+                        topic,
+                        null,
+                        false,
+                        RankShare.ALONE),
                 "lp");
         c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         try (LogCapture log = new LogCapture()) {

@@ -73,14 +73,24 @@ class LateAcknowledgementTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
         ActorRef<Collector.Command> collector = kit.spawn(
-                Collector.create(BATCH, ackTimeout, Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                Collector.create(
+                        BATCH, ackTimeout, Long.MAX_VALUE, new StatsBook(null), topic, null, true, RankShare.ALONE),
                 "collector");
         StalenessBudget budget = new StalenessBudget(BATCH, BATCH, 1);
         // Eight prompts, all taken before the loss: nothing new is admitted.
         PromptSource prompts = index -> index < 8 ? Optional.of(Map.of("prompt", "p" + index)) : Optional.empty();
         ActorRef<RolloutCoordinator.Command> coordinator = kit.spawn(
                 RolloutCoordinator.create(
-                        budget, prompts, List.of(), 0, 1, 64, collector, state, Duration.ofSeconds(10)),
+                        budget,
+                        prompts,
+                        List.of(),
+                        0,
+                        1,
+                        64,
+                        collector,
+                        state,
+                        Duration.ofSeconds(10),
+                        RankShare.ALONE),
                 "coordinator");
 
         // The runner says what it is and what it holds (accepted outcomes), asked in either order.
@@ -391,7 +401,8 @@ class LateAcknowledgementTest {
                 64,
                 collector.getRef(),
                 state,
-                Duration.ofSeconds(10)));
+                Duration.ofSeconds(10),
+                RankShare.ALONE));
         collector
                 .expectMessageClass(Collector.Introduce.class, Duration.ofSeconds(10))
                 .coordinator()

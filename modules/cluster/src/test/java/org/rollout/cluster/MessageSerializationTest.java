@@ -117,7 +117,9 @@ class MessageSerializationTest {
                                 Map.of("source", "gsm8k", "ok", true)),
                         false,
                         3,
-                        ref()),
+                        ref(),
+                        0,
+                        1),
                 new GroupRunner.CancelGroup(11, 1, RejectReason.CANCELLED, "attempt 2 finished first"),
                 new GroupRunner.GetInfo(ref()),
                 new GroupRunner.Info(ref(), "node-a", 4, 2),
@@ -161,8 +163,8 @@ class MessageSerializationTest {
                 new RolloutCoordinator.CollectorRestarted(ref()),
                 new RolloutCoordinator.BatchConsumed(9, java.util.List.of(1L, 2L), ref()),
                 new GroupRunner.Forget(java.util.List.of(4L)),
-                new GroupRunner.Resend(java.util.List.of(4L), ref()),
-                new GroupRunner.GetHoldings(ref(), ref()),
+                new GroupRunner.Resend(java.util.List.of(4L), ref(), 0, 1),
+                new GroupRunner.GetHoldings(ref(), 0, 1, ref()),
                 new GroupRunner.Holdings(ref(), "node-a", java.util.List.of(new GroupRunner.Held(4, 1, true, true))),
                 new DurableState.OpenTask(4, 1, false, 17, 3, true, true),
                 new DurableState.Cursor(40, 38, 20, 2),
@@ -276,7 +278,7 @@ class MessageSerializationTest {
     @Test
     void dataItemsComeBackAsJsonTypes() throws Exception {
         GroupRunner.RunGroup run = new GroupRunner.RunGroup(
-                1, 0, Map.of("count", 3L, "ratio", 0.5f, "ids", new int[] {1, 2}), false, 0, ref());
+                1, 0, Map.of("count", 3L, "ratio", 0.5f, "ids", new int[] {1, 2}), false, 0, ref(), 0, 1);
         GroupRunner.RunGroup back = (GroupRunner.RunGroup) roundTrip(run);
         // The long 3 comes back as the smallest JSON integer type, an int[] as a list.
         assertThat(back.data()).containsEntry("count", 3);

@@ -935,7 +935,8 @@ public final class SingletonHarness {
                     4 * total + setup.batch(),
                     collector,
                     state,
-                    Duration.ofSeconds(10));
+                    Duration.ofSeconds(10),
+                    RankShare.ALONE);
         }
     }
 
@@ -1467,7 +1468,14 @@ public final class SingletonHarness {
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
             ActorRef<Collector.Command> collector = ctx.spawn(
                     Collector.create(
-                            batch, Duration.ofMinutes(10), Long.MAX_VALUE, new StatsBook(null), topic, null, true),
+                            batch,
+                            Duration.ofMinutes(10),
+                            Long.MAX_VALUE,
+                            new StatsBook(null),
+                            topic,
+                            null,
+                            true,
+                            RankShare.ALONE),
                     "collector");
             int total = runners * capacity;
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(
@@ -1480,7 +1488,8 @@ public final class SingletonHarness {
                             4 * total + batch,
                             collector,
                             DurableState.inMemory(),
-                            Duration.ofSeconds(10)),
+                            Duration.ofSeconds(10),
+                            RankShare.ALONE),
                     "coordinator");
             spawnRunners(ctx, runners, capacity, rows, rows.batchSize(), dispatched, prepared);
             up.complete(new LocalRollout.Refs(coordinator, collector, null));
