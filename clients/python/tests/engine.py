@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +28,36 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def run_gloo_ranks(
+    script: Path, args: Sequence[str], env: Dict[str, str], world: int = 2, deadline_s: float = 150.0
+) -> List[str]:
+    """Runs ``script`` as ``world`` torch.distributed ranks on this machine (RANK, WORLD_SIZE and a free
+    MASTER_PORT on 127.0.0.1 set for each), waits for all of them within the deadline and returns
+    their combined outputs by rank, asserting each exited 0. ``env`` replaces the process environment
+    (pass ``dict(os.environ, ...)`` to extend it). Every rank is killed if any wait runs out."""
+    port = free_port()
+    procs = []
+    for rank in range(world):
+        rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [sys.executable, str(script), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=rank_env,
+        ))
+    outputs = []
+    try:
+        deadline = time.monotonic() + deadline_s
+        for p in procs:
+            out, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            outputs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+    assert [p.returncode for p in procs] == [0] * world, "\n".join(outputs)
+    return outputs
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ from typing import Dict
 
 import pytest
 
-from engine import free_port
+from engine import run_gloo_ranks
 
 pytest.importorskip("torch")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -28,28 +28,10 @@ def test_two_gloo_ranks_train_and_rank_0_publishes(secure: Dict[str, object], v0
         w = TinyLmWeights.read(v0)
         w.version = start
         initial = w.write(tmp_path / f"v{start}.rlm")
-        port = free_port()
-        procs = []
-        for rank in range(2):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       ROLLOUT_GATEWAY_TOKEN=str(secure["token"]), PYTHONPATH=str(EXAMPLES.parent))
-            procs.append(subprocess.Popen(
-                [sys.executable, str(EXAMPLES / "distributed_trainer.py"), "--contact", str(secure["url"]),
-                 "--cafile", str(secure["cafile"]), "--initial-weights", str(initial),
-                 "--weights-dir", str(tmp_path / "w"), "--steps", "2"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-            ))
-        outputs = []
-        try:
-            for p in procs:
-                out, _ = p.communicate(timeout=150)
-                outputs.append(out)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(10)
-        assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
+        env = dict(os.environ, ROLLOUT_GATEWAY_TOKEN=str(secure["token"]), PYTHONPATH=str(EXAMPLES.parent))
+        outputs = run_gloo_ranks(EXAMPLES / "distributed_trainer.py", [
+            "--contact", str(secure["url"]), "--cafile", str(secure["cafile"]), "--initial-weights", str(initial),
+            "--weights-dir", str(tmp_path / "w"), "--steps", "2"], env)
         assert len(re.findall(r"^step \d/2 ", outputs[0], re.M)) == 2, outputs[0]
         digests = [re.search(r"parameters (\w+)", o).group(1) for o in outputs]  # type: ignore[union-attr]
         assert digests[0] == digests[1], "the ranks' parameters differ"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Set
 
 import pytest
 
-from engine import Processes, free_port
+from engine import Processes, free_port, run_gloo_ranks
 from rollout_client import RolloutClient
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -82,29 +81,11 @@ def test_two_gloo_ranks_each_pull_their_own_batches_and_rank_0_publishes(
         w = TinyLmWeights.read(v0)
         w.version = start
         initial = w.write(tmp_path / f"v{start}.rlm")
-        port = free_port()
-        procs = []
-        for rank in range(2):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       PYTHONPATH=str(EXAMPLES.parent))
-            env.pop("ROLLOUT_GATEWAY_TOKEN", None)
-            procs.append(subprocess.Popen(
-                [sys.executable, str(EXAMPLES / "distributed_trainer.py"), "--contact", ranked_node,
-                 "--each-rank-pulls", "--initial-weights", str(initial), "--weights-dir", str(tmp_path / "w"),
-                 "--steps", "2"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-            ))
-        outputs = []
-        try:
-            for p in procs:
-                out, _ = p.communicate(timeout=150)
-                outputs.append(out)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(10)
-        assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
+        env = dict(os.environ, PYTHONPATH=str(EXAMPLES.parent))
+        env.pop("ROLLOUT_GATEWAY_TOKEN", None)
+        outputs = run_gloo_ranks(EXAMPLES / "distributed_trainer.py", [
+            "--contact", ranked_node, "--each-rank-pulls", "--initial-weights", str(initial),
+            "--weights-dir", str(tmp_path / "w"), "--steps", "2"], env)
         seen: Set[int] = set()
         trained: Set[int] = set()
         for rank, out in enumerate(outputs):
