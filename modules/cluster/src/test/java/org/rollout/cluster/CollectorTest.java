@@ -8,7 +8,6 @@ import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -28,19 +27,7 @@ class CollectorTest {
     }
 
     private ActorRef<Collector.Command> collector(String name, ActorRef<RolloutCoordinator.Command> coordinator) {
-        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
-                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
-        ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(
-                        1,
-                        Duration.ofMinutes(5),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topic,
-                        null,
-                        false,
-                        RankShare.ALONE),
-                name);
+        ActorRef<Collector.Command> c = TestCollectors.spawn(kit, name, 1, Duration.ofMinutes(5), false);
         c.tell(new Collector.Attach(coordinator, 0, 0, java.util.List.of(), java.util.List.of()));
         return c;
     }
@@ -153,19 +140,7 @@ class CollectorTest {
     void aPredecessorsBatchAcknowledgedBeforeTheCoordinatorAttachedIsRetiredOnceItDoes() {
         // A successor collector: the trainer's acknowledgement (with task ids, of a batch the lost
         // collector handed out) arrives before the recovering coordinator attaches.
-        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
-                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "early-ack-topic"), "early-ack-topic");
-        ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(
-                        1,
-                        Duration.ofMinutes(5),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topic,
-                        null,
-                        true,
-                        RankShare.ALONE),
-                "early-ack");
+        ActorRef<Collector.Command> c = TestCollectors.spawn(kit, "early-ack", 1, Duration.ofMinutes(5), true);
         TestProbe<Collector.AckReply> trainer = kit.createTestProbe();
         c.tell(new Collector.Ack(4L << 32, java.util.List.of(5L, 6L), trainer.getRef()));
         trainer.expectNoMessage(Duration.ofMillis(200));

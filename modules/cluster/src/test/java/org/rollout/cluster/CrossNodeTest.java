@@ -114,16 +114,7 @@ class CrossNodeTest {
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topicB =
                 nodes.b.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
         ActorRef<Collector.Command> collectorOnB = nodes.b.spawn(
-                Collector.create(
-                        1,
-                        Duration.ofMinutes(5),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topicB,
-                        null,
-                        false,
-                        RankShare.ALONE),
-                "collector");
+                TestCollectors.behavior(1, Duration.ofMinutes(5), topicB, null, false, RankShare.ALONE), "collector");
         long streamedBefore = LargePayloads.get(nodes.a.system()).streamsSent();
 
         // Dispatched from node B (where the coordinator would be) to the runner on node A.

@@ -13,7 +13,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import javax.management.ObjectName;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -45,19 +44,7 @@ class LargePayloadTransferTest {
 
     private ActorRef<Collector.Command> collectorOn(
             org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit, String name, int batchSize) {
-        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
-                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
-        return kit.spawn(
-                Collector.create(
-                        batchSize,
-                        Duration.ofMinutes(10),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topic,
-                        null,
-                        false,
-                        RankShare.ALONE),
-                name);
+        return TestCollectors.spawn(kit, name, batchSize, Duration.ofMinutes(10), false);
     }
 
     @Test

@@ -10,7 +10,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -66,19 +65,7 @@ class LargePayloadsTest {
     @Test
     void aStreamedGroupThatCannotBeReceivedIsRejectedAsFailedNamingTheTask() {
         TestProbe<RolloutCoordinator.Command> coordinator = kit.createTestProbe();
-        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
-                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "lp-topic"), "lp-topic");
-        ActorRef<Collector.Command> c = kit.spawn(
-                Collector.create(
-                        1,
-                        Duration.ofMinutes(5),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topic,
-                        null,
-                        false,
-                        RankShare.ALONE),
-                "lp");
+        ActorRef<Collector.Command> c = TestCollectors.spawn(kit, "lp", 1, Duration.ofMinutes(5), false);
         c.tell(new Collector.Attach(coordinator.getRef(), 0, 0, java.util.List.of(), java.util.List.of()));
         try (LogCapture log = new LogCapture()) {
             var broken = payloads.offer(new CrossNodeTest.Unregistered(1), "task 5 attempt 2");

@@ -72,10 +72,8 @@ class LateAcknowledgementTest {
         kit.system().receptionist().tell(Receptionist.register(GroupRunner.SERVICE_KEY, runner.getRef()));
         ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
                 kit.spawn(Topic.create(WeightVersion.VersionChanged.class, "versions"), "versions");
-        ActorRef<Collector.Command> collector = kit.spawn(
-                Collector.create(
-                        BATCH, ackTimeout, Long.MAX_VALUE, new StatsBook(null), topic, null, true, RankShare.ALONE),
-                "collector");
+        ActorRef<Collector.Command> collector =
+                kit.spawn(TestCollectors.behavior(BATCH, ackTimeout, topic, null, true, RankShare.ALONE), "collector");
         StalenessBudget budget = new StalenessBudget(BATCH, BATCH, 1);
         // Eight prompts, all taken before the loss: nothing new is admitted.
         PromptSource prompts = index -> index < 8 ? Optional.of(Map.of("prompt", "p" + index)) : Optional.empty();

@@ -1271,16 +1271,7 @@ public final class SingletonHarness {
             ActorRef<RolloutCoordinator.Command> feeder =
                     ctx.spawn(feeder(window, rows, fed, share, ActorRef::tell), "feeder");
             ActorRef<Collector.Command> collector = ctx.spawn(
-                    Collector.create(
-                            batch,
-                            Duration.ofMinutes(10),
-                            Long.MAX_VALUE,
-                            new StatsBook(null),
-                            topic,
-                            feeder,
-                            false,
-                            share),
-                    "collector");
+                    TestCollectors.behavior(batch, Duration.ofMinutes(10), topic, feeder, false, share), "collector");
             up.complete(collector);
             return Behaviors.empty();
         });
@@ -1353,15 +1344,7 @@ public final class SingletonHarness {
                                 ctx.getSystem())
                         .resolveActorRef(feederPath);
                 up.complete(ctx.spawn(
-                        Collector.create(
-                                batch,
-                                Duration.ofMinutes(10),
-                                Long.MAX_VALUE,
-                                new StatsBook(null),
-                                topic,
-                                feeder,
-                                false,
-                                share),
+                        TestCollectors.behavior(batch, Duration.ofMinutes(10), topic, feeder, false, share),
                         "collector"));
                 return Behaviors.empty();
             });
@@ -1467,15 +1450,7 @@ public final class SingletonHarness {
             ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic = ctx.spawn(
                     Topic.create(WeightVersion.VersionChanged.class, "rollout-weight-version"), "version-topic");
             ActorRef<Collector.Command> collector = ctx.spawn(
-                    Collector.create(
-                            batch,
-                            Duration.ofMinutes(10),
-                            Long.MAX_VALUE,
-                            new StatsBook(null),
-                            topic,
-                            null,
-                            true,
-                            RankShare.ALONE),
+                    TestCollectors.behavior(batch, Duration.ofMinutes(10), topic, null, true, RankShare.ALONE),
                     "collector");
             int total = runners * capacity;
             ActorRef<RolloutCoordinator.Command> coordinator = ctx.spawn(

@@ -13,7 +13,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -58,19 +57,7 @@ class TlsDataPlaneClusterTest {
     }
 
     private ActorRef<Collector.Command> collectorOn(ActorTestKit kit, String name, int batchSize) {
-        ActorRef<Topic.Command<WeightVersion.VersionChanged>> topic =
-                kit.spawn(Topic.create(WeightVersion.VersionChanged.class, name + "-topic"), name + "-topic");
-        return kit.spawn(
-                Collector.create(
-                        batchSize,
-                        Duration.ofMinutes(10),
-                        Long.MAX_VALUE,
-                        new StatsBook(null),
-                        topic,
-                        null,
-                        false,
-                        RankShare.ALONE),
-                name);
+        return TestCollectors.spawn(kit, name, batchSize, Duration.ofMinutes(10), false);
     }
 
     private LocalRolloutClient pullerOnB(ActorRef<Collector.Command> collectorOnA) {
